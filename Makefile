@@ -1,0 +1,47 @@
+# The two commands: `make run` and `make test`. Both set everything up first,
+# idempotently: a second run rebuilds and re-downloads nothing.
+#   make run GPU=1   builds llama-cpp-python with CUDA (needs the CUDA toolkit).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+LLAMA_CPP_VERSION := 0.3.36
+JOBS := $(shell nproc 2>/dev/null || echo 2)
+PYTEST_ARGS ?=
+
+.PHONY: run test setup models bench clean
+
+run: setup
+	$(BIN)/lyra serve
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+setup: $(STAMP) models
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "error: Python >= 3.11 is needed (set PYTHON=python3.11 or newer)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(BIN)/pip install --disable-pip-version-check -e '.[test]'
+	touch $@
+
+ifeq ($(GPU),1)
+setup: $(VENV)/.gpu
+$(VENV)/.gpu: $(STAMP)
+	$(BIN)/python -c 'import llama_cpp, sys; sys.exit(not llama_cpp.llama_supports_gpu_offload())' || \
+		CMAKE_ARGS="-DGGML_CUDA=on" CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(BIN)/pip install \
+		--disable-pip-version-check --force-reinstall --no-deps --no-cache-dir \
+		'llama-cpp-python==$(LLAMA_CPP_VERSION)'
+	touch $@
+endif
+
+models: $(STAMP)
+	$(BIN)/lyra models fetch --models-dir models
+
+bench: setup
+	$(BIN)/python scripts/bench_models.py
+
+clean:
+	rm -rf $(VENV) models/*.gguf models/sources models/manifest.json

@@ -1,0 +1,41 @@
+"""The ``lyra`` command: one module per command group, errors without tracebacks."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .. import __version__
+from ..errors import LyraError
+from . import doctor, models, serve
+
+COMMANDS = (serve, models, doctor)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lyra", description="Lyra, an offline companion with long-term memory.")
+    parser.add_argument("--version", action="version", version=f"lyra {__version__}")
+    parser.add_argument("--config", type=Path, default=None, metavar="PATH",
+                        help="lyra.toml to read (default: $LYRA_CONFIG, ./lyra.toml, ~/.config/lyra/lyra.toml)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        code: int = args.run(args)
+        return code
+    except LyraError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,36 @@
+"""``lyra doctor``: print the resolved configuration and check that everything works."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..config import load_settings
+from ..diagnostics import run_checks
+from ..llm.registry import Models
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("doctor", help="check the configuration, the models and the GPU")
+    parser.add_argument("--no-load", action="store_true", help="do not load the models, only check files")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config)
+    print("resolved configuration:")
+    shown = settings.model_dump(mode="json", exclude={"config_file"})
+    print("  " + json.dumps(shown, indent=2).replace("\n", "\n  "))
+    models = Models(settings)
+    try:
+        checks = run_checks(settings, models, load=not args.no_load)
+    finally:
+        models.close()
+    print("\nchecks:")
+    for check in checks:
+        print(f"  [{'ok' if check.ok else 'FAIL'}] {check.name}: {check.detail}")
+        if check.hint and not check.ok:
+            print(f"         fix: {check.hint}")
+    failed = sum(not c.ok for c in checks)
+    print(f"\n{'all good' if not failed else f'{failed} problem(s) found'}")
+    return 1 if failed else 0

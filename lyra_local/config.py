@@ -1,0 +1,309 @@
+"""Typed settings: defaults, then ``lyra.toml``, then ``LYRA_*`` environment variables.
+
+Every field is described and bounded; an unknown key (in the file or in the
+environment) is an error that names where it came from, never silently ignored.
+Loading settings never touches model files: whether they exist is checked by
+``missing_model_files`` so that ``lyra models fetch`` can run on a fresh machine.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SecretStr,
+    Tag,
+    ValidationError,
+    field_validator,
+)
+
+from .errors import ConfigError
+
+ENV_PREFIX = "LYRA_"
+CONFIG_ENV = "LYRA_CONFIG"
+CONFIG_FILENAME = "lyra.toml"
+DEFAULT_CHAT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_EMBED_FILE = "all-MiniLM-L6-v2.F16.gguf"
+FETCH_HINT = "run `lyra models fetch` (or `make run`) to fetch the default models"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Sampling(_Strict):
+    """Generation defaults for a chat-capable role; a request may override them."""
+
+    temperature: float = Field(0.7, ge=0.0, le=2.0, description="Sampling temperature.")
+    top_p: float = Field(0.95, gt=0.0, le=1.0, description="Nucleus sampling mass.")
+    top_k: int = Field(40, ge=0, le=1000, description="Top-k cut-off (0 = off).")
+    min_p: float = Field(0.05, ge=0.0, le=1.0, description="Min-p cut-off.")
+    repeat_penalty: float = Field(1.1, ge=0.5, le=2.0, description="Repetition penalty.")
+    max_tokens: int = Field(512, ge=1, le=32768, description="Default reply budget in tokens.")
+    seed: int | None = Field(None, description="Fixed RNG seed for reproducible output.")
+
+
+class RetryPolicy(_Strict):
+    """Bounded exponential backoff with jitter for a model server."""
+
+    max_attempts: int = Field(5, ge=1, le=50, description="Tries per request, the first included.")
+    initial_delay_s: float = Field(0.5, ge=0.0, le=60.0, description="Delay before the first retry.")
+    max_delay_s: float = Field(8.0, ge=0.0, le=600.0, description="Upper bound of one delay.")
+    multiplier: float = Field(2.0, ge=1.0, le=10.0, description="Growth of the delay per retry.")
+    jitter: float = Field(0.5, ge=0.0, le=1.0, description="Random share taken off each delay.")
+
+
+class LocalModel(_Strict):
+    """A GGUF file run in-process by llama-cpp-python."""
+
+    backend: Literal["local"] = "local"
+    path: Path = Field(description="GGUF file; relative paths are inside models_dir.")
+    n_ctx: int = Field(2048, ge=64, le=1_048_576, description="Context length in tokens.")
+    n_gpu_layers: int = Field(0, ge=-1, description="Layers offloaded to the GPU (-1 = all).")
+    n_threads: int | None = Field(None, ge=1, le=1024, description="CPU threads (default: all).")
+    n_batch: int = Field(512, ge=16, le=65536, description="Prompt batch size in tokens.")
+    n_ubatch: int = Field(512, ge=16, le=65536, description="Physical micro-batch in tokens.")
+    chat_format: str | None = Field(None, description="llama.cpp chat format; default: the GGUF's template.")
+    sampling: Sampling = Sampling()
+
+    @field_validator("path")
+    @classmethod
+    def _expand_user(cls, value: Path) -> Path:
+        return value.expanduser()
+
+
+class ServerModel(_Strict):
+    """A model behind an OpenAI-compatible llama.cpp server (usually on the GPU box)."""
+
+    backend: Literal["server"]
+    base_url: str = Field(description="Server root, e.g. http://gpu-box:8080 (no /v1).")
+    model: str = Field("default", description="Model name sent in requests.")
+    api_key: SecretStr | None = Field(None, description="Bearer token the server expects.")
+    n_ctx: int | None = Field(None, ge=64, description="Context length; default: asked from the server.")
+    connect_timeout_s: float = Field(5.0, gt=0, le=600, description="TCP connect timeout.")
+    read_timeout_s: float = Field(300.0, gt=0, le=3600, description="Longest silence while reading.")
+    retry: RetryPolicy = RetryPolicy()
+    sampling: Sampling = Sampling()
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/").removesuffix("/v1")
+
+
+class SameAs(_Strict):
+    """Reuse another role's model: one loaded instance serves both."""
+
+    same_as: Literal["chat"]
+
+
+def _backend_tag(value: Any) -> str:
+    if isinstance(value, Mapping):
+        if "same_as" in value:
+            return "same_as"
+        return str(value.get("backend", "local"))
+    if isinstance(value, SameAs):
+        return "same_as"
+    return str(getattr(value, "backend", "local"))
+
+
+ModelSpec = Annotated[
+    Union[Annotated[LocalModel, Tag("local")], Annotated[ServerModel, Tag("server")]],
+    Discriminator(_backend_tag),
+]
+SummarySpec = Annotated[
+    Union[
+        Annotated[LocalModel, Tag("local")],
+        Annotated[ServerModel, Tag("server")],
+        Annotated[SameAs, Tag("same_as")],
+    ],
+    Discriminator(_backend_tag),
+]
+
+
+class ModelsConfig(_Strict):
+    """The three model roles."""
+
+    chat: ModelSpec = Field(description="Replies to the user.")
+    summary: SummarySpec = Field(description="Gists, digests, reflection; may reuse chat.")
+    embed: ModelSpec = Field(description="Embeddings for recall.")
+
+
+class ServerSettings(_Strict):
+    """The HTTP server `lyra serve` runs."""
+
+    host: str = Field("127.0.0.1", description="Bind address; loopback unless a token is set.")
+    port: int = Field(8000, ge=1, le=65535, description="TCP port.")
+    api_token: SecretStr | None = Field(None, description="Bearer token required by the API.")
+
+
+class Settings(_Strict):
+    """Everything `lyra` is configured with."""
+
+    data_dir: Path = Field(description="Where the memory lives (database, indexes).")
+    models_dir: Path = Field(description="Where model files are fetched to and looked up.")
+    server: ServerSettings = ServerSettings()
+    models: ModelsConfig
+    config_file: Path | None = Field(None, description="The lyra.toml that was read, if any.")
+
+    def model_path(self, spec: LocalModel) -> Path:
+        """The absolute path of a local model's file."""
+        return spec.path if spec.path.is_absolute() else self.models_dir / spec.path
+
+    def resolved_summary(self) -> LocalModel | ServerModel:
+        """The summary role's own spec, following ``same_as``."""
+        summary = self.models.summary
+        return self.models.chat if isinstance(summary, SameAs) else summary
+
+
+def default_data_dir(env: Mapping[str, str]) -> Path:
+    """The user's data location (XDG on Linux), never inside site-packages."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "lyra"
+    if sys.platform == "win32":
+        return Path(env.get("APPDATA", Path.home() / "AppData" / "Roaming")) / "lyra"
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "lyra"
+
+
+def checkout_root() -> Path | None:
+    """The source checkout this package runs from (editable install), if any."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "pyproject.toml").is_file() and (root / "models").is_dir() else None
+
+
+def default_models_dir(data_dir: Path) -> Path:
+    """``models/`` of the checkout when running from one, else inside the data dir."""
+    root = checkout_root()
+    return root / "models" if root else data_dir / "models"
+
+
+ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "chat": {"backend": "local", "path": DEFAULT_CHAT_FILE, "n_ctx": 2048},
+    "summary": {"same_as": "chat"},
+    "embed": {"backend": "local", "path": DEFAULT_EMBED_FILE, "n_ctx": 512, "n_batch": 256, "n_ubatch": 256},
+}
+
+
+def find_config_file(explicit: Path | None, env: Mapping[str, str]) -> Path | None:
+    """``--config``, then ``$LYRA_CONFIG``, then ``./lyra.toml``, then the user config dir."""
+    if explicit is None and env.get(CONFIG_ENV):
+        explicit = Path(env[CONFIG_ENV])
+    if explicit is not None:
+        explicit = explicit.expanduser()
+        if not explicit.is_file():
+            raise ConfigError(f"config file not found: {explicit}", hint="check --config or $LYRA_CONFIG")
+        return explicit
+    xdg = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    for candidate in (Path.cwd() / CONFIG_FILENAME, xdg / "lyra" / CONFIG_FILENAME):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_settings(config: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Build validated settings; raise ``ConfigError`` naming every bad field."""
+    env = os.environ if env is None else env
+    path = find_config_file(config, env)
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path} is not valid TOML: {exc}", hint="fix the syntax at that line") from exc
+        raw = _resolve_relative_paths(raw, path.parent)
+    env_keys = _overlay_env(raw, env)
+    _apply_defaults(raw, env)
+    if path is not None:
+        raw["config_file"] = path
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path, env_keys), hint="see README.md, section Configuration") from exc
+
+
+def _resolve_relative_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Directories in a config file are relative to that file, not to the cwd."""
+    for key in ("data_dir", "models_dir"):
+        if isinstance(raw.get(key), str) and not Path(raw[key]).expanduser().is_absolute():
+            raw[key] = str(base / raw[key])
+    return raw
+
+
+def _overlay_env(raw: dict[str, Any], env: Mapping[str, str]) -> dict[tuple[str, ...], str]:
+    """Apply ``LYRA_A__B__C=value`` onto ``raw['a']['b']['c']``; return loc -> variable name."""
+    sources: dict[tuple[str, ...], str] = {}
+    for name, value in env.items():
+        if not name.startswith(ENV_PREFIX) or name == CONFIG_ENV:
+            continue
+        loc = tuple(part.lower() for part in name[len(ENV_PREFIX):].split("__"))
+        node = raw
+        for part in loc[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"{name} sets a field inside {part!r}, which is not a section")
+            node = child
+        node[loc[-1]] = value
+        sources[loc] = name
+    return sources
+
+
+def _apply_defaults(raw: dict[str, Any], env: Mapping[str, str]) -> None:
+    data_dir = Path(raw.get("data_dir") or default_data_dir(env)).expanduser()
+    raw["data_dir"] = data_dir
+    raw["models_dir"] = Path(raw.get("models_dir") or default_models_dir(data_dir)).expanduser()
+    models = raw.setdefault("models", {})
+    if not isinstance(models, dict):
+        return
+    for role, default in ROLE_DEFAULTS.items():
+        given = models.get(role)
+        if given is None:
+            models[role] = dict(default)
+        elif isinstance(given, dict) and _backend_tag(given) == _backend_tag(default):
+            models[role] = {**default, **given}
+
+
+def _describe(exc: ValidationError, path: Path | None, env_keys: dict[tuple[str, ...], str]) -> str:
+    lines = ["invalid configuration:"]
+    for err in exc.errors():
+        loc = _drop_union_tags(tuple(str(p) for p in err["loc"]))
+        from_env = [name for env_loc, name in env_keys.items() if env_loc[:len(loc)] == loc]
+        where = ", ".join(from_env) or (f"{path}" if path else "defaults")
+        detail = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        lines.append(f"  - {'.'.join(loc)}: {detail} (from {where})")
+    return "\n".join(lines)
+
+
+def _drop_union_tags(loc: tuple[str, ...]) -> tuple[str, ...]:
+    """``models.chat.local.n_ctx`` -> ``models.chat.n_ctx``: the backend tag is pydantic's, not the user's."""
+    return tuple(part for i, part in enumerate(loc)
+                 if not (i > 0 and loc[i - 1] in ROLE_DEFAULTS and part in {"local", "server", "same_as"}))
+
+
+def missing_model_files(settings: Settings) -> list[str]:
+    """One actionable line per configured local model whose file does not exist."""
+    problems = []
+    seen: set[Path] = set()
+    for role in ("chat", "summary", "embed"):
+        spec = settings.resolved_summary() if role == "summary" else getattr(settings.models, role)
+        if not isinstance(spec, LocalModel):
+            continue
+        path = settings.model_path(spec)
+        if path in seen or path.is_file():
+            continue
+        seen.add(path)
+        default = spec.path.name in (DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE)
+        hint = FETCH_HINT if default else f"put the GGUF there or fix models.{role}.path"
+        problems.append(f"models.{role}: model file not found: {path} — {hint}")
+    return problems

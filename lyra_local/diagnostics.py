@@ -1,0 +1,80 @@
+"""Health checks of a configuration: what `lyra doctor` prints and the settings view shows.
+
+Each check says what it looked at, whether it is fine, and what to do if not.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from . import __version__
+from .config import LocalModel, Settings, missing_model_files
+from .errors import LyraError
+from .llm.local import gpu_offload_supported
+from .llm.registry import Models
+from .llm.server import ServerBackend
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    hint: str | None = None
+
+
+def run_checks(settings: Settings, models: Models, *, load: bool = True) -> list[Check]:
+    """Check the data dir, model files, GPU offload, and (with ``load``) each model for real."""
+    checks = [Check("version", True, f"lyra {__version__}"),
+              Check("config", True, str(settings.config_file or "defaults (no lyra.toml found)")),
+              _data_dir_check(settings)]
+    try:
+        checks.append(Check("gpu offload", True, "available" if gpu_offload_supported() else
+                            "not available (CPU build; `make run GPU=1` builds with CUDA)"))
+    except ImportError as exc:
+        checks.append(Check("gpu offload", False, f"llama-cpp-python missing: {exc}", "run `make run`"))
+    missing = missing_model_files(settings)
+    for line in missing:
+        role, _, rest = line.partition(": ")
+        detail, _, hint = rest.partition(" — ")
+        checks.append(Check(role, False, detail, hint or None))
+    if load:
+        failed_roles = {line.split(":")[0].removeprefix("models.") for line in missing}
+        for role in ("chat", "summary", "embed"):
+            if role not in failed_roles:
+                checks.append(_model_check(settings, models, role))
+    return checks
+
+
+def _data_dir_check(settings: Settings) -> Check:
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        probe = settings.data_dir / ".write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        return Check("data dir", False, f"{settings.data_dir}: {exc}", "set data_dir or $LYRA_DATA_DIR to a writable folder")
+    return Check("data dir", True, str(settings.data_dir))
+
+
+def _model_check(settings: Settings, models: Models, role: str) -> Check:
+    spec = settings.resolved_summary() if role == "summary" else getattr(settings.models, role)
+    where = str(settings.model_path(spec)) if isinstance(spec, LocalModel) else spec.base_url
+    if role == "summary" and models.shares_summary_with_chat():
+        return Check(f"models.{role}", True, "same instance as chat")
+    start = time.perf_counter()
+    try:
+        if role == "embed":
+            model = models.embed
+            if isinstance(model, ServerBackend):
+                model.health()
+            detail = f"{spec.backend} {where}: loads, {model.dim}-d vectors"
+        else:
+            chat = models.chat if role == "chat" else models.summary
+            if isinstance(chat, ServerBackend):
+                chat.health()
+            detail = f"{spec.backend} {where}: loads, n_ctx {chat.n_ctx}, 'hello' = {chat.count_tokens('hello')} token(s)"
+    except LyraError as exc:
+        return Check(f"models.{role}", False, f"{spec.backend} {where}: {exc.message}", exc.hint)
+    return Check(f"models.{role}", True, f"{detail} ({time.perf_counter() - start:.1f}s)")

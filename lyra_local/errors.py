@@ -1,0 +1,59 @@
+"""One exception family for everything a user can act on.
+
+Every message says what is wrong and what to do about it. The CLI prints these
+without a traceback; the web API returns them as JSON with ``status_code``.
+"""
+
+from __future__ import annotations
+
+
+class LyraError(Exception):
+    """Base of all errors meant for the user's eyes."""
+
+    status_code = 500
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
+
+
+class ConfigError(LyraError):
+    """The configuration is invalid: a bad value, an unknown key, a missing file."""
+
+    status_code = 500
+
+
+class ModelFileMissing(ConfigError):
+    """A local model's GGUF file is not where the config says."""
+
+
+class ModelLoadError(LyraError):
+    """llama.cpp could not load a model file."""
+
+    status_code = 503
+
+
+class ModelUnavailable(LyraError):
+    """A model server could not be reached, even after retrying."""
+
+    status_code = 503
+
+
+class ModelRequestError(LyraError):
+    """A model server rejected a request (4xx other than 429): retrying will not help."""
+
+    status_code = 502
+
+
+class FetchError(LyraError):
+    """Fetching or verifying a default model failed."""
+
+
+class BadRequest(LyraError):
+    """A client sent something we cannot act on."""
+
+    status_code = 400

@@ -1,0 +1,108 @@
+"""The small interface every model backend implements, and the types it speaks.
+
+Calls are blocking: a web route runs them in a thread pool. A stream is a
+generator; closing it (``.close()``) stops generation on the backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+Role = Literal["system", "user", "assistant"]
+
+
+class Message(TypedDict):
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    """Per-request overrides of a role's sampling defaults; ``None`` keeps the default."""
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: Sequence[str] = ()
+    seed: int | None = None
+    json_schema: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class ChatDelta:
+    """A piece of a streamed reply; the last one carries ``finish_reason``."""
+
+    text: str
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What `doctor`, `/v1/models` and the settings view show about a loaded model."""
+
+    role: str
+    backend: str
+    name: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+Vectors = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Something that answers a conversation."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def n_ctx(self) -> int: ...
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in ``text`` by the model's own tokenizer (no special tokens)."""
+        ...
+
+    def complete(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Completion: ...
+
+    def stream(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Iterator[ChatDelta]: ...
+
+    def info(self) -> ModelInfo: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Something that turns texts into L2-normalised float32 vectors."""
+
+    @property
+    def name(self) -> str:
+        """Identity of the embedding model: vectors of two identities never mix."""
+        ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One unit-length row per text, in order."""
+        ...
+
+    def info(self) -> ModelInfo: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,225 @@
+"""GGUF models run in-process by llama-cpp-python.
+
+A ``Llama`` object is not thread-safe, so each loaded model has its own lock and
+every call into it (generation, embedding) holds that lock; a stream holds it
+until it ends or is closed. Models load lazily, on first use, so that
+``lyra doctor`` and the web app start instantly and a missing file is reported
+when and where it matters.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import config
+from ..errors import ModelFileMissing, ModelLoadError
+from .base import ChatDelta, Completion, GenerationOptions, Message, ModelInfo, Vectors
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def gpu_offload_supported() -> bool:
+    """Whether this llama-cpp-python build can offload layers to a GPU."""
+    import llama_cpp
+
+    return bool(llama_cpp.llama_supports_gpu_offload())
+
+
+class _LazyLlama:
+    """Loads a ``Llama`` on first use and serialises access to it."""
+
+    def __init__(self, path: Path, spec: config.LocalModel, role: str, *, embedding: bool) -> None:
+        self.path = path
+        self.spec = spec
+        self.role = role
+        self.embedding = embedding
+        self.lock = threading.Lock()
+        self._load_lock = threading.Lock()
+        self._llm: Any = None
+
+    def llm(self) -> Any:
+        if self._llm is None:
+            with self._load_lock:
+                if self._llm is None:
+                    self._llm = self._load()
+        return self._llm
+
+    def _load(self) -> Any:
+        if not self.path.is_file():
+            default = self.path.name in (config.DEFAULT_CHAT_FILE, config.DEFAULT_EMBED_FILE)
+            raise ModelFileMissing(
+                f"{self.role} model file not found: {self.path}",
+                hint=config.FETCH_HINT if default else f"put the GGUF there or fix models.{self.role}.path")
+        from llama_cpp import Llama
+
+        batch = self.spec.n_batch
+        ubatch = self.spec.n_ubatch
+        if self.embedding:
+            # An encoder must see a whole sequence in one micro-batch, and
+            # llama-cpp-python packs sequences up to n_batch tokens: keep them equal
+            # (and within the context) so that no input can overrun a micro-batch.
+            batch = ubatch = min(self.spec.n_batch, self.spec.n_ubatch, self.spec.n_ctx)
+        threads = self.spec.n_threads or available_cpus()
+        try:
+            return Llama(
+                model_path=str(self.path),
+                n_ctx=self.spec.n_ctx,
+                n_gpu_layers=self.spec.n_gpu_layers,
+                n_threads=threads,
+                n_threads_batch=threads,
+                n_batch=batch,
+                n_ubatch=ubatch,
+                chat_format=self.spec.chat_format,
+                embedding=self.embedding,
+                seed=self.spec.sampling.seed if self.spec.sampling.seed is not None else 0xFFFFFFFF,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise ModelLoadError(f"llama.cpp could not load {self.path}: {exc}",
+                                 hint="is it a complete GGUF file for this llama.cpp version? "
+                                      "`lyra models fetch --force` re-fetches the defaults") from exc
+
+    def count_tokens(self, text: str) -> int:
+        # Tokenizing reads only the vocabulary, so it needs no lock and never waits
+        # for a generation in progress.
+        return len(self.llm().tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def close(self) -> None:
+        with self.lock:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm = None
+
+
+class LocalChatModel:
+    """A chat model in this process."""
+
+    def __init__(self, path: Path, spec: config.LocalModel, role: str = "chat") -> None:
+        self._model = _LazyLlama(path, spec, role, embedding=False)
+        self.spec = spec
+        self.role = role
+
+    @property
+    def name(self) -> str:
+        return self._model.path.stem
+
+    @property
+    def n_ctx(self) -> int:
+        return self.spec.n_ctx
+
+    def load(self) -> None:
+        """Load now rather than on first use (start-up, `doctor`)."""
+        self._model.llm()
+
+    def count_tokens(self, text: str) -> int:
+        return self._model.count_tokens(text)
+
+    def complete(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Completion:
+        llm = self._model.llm()
+        with self._model.lock:
+            result = llm.create_chat_completion(messages=list(messages), stream=False, **self._kwargs(options))
+        choice = result["choices"][0]
+        usage = result.get("usage") or {}
+        return Completion(
+            text=choice["message"].get("content") or "",
+            finish_reason=choice.get("finish_reason") or "stop",
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+        )
+
+    def stream(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Iterator[ChatDelta]:
+        llm = self._model.llm()
+        with self._model.lock:
+            chunks = llm.create_chat_completion(messages=list(messages), stream=True, **self._kwargs(options))
+            try:
+                for chunk in chunks:
+                    choice = chunk["choices"][0]
+                    text = choice.get("delta", {}).get("content") or ""
+                    finish = choice.get("finish_reason")
+                    if text or finish:
+                        yield ChatDelta(text, finish)
+            finally:
+                chunks.close()  # stops generation when our caller stops reading
+
+    def info(self) -> ModelInfo:
+        return ModelInfo(self.role, "local", self.name, {
+            "path": str(self._model.path), "n_ctx": self.spec.n_ctx, "n_gpu_layers": self.spec.n_gpu_layers})
+
+    def close(self) -> None:
+        self._model.close()
+
+    def _kwargs(self, options: GenerationOptions | None) -> dict[str, Any]:
+        opts = options or GenerationOptions()
+        sampling = self.spec.sampling
+        kwargs: dict[str, Any] = {
+            "max_tokens": opts.max_tokens or sampling.max_tokens,
+            "temperature": sampling.temperature if opts.temperature is None else opts.temperature,
+            "top_p": sampling.top_p if opts.top_p is None else opts.top_p,
+            "top_k": sampling.top_k,
+            "min_p": sampling.min_p,
+            "repeat_penalty": sampling.repeat_penalty,
+            "stop": list(opts.stop) or None,
+        }
+        seed = sampling.seed if opts.seed is None else opts.seed
+        if seed is not None:
+            kwargs["seed"] = seed
+        if opts.json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": opts.json_schema}
+        return kwargs
+
+
+class LocalEmbedder:
+    """An embedding model in this process.
+
+    Throughput matters (imports embed years of history): llama-cpp-python packs
+    several texts into one decode, up to ``n_batch`` tokens. Attention spans the
+    whole micro-batch, so a moderate micro-batch (256) beats both one text per
+    call and one huge batch.
+    """
+
+    def __init__(self, path: Path, spec: config.LocalModel, role: str = "embed") -> None:
+        self._model = _LazyLlama(path, spec, role, embedding=True)
+        self.spec = spec
+        self.role = role
+        self._dim: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self._model.path.stem
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self._model.llm().n_embd())
+        return self._dim
+
+    def load(self) -> None:
+        self._model.llm()
+
+    def count_tokens(self, text: str) -> int:
+        return self._model.count_tokens(text)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        llm = self._model.llm()
+        with self._model.lock:
+            rows = llm.embed(list(texts), normalize=True, truncate=True)
+        return np.asarray(rows, dtype=np.float32)
+
+    def info(self) -> ModelInfo:
+        return ModelInfo(self.role, "local", self.name, {"path": str(self._model.path), "n_ctx": self.spec.n_ctx})
+
+    def close(self) -> None:
+        self._model.close()

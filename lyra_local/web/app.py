@@ -1,0 +1,117 @@
+"""``create_app(settings)``: builds the FastAPI app and owns the lifecycles.
+
+Models are created here and torn down in the lifespan, never at import time.
+Errors from the ``LyraError`` family become JSON with their status code, in the
+OpenAI error shape so OpenAI clients show the message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import signal
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from .. import __version__
+from ..config import Settings, load_settings
+from ..errors import LyraError
+from ..llm.registry import Models
+from . import admin, openai_api
+
+log = logging.getLogger(__name__)
+OPEN_PATHS = {"/health"}
+
+
+@dataclass
+class AppState:
+    """What the routes share: the current settings and models, swapped on reload."""
+
+    settings: Settings
+    models: Models
+    config_path: Path | None = None
+    reload_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reload(self) -> None:
+        """Re-read the config and swap in fresh models; in-flight requests finish on the old ones."""
+        with self.reload_lock:
+            settings = load_settings(self.config_path)
+            old, self.models = self.models, Models(settings)
+            self.settings = settings
+        # close() waits for each old model's lock, i.e. for in-flight generations.
+        threading.Thread(target=old.close, name="close-old-models", daemon=True).start()
+        log.info("configuration reloaded; models will load on next use")
+
+
+def create_app(
+    settings: Settings,
+    *,
+    models: Models | None = None,
+    config_path: Path | None = None,
+    handle_sighup: bool = False,
+) -> FastAPI:
+    """Build the app. Pass ``models`` to share an already built registry (tests)."""
+    state = AppState(settings, models or Models(settings), config_path or settings.config_file)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if handle_sighup:
+            _install_sighup(state)
+        try:
+            yield
+        finally:
+            await run_in_threadpool(state.models.close)
+
+    app = FastAPI(title="Lyra", version=__version__, lifespan=lifespan)
+    app.state.lyra = state
+    app.include_router(admin.router)
+    app.include_router(openai_api.router)
+
+    @app.exception_handler(LyraError)
+    async def lyra_error(request: Request, exc: LyraError) -> JSONResponse:
+        return JSONResponse(error_body(exc), status_code=exc.status_code)
+
+    @app.middleware("http")
+    async def require_token(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        token = state.settings.server.api_token
+        if token is None or request.url.path in OPEN_PATHS:
+            return await call_next(request)
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if hmac.compare_digest(given.encode(), token.get_secret_value().encode()):
+            return await call_next(request)
+        return JSONResponse(
+            {"error": {"message": "missing or wrong API token", "type": "unauthorized",
+                       "hint": "send 'Authorization: Bearer <server.api_token>'"}},
+            status_code=401)
+
+    return app
+
+
+def error_body(exc: LyraError) -> dict[str, dict[str, str | None]]:
+    return {"error": {"message": exc.message, "type": type(exc).__name__, "hint": exc.hint}}
+
+
+def _install_sighup(state: AppState) -> None:
+    loop = asyncio.get_running_loop()
+
+    def on_hup() -> None:
+        async def reload() -> None:
+            try:
+                await run_in_threadpool(state.reload)
+            except LyraError as exc:
+                log.error("reload failed, keeping the running configuration: %s", exc)
+
+        loop.create_task(reload())
+
+    try:
+        loop.add_signal_handler(signal.SIGHUP, on_hup)
+    except (ValueError, RuntimeError, NotImplementedError, AttributeError):
+        log.info("SIGHUP reload unavailable here; use POST /admin/reload")

@@ -1,0 +1,144 @@
+"""Shared fixtures: isolated settings, the real tiny models (once per session),
+and real llama.cpp server processes on loopback.
+
+A missing model file or dependency fails the test with what to run; it never
+skips, so a green run always means the real components were exercised.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from lyra_local.config import DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE, Settings, load_settings
+from lyra_local.llm.local import LocalChatModel, LocalEmbedder
+
+REPO = Path(__file__).resolve().parents[1]
+MODELS_DIR = REPO / "models"
+CHAT_GGUF = MODELS_DIR / DEFAULT_CHAT_FILE
+EMBED_GGUF = MODELS_DIR / DEFAULT_EMBED_FILE
+EMBED_SOURCE = MODELS_DIR / "sources" / "all-MiniLM-L6-v2"
+
+
+def require_file(path: Path) -> Path:
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: run `make test`, which fetches the default models first")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def base_env(tmp: Path) -> dict[str, str]:
+    """An environment with no LYRA_* from the developer's shell and a private HOME."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LYRA_")}
+    env.update({"HOME": str(tmp / "home"), "XDG_CONFIG_HOME": str(tmp / "home" / ".config"),
+                "XDG_DATA_HOME": str(tmp / "home" / ".local" / "share")})
+    return env
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path) -> Callable[..., Settings]:
+    """``make_settings(toml_text, **env)``: settings from a temporary lyra.toml."""
+
+    def make(toml: str = "", **env: str) -> Settings:
+        config = tmp_path / "lyra.toml"
+        config.write_text(toml)
+        merged = {"LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR), **env}
+        return load_settings(config, env=merged)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def chat_model() -> Iterator[LocalChatModel]:
+    settings = load_settings(None, env={"LYRA_MODELS_DIR": str(MODELS_DIR), "LYRA_DATA_DIR": "/tmp/lyra-unused"})
+    spec = settings.models.chat
+    assert spec.backend == "local"
+    model = LocalChatModel(require_file(CHAT_GGUF), spec.model_copy(update={"sampling": spec.sampling.model_copy(
+        update={"seed": 42, "temperature": 0.0})}))
+    yield model
+    model.close()
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Iterator[LocalEmbedder]:
+    settings = load_settings(None, env={"LYRA_MODELS_DIR": str(MODELS_DIR), "LYRA_DATA_DIR": "/tmp/lyra-unused"})
+    spec = settings.models.embed
+    assert spec.backend == "local"
+    model = LocalEmbedder(require_file(EMBED_GGUF), spec)
+    yield model
+    model.close()
+
+
+class LlamaServer:
+    """A real llama.cpp server process (llama-cpp-python's) serving one model on loopback."""
+
+    def __init__(self, model: Path, alias: str, log_path: Path, **model_settings: object) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.alias = alias
+        self.log_path = log_path
+        self.config_path = log_path.with_suffix(".json")
+        self.config_path.write_text(json.dumps({
+            "host": "127.0.0.1", "port": self.port,
+            "models": [{"model": str(model), "model_alias": alias, "verbose": False, **model_settings}],
+        }))
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60.0) -> None:
+        with self.log_path.open("ab") as log:  # the child keeps its own copy of the handle
+            self.proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--config_file",
+                                          str(self.config_path)], stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama server exited: {self.log_path.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/v1/models", timeout=1.0).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"llama server did not come up: {self.log_path.read_text()[-2000:]}")
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def ensure_running(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+
+
+@pytest.fixture(scope="session")
+def chat_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    server = LlamaServer(require_file(CHAT_GGUF), "smollm2", tmp_path_factory.mktemp("srv") / "chat.log",
+                         n_ctx=2048)
+    server.start()
+    yield server
+    server.kill()
+
+
+@pytest.fixture(scope="session")
+def embed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    server = LlamaServer(require_file(EMBED_GGUF), "minilm", tmp_path_factory.mktemp("srv") / "embed.log",
+                         embedding=True, n_ctx=512, n_batch=256, n_ubatch=256)
+    server.start()
+    yield server
+    server.kill()

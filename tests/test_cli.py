@@ -1,0 +1,184 @@
+"""The `lyra` command as a user runs it: real processes, the real tiny models."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from openai import OpenAI
+
+from lyra_local.cli import main
+from lyra_local.cli.serve import is_loopback
+
+from .conftest import CHAT_GGUF, MODELS_DIR, base_env, free_port, require_file
+
+LYRA = [sys.executable, "-m", "lyra_local"]
+
+
+def run_lyra(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*LYRA, *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR)}
+
+
+def test_doctor_with_a_bad_config_says_what_and_how(tmp_path: Path, env: dict[str, str]) -> None:
+    config = tmp_path / "lyra.toml"
+    config.write_text("[models.chat]\nn_gpu_layer = 5\n[server]\nport = 0\n")
+    done = run_lyra("--config", str(config), "doctor", env=env)
+    assert done.returncode != 0
+    assert "models.chat.n_gpu_layer: unknown key" in done.stderr
+    assert "server.port" in done.stderr and "greater than or equal to 1" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_doctor_with_missing_models_points_at_fetch(tmp_path: Path, env: dict[str, str]) -> None:
+    env["LYRA_MODELS_DIR"] = str(tmp_path / "empty")
+    done = run_lyra("doctor", env=env)
+    assert done.returncode == 1
+    assert "[FAIL] models.chat" in done.stdout and "lyra models fetch" in done.stdout
+    assert str(tmp_path / "empty") in done.stdout
+
+
+@pytest.mark.slow
+def test_doctor_loads_every_model(env: dict[str, str]) -> None:
+    require_file(CHAT_GGUF)
+    done = run_lyra("doctor", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[ok] models.chat: local" in done.stdout
+    assert "[ok] models.summary: same instance as chat" in done.stdout
+    assert "384-d vectors" in done.stdout
+    assert "[ok] gpu offload:" in done.stdout
+    assert '"n_ctx": 2048' in done.stdout  # the resolved config is printed
+
+
+@pytest.mark.slow
+def test_doctor_checks_a_configured_server(tmp_path: Path, env: dict[str, str], chat_server) -> None:
+    chat_server.ensure_running()
+    config = tmp_path / "lyra.toml"
+    config.write_text(f'[models.chat]\nbackend = "server"\nbase_url = "{chat_server.url}"\nmodel = "smollm2"\n'
+                      f'n_ctx = 2048\n')
+    done = run_lyra("--config", str(config), "doctor", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"[ok] models.chat: server {chat_server.url}" in done.stdout
+
+    config.write_text('[models.chat]\nbackend = "server"\nbase_url = "http://127.0.0.1:9"\n')
+    done = run_lyra("--config", str(config), "doctor", env=env)
+    assert done.returncode == 1
+    assert "[FAIL] models.chat: server http://127.0.0.1:9" in done.stdout and "unreachable" in done.stdout
+
+
+def test_serve_refuses_open_bind_without_token(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LYRA_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("LYRA_MODELS_DIR", str(MODELS_DIR))
+    assert main(["serve", "--host", "0.0.0.0"]) == 2
+    err = capsys.readouterr().err
+    assert "without an API token" in err and "api_token" in err
+
+
+def test_loopback_detection() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
+
+
+class Served:
+    def __init__(self, proc: subprocess.Popen[str], url: str, config: Path) -> None:
+        self.proc, self.url, self.config = proc, url, config
+
+
+@pytest.fixture
+def served(tmp_path: Path, env: dict[str, str]) -> Iterator[Served]:
+    """`lyra serve` in its own process, as `make run` starts it."""
+    require_file(CHAT_GGUF)
+    port = free_port()
+    config = tmp_path / "lyra.toml"
+    config.write_text("[models.chat.sampling]\nmax_tokens = 48\n")
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([*LYRA, "--config", str(config), "serve", "--port", str(port)], env=env,
+                                stdout=out, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.2)
+    yield Served(proc, url, config)
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.mark.slow
+def test_serve_answers_with_the_real_model_streaming_and_not(served: Served) -> None:
+    client = OpenAI(base_url=f"{served.url}/v1", api_key="unused")
+    assert [m.id for m in client.models.list()] == ["lyra"]
+
+    reply = client.chat.completions.create(model="lyra", max_tokens=16,
+                                           messages=[{"role": "user", "content": "Say hello."}])
+    assert reply.choices[0].message.content.strip()
+    assert reply.usage is not None and 0 < reply.usage.completion_tokens <= 16
+
+    pieces = [chunk.choices[0].delta.content or "" for chunk in client.chat.completions.create(
+        model="lyra", max_tokens=16, stream=True, messages=[{"role": "user", "content": "Say hello."}])
+        if chunk.choices]
+    assert len([p for p in pieces if p]) > 1 and "".join(pieces).strip()
+
+
+@pytest.mark.slow
+def test_client_disconnect_stops_generation(served: Served) -> None:
+    with httpx.stream("POST", f"{served.url}/v1/chat/completions", timeout=30, json={
+            "stream": True, "max_tokens": 2000, "messages": [{"role": "user", "content": "Write a long essay."}]}) as r:
+        for line in r.iter_lines():
+            if '"content"' in line and '"content": ""' not in line:
+                break  # got a real token: hang up
+    # generation stopped: the single model lock is free, so a short request is answered at once
+    started = time.monotonic()
+    reply = httpx.post(f"{served.url}/v1/chat/completions", timeout=30, json={
+        "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]})
+    assert reply.status_code == 200
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.slow
+def test_sighup_reloads_the_config(served: Served) -> None:
+    before = httpx.post(f"{served.url}/v1/chat/completions", timeout=60, json={
+        "messages": [{"role": "user", "content": "Tell me a long story."}], "temperature": 0}).json()
+    assert before["usage"]["completion_tokens"] > 3
+    served.config.write_text("[models.chat.sampling]\nmax_tokens = 3\n")
+    served.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        after = httpx.post(f"{served.url}/v1/chat/completions", timeout=60, json={
+            "messages": [{"role": "user", "content": "Tell me a long story."}], "temperature": 0}).json()
+        if after["usage"]["completion_tokens"] <= 3:
+            break
+        time.sleep(0.5)
+    assert after["usage"]["completion_tokens"] <= 3
+    assert served.proc.poll() is None  # still serving
+
+
+def test_models_list_shows_each_role(env: dict[str, str]) -> None:
+    done = run_lyra("models", "list", env=env)
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["chat", "summary", "embed"]
+    assert all(os.fspath(MODELS_DIR) in line for line in lines)
+
+
+def test_error_output_has_no_traceback(tmp_path: Path, env: dict[str, str]) -> None:
+    done = run_lyra("--config", str(tmp_path / "missing.toml"), "models", "list", env=env)
+    assert done.returncode == 2
+    assert "config file not found" in done.stderr and "Traceback" not in done.stderr

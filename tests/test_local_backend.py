@@ -1,0 +1,112 @@
+"""The in-process backend with the real tiny GGUF models."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from lyra_local.config import LocalModel
+from lyra_local.errors import ModelFileMissing, ModelLoadError
+from lyra_local.llm.base import GenerationOptions
+from lyra_local.llm.local import LocalChatModel, LocalEmbedder
+
+pytestmark = pytest.mark.slow
+
+HELLO = [{"role": "user", "content": "Say hello to Ana."}]
+
+
+def test_complete_returns_text_and_usage(chat_model: LocalChatModel) -> None:
+    result = chat_model.complete(HELLO, GenerationOptions(max_tokens=12))
+    assert result.text.strip()
+    assert 0 < result.completion_tokens <= 12
+    assert result.prompt_tokens > chat_model.count_tokens("Say hello to Ana.")
+    assert result.finish_reason in ("stop", "length")
+
+
+def test_stream_gives_the_same_reply_as_complete_at_temperature_zero(chat_model: LocalChatModel) -> None:
+    options = GenerationOptions(max_tokens=16, temperature=0.0, seed=1)
+    whole = chat_model.complete(HELLO, options).text
+    deltas = list(chat_model.stream(HELLO, options))
+    assert "".join(d.text for d in deltas) == whole
+    assert deltas[-1].finish_reason in ("stop", "length")
+    assert all(d.finish_reason is None for d in deltas[:-1])
+
+
+def test_closing_a_stream_stops_generation_and_frees_the_model(chat_model: LocalChatModel) -> None:
+    stream = chat_model.stream(HELLO, GenerationOptions(max_tokens=200))
+    first = next(stream)
+    assert first.text
+    stream.close()
+    # the lock is free again: another request goes through at once
+    acquired = chat_model._model.lock.acquire(timeout=1)
+    assert acquired
+    chat_model._model.lock.release()
+
+
+def test_count_tokens_uses_the_models_tokenizer(chat_model: LocalChatModel) -> None:
+    # SmolLM2's BPE: the same text counts differently from a whitespace split
+    assert chat_model.count_tokens("") == 0
+    assert chat_model.count_tokens("hello") == 1
+    assert chat_model.count_tokens("antidisestablishmentarianism") > 1
+
+
+def test_concurrent_requests_are_serialised_not_crashed(chat_model: LocalChatModel) -> None:
+    results: list[str] = []
+    errors: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            results.append(chat_model.complete(HELLO, GenerationOptions(max_tokens=6)).text)
+        except BaseException as exc:  # pragma: no cover - the assertion reports it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 3 and all(results)
+
+
+def test_embeddings_are_unit_length_and_batching_does_not_change_them(embedder: LocalEmbedder) -> None:
+    texts = [f"memory number {i} about {'cats' if i % 2 else 'the sea'}" for i in range(20)]
+    batched = embedder.embed(texts)
+    single = np.vstack([embedder.embed([t]) for t in texts])
+    assert batched.shape == (20, 384) and batched.dtype == np.float32
+    assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-4)
+    assert np.min(np.sum(batched * single, axis=1)) > 0.9999
+
+
+def test_similar_texts_are_closer_than_unrelated_ones(embedder: LocalEmbedder) -> None:
+    a, b, c = embedder.embed(["I adopted a kitten named Miso.", "My new cat is called Miso.",
+                              "The bond market fell sharply today."])
+    assert float(a @ b) > float(a @ c) + 0.2
+
+
+def test_long_inputs_never_crash(embedder: LocalEmbedder) -> None:
+    long_text = "lorem ipsum dolor sit amet " * 800  # ~4000 tokens, far past the context
+    vectors = embedder.embed([long_text, "short", long_text[:900]])
+    assert vectors.shape == (3, 384)
+    assert np.all(np.isfinite(vectors))
+
+
+def test_empty_input_list(embedder: LocalEmbedder) -> None:
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_missing_file_names_path_and_fetch_command(tmp_path) -> None:
+    spec = LocalModel(path="SmolLM2-135M-Instruct.Q4_1.gguf")
+    model = LocalChatModel(tmp_path / spec.path, spec)
+    with pytest.raises(ModelFileMissing) as err:
+        model.count_tokens("hi")
+    assert str(tmp_path) in str(err.value) and "lyra models fetch" in str(err.value)
+
+
+def test_corrupt_file_is_a_clear_load_error(tmp_path) -> None:
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 100)
+    model = LocalEmbedder(bad, LocalModel(path=bad))
+    with pytest.raises(ModelLoadError, match="could not load"):
+        model.embed(["x"])

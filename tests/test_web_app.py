@@ -1,0 +1,138 @@
+"""The app factory and the OpenAI-compatible API, on a scripted fake model (fast)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from lyra_local.errors import ModelUnavailable
+from lyra_local.llm.registry import Models
+from lyra_local.web import create_app
+
+from .fakes import FakeChatModel, FakeEmbedder
+
+
+@pytest.fixture
+def fake_chat() -> FakeChatModel:
+    return FakeChatModel()
+
+
+@pytest.fixture
+def client(make_settings, fake_chat: FakeChatModel) -> TestClient:
+    settings = make_settings()
+    app = create_app(settings, models=Models(settings, chat=fake_chat, embed=FakeEmbedder()))
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def sse_data(text: str) -> list[str]:
+    return [line[len("data: "):] for line in text.splitlines() if line.startswith("data: ")]
+
+
+def test_health(client: TestClient) -> None:
+    body = client.get("/health").json()
+    assert body["status"] == "ok" and body["version"]
+
+
+def test_models_listing(client: TestClient) -> None:
+    body = client.get("/v1/models").json()
+    assert body["object"] == "list" and body["data"][0]["id"] == "lyra"
+
+
+def test_non_streaming_completion(client: TestClient, fake_chat: FakeChatModel) -> None:
+    fake_chat.enqueue("Hello Ana, nice to see you.")
+    resp = client.post("/v1/chat/completions", json={
+        "model": "lyra", "max_tokens": 20, "temperature": 0.3,
+        "messages": [{"role": "system", "content": "be kind"}, {"role": "user", "content": "hi"}]})
+    assert resp.status_code == 200
+    body = resp.json()
+    assert body["object"] == "chat.completion"
+    assert body["choices"][0]["message"] == {"role": "assistant", "content": "Hello Ana, nice to see you."}
+    assert body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"]
+    messages, options = fake_chat.history[-1]
+    assert messages[-1] == {"role": "user", "content": "hi"}
+    assert options is not None and options.max_tokens == 20 and options.temperature == 0.3
+
+
+def test_streaming_chunks_follow_openai_format(client: TestClient, fake_chat: FakeChatModel) -> None:
+    fake_chat.enqueue("one two three")
+    resp = client.post("/v1/chat/completions", json={
+        "stream": True, "messages": [{"role": "user", "content": [{"type": "text", "text": "count"}]}]})
+    assert resp.status_code == 200
+    assert resp.headers["content-type"].startswith("text/event-stream")
+    data = sse_data(resp.text)
+    assert data[-1] == "[DONE]"
+    chunks = [json.loads(d) for d in data[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" and c["id"] == chunks[0]["id"] for c in chunks)
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+    assert text == "one two three"
+    assert chunks[-1]["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "stop"}
+    assert fake_chat.history[-1][0][-1]["content"] == "count"
+
+
+def test_model_down_is_reported_inside_the_stream(client: TestClient, fake_chat: FakeChatModel) -> None:
+    def broken(*args, **kwargs):
+        raise ModelUnavailable("chat model server http://gpu:8080 failed 5 times", hint="start it")
+        yield  # pragma: no cover
+
+    fake_chat.stream = broken  # type: ignore[method-assign]
+    resp = client.post("/v1/chat/completions", json={"stream": True, "messages": [{"role": "user", "content": "x"}]})
+    data = sse_data(resp.text)
+    assert data[-1] == "[DONE]"
+    error = json.loads(data[-2])["error"]
+    assert "failed 5 times" in error["message"] and error["code"] == 503
+
+
+def test_model_down_non_streaming_is_json_error(client: TestClient, fake_chat: FakeChatModel) -> None:
+    def broken(*args, **kwargs):
+        raise ModelUnavailable("model server down", hint="start it")
+
+    fake_chat.complete = broken  # type: ignore[method-assign]
+    resp = client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "x"}]})
+    assert resp.status_code == 503
+    assert resp.json()["error"] == {"message": "model server down", "type": "ModelUnavailable", "hint": "start it"}
+
+
+def test_request_without_user_message_is_rejected(client: TestClient) -> None:
+    resp = client.post("/v1/chat/completions", json={"messages": [{"role": "system", "content": "x"}]})
+    assert resp.status_code == 400
+    assert "no user message" in resp.json()["error"]["message"]
+
+
+def test_api_token_is_required_when_configured(make_settings, fake_chat: FakeChatModel) -> None:
+    settings = make_settings('[server]\napi_token = "letmein"\n')
+    app = create_app(settings, models=Models(settings, chat=fake_chat, embed=FakeEmbedder()))
+    with TestClient(app) as client:
+        assert client.get("/health").status_code == 200  # liveness stays open
+        assert client.get("/v1/models").status_code == 401
+        assert client.get("/v1/models", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert client.get("/v1/models", headers={"Authorization": "Bearer letmein"}).status_code == 200
+
+
+def test_reload_picks_up_a_config_change(make_settings, tmp_path, fake_chat: FakeChatModel) -> None:
+    settings = make_settings("[models.chat]\nn_ctx = 2048\n")
+    config = settings.config_file
+    assert config is not None
+    app = create_app(settings, models=Models(settings, chat=fake_chat, embed=FakeEmbedder()))
+    with TestClient(app) as client:
+        config.write_text(
+            f'data_dir = "{settings.data_dir}"\nmodels_dir = "{settings.models_dir}"\n[models.chat]\nn_ctx = 1024\n')
+        resp = client.post("/admin/reload")
+        assert resp.status_code == 200
+        state = app.state.lyra
+        assert state.settings.models.chat.n_ctx == 1024
+        assert state.models.chat is not fake_chat  # a fresh registry from the new config
+    assert fake_chat.closed  # the old models were released
+
+
+def test_reload_with_a_broken_config_keeps_running(make_settings, fake_chat: FakeChatModel) -> None:
+    settings = make_settings()
+    app = create_app(settings, models=Models(settings, chat=fake_chat, embed=FakeEmbedder()))
+    with TestClient(app) as client:
+        settings.config_file.write_text("[server]\nport = 'x'\n")
+        resp = client.post("/admin/reload")
+        assert resp.status_code == 500 and "server.port" in resp.json()["error"]["message"]
+        assert app.state.lyra.models.chat is fake_chat
