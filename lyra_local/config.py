@@ -73,6 +73,7 @@ class LocalModel(_Strict):
     n_batch: int = Field(512, ge=16, le=65536, description="Prompt batch size in tokens.")
     n_ubatch: int = Field(512, ge=16, le=65536, description="Physical micro-batch in tokens.")
     chat_format: str | None = Field(None, description="llama.cpp chat format; default: the GGUF's template.")
+    flash_attn: bool = Field(True, description="Flash attention: faster batched embeddings, less KV memory.")
     sampling: Sampling = Sampling()
 
     @field_validator("path")

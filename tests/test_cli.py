@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -182,3 +183,24 @@ def test_error_output_has_no_traceback(tmp_path: Path, env: dict[str, str]) -> N
     done = run_lyra("--config", str(tmp_path / "missing.toml"), "models", "list", env=env)
     assert done.returncode == 2
     assert "config file not found" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_recall_command_prints_json_hits(env: dict[str, str], tmp_path: Path, embedder) -> None:
+    from lyra_local.memory import Memory
+    from lyra_local.store import Store
+
+    memory = Memory(Store(tmp_path / "data"), embedder)
+    session = memory.store.sessions.create("pets")
+    memory.remember(session.id, "user", "Our dog Bruno loves the beach.")
+    memory.remember(session.id, "user", "The quarterly numbers look fine.")
+    memory.store.close()
+
+    done = run_lyra("recall", "Bruno at the seaside", "--k", "1", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    hits = json.loads(done.stdout)
+    assert [h["content"] for h in hits] == ["Our dog Bruno loves the beach."]
+    assert set(hits[0]) >= {"kind", "id", "session_id", "role", "content", "created_at", "score"}
+
+    text = run_lyra("recall", "Bruno", "--k", "1", env=env)
+    assert "Our dog Bruno loves the beach." in text.stdout

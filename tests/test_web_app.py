@@ -136,3 +136,22 @@ def test_reload_with_a_broken_config_keeps_running(make_settings, fake_chat: Fak
         resp = client.post("/admin/reload")
         assert resp.status_code == 500 and "server.port" in resp.json()["error"]["message"]
         assert app.state.lyra.models.chat is fake_chat
+
+
+def test_recall_api_returns_hits_with_their_provenance(client: TestClient) -> None:
+    memory = client.app.state.lyra.memory
+    session = memory.store.sessions.create("garden")
+    memory.remember(session.id, "user", "The tomatoes on the balcony are ripening.")
+    memory.remember(session.id, "assistant", "Lovely, which variety did you plant?")
+    body = client.get("/api/recall", params={"q": "balcony tomatoes", "k": 1, "context": 1}).json()
+    hit = body["hits"][0]
+    assert hit["content"] == "The tomatoes on the balcony are ripening."
+    assert {k: hit[k] for k in ("kind", "session_id", "role")} == {"kind": "exchange", "session_id": session.id,
+                                                                  "role": "user"}
+    assert hit["score"] > 0 and "bm25" in hit["stages"] and hit["created_at"]
+    assert [c["content"] for c in hit["context"]] == ["Lovely, which variety did you plant?"]
+
+
+def test_recall_api_validates_its_input(client: TestClient) -> None:
+    assert client.get("/api/recall", params={"q": ""}).status_code == 422
+    assert client.get("/api/recall", params={"q": "x", "tier": "nope"}).status_code == 422

@@ -81,6 +81,7 @@ class _LazyLlama:
                 n_batch=batch,
                 n_ubatch=ubatch,
                 chat_format=self.spec.chat_format,
+                flash_attn=self.spec.flash_attn,
                 embedding=self.embedding,
                 seed=self.spec.sampling.seed if self.spec.sampling.seed is not None else 0xFFFFFFFF,
                 verbose=False,

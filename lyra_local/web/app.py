@@ -25,7 +25,9 @@ from .. import __version__
 from ..config import Settings, load_settings
 from ..errors import LyraError
 from ..llm.registry import Models
-from . import admin, openai_api
+from ..memory import Memory
+from ..store import Store
+from . import admin, memory_api, openai_api
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = {"/health"}
@@ -33,12 +35,21 @@ OPEN_PATHS = {"/health"}
 
 @dataclass
 class AppState:
-    """What the routes share: the current settings and models, swapped on reload."""
+    """What the routes share: settings, models and memory; models are swapped on reload."""
 
     settings: Settings
     models: Models
+    store: Store
     config_path: Path | None = None
     reload_lock: threading.Lock = field(default_factory=threading.Lock)
+    _memory: Memory | None = None
+
+    @property
+    def memory(self) -> Memory:
+        models = self.models
+        if self._memory is None or self._memory.embedder is not models.embed:
+            self._memory = Memory(self.store, models.embed)
+        return self._memory
 
     def reload(self) -> None:
         """Re-read the config and swap in fresh models; in-flight requests finish on the old ones."""
@@ -59,7 +70,8 @@ def create_app(
     handle_sighup: bool = False,
 ) -> FastAPI:
     """Build the app. Pass ``models`` to share an already built registry (tests)."""
-    state = AppState(settings, models or Models(settings), config_path or settings.config_file)
+    state = AppState(settings, models or Models(settings), Store(settings.data_dir),
+                     config_path or settings.config_file)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -69,11 +81,13 @@ def create_app(
             yield
         finally:
             await run_in_threadpool(state.models.close)
+            await run_in_threadpool(state.store.close)
 
     app = FastAPI(title="Lyra", version=__version__, lifespan=lifespan)
     app.state.lyra = state
     app.include_router(admin.router)
     app.include_router(openai_api.router)
+    app.include_router(memory_api.router)
 
     @app.exception_handler(LyraError)
     async def lyra_error(request: Request, exc: LyraError) -> JSONResponse:

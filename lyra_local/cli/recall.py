@@ -1,0 +1,59 @@
+"""``lyra recall QUERY``: search the memory the way the companion does."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+
+from ..config import load_settings
+from ..llm.registry import Models
+from ..memory import Memory, RecallQuery
+from ..store import Hit, Store
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("recall", help="search the memory (hybrid: vectors + full text)")
+    parser.add_argument("query", help="what to look for")
+    parser.add_argument("--k", type=int, default=10, help="how many hits (default 10)")
+    parser.add_argument("--tier", choices=("exchange", "gist", "digest"), default="exchange")
+    parser.add_argument("--session", type=int, help="only this session id")
+    parser.add_argument("--exclude-session", type=int, help="not this session id")
+    parser.add_argument("--since", help="from this date or ISO time on (UTC)")
+    parser.add_argument("--until", help="before this date or ISO time (UTC)")
+    parser.add_argument("--role", choices=("user", "assistant"), help="only turns of this role")
+    parser.add_argument("--recency", type=float, default=0.0, help="weight of recency, 0 (off) to 1")
+    parser.add_argument("--context", type=int, default=0, help="neighbouring turns to include per hit")
+    parser.add_argument("--mode", choices=("hybrid", "dense", "bm25"), default="hybrid")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(run=run)
+
+
+def hit_json(hit: Hit) -> dict[str, object]:
+    return dataclasses.asdict(hit)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config)
+    query = RecallQuery(args.query, k=args.k, tier=args.tier, session_id=args.session,
+                        exclude_session_id=args.exclude_session, since=args.since, until=args.until,
+                        role=args.role, recency_weight=args.recency, neighbours=args.context, mode=args.mode)
+    store = Store(settings.data_dir)
+    models = Models(settings)
+    try:
+        hits = Memory(store, models.embed).recall(query)
+    finally:
+        store.close()
+        models.close()
+    if args.json:
+        print(json.dumps([hit_json(h) for h in hits], indent=2, ensure_ascii=False))
+        return 0
+    if not hits:
+        print("nothing found")
+    for hit in hits:
+        print(f"{hit.score:.4f}  {hit.kind} #{hit.id}  session {hit.session_id}  {hit.created_at[:16]}  "
+              f"[{'+'.join(hit.stages)}]")
+        print(f"    {hit.role or hit.kind}: {hit.content[:300]}")
+        for turn in hit.context:
+            print(f"      ~ {turn.role}: {turn.content[:200]}")
+    return 0

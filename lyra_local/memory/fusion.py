@@ -1,0 +1,50 @@
+"""Pure ranking helpers: reciprocal-rank fusion, recency, and safe FTS5 queries."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+RRF_K = 60
+_WORD = re.compile(r"[\w][\w'’-]*", re.UNICODE)
+# Words too common to help BM25 find a turn; kept out of the OR-query so they
+# do not flood the candidates (the dense stage still sees the whole question).
+STOPWORDS = frozenset("""
+a an and are as at be been but by can could did do does for from had has have how i i'm if in into is it its
+me my of on or our she he so than that the their them then there these they this to was we were what when
+where which who why will with would you your about just like tell remember know did
+""".split())
+
+
+def rrf(rankings: Mapping[str, Sequence[int]], weights: Mapping[str, float] | None = None,
+        k: int = RRF_K) -> dict[int, float]:
+    """Reciprocal-rank fusion: ``sum(weight / (k + rank))`` over the rankings an item appears in."""
+    scores: dict[int, float] = {}
+    for name, ranking in rankings.items():
+        weight = 1.0 if weights is None else weights.get(name, 1.0)
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return scores
+
+
+def recency_factor(created_at: datetime, now: datetime, half_life_days: float = 30.0) -> float:
+    """1.0 for now, 0.5 one half-life ago, tending to 0 for the distant past."""
+    age_days = max(0.0, (now - created_at).total_seconds() / 86400)
+    return math.pow(0.5, age_days / half_life_days)
+
+
+def query_words(text: str) -> list[str]:
+    """The distinct words of a query worth searching for, stopwords dropped (unless that leaves none)."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    useful = [w for w in words if w not in STOPWORDS] or words
+    return list(dict.fromkeys(useful))[:32]
+
+
+def fts_match(text: str) -> str | None:
+    """An FTS5 MATCH expression for free text: its words OR-ed, each quoted (no operator injection)."""
+    words = query_words(text)
+    if not words:
+        return None
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)

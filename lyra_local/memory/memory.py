@@ -1,0 +1,98 @@
+"""``Memory``: remembering, recalling and forgetting, with the embedding model in the loop.
+
+The store knows rows and vectors; this layer knows which embedding model is
+active. Vectors of two models never mix: recall searches only the active
+model's vectors. When the configured embedding model changes, ``reembed``
+embeds everything with the new one and switches over when done; until then
+recall is served by BM25 alone rather than by vectors of the wrong model.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from ..llm.base import Embedder
+from ..store import Exchange, Hit, Store
+from ..store.blobs import put_vector
+from ..store.exchanges import NewExchange
+from ..store.forget import Forgotten, forget_exchanges, forget_sessions
+from .recall import Recall, RecallQuery
+
+log = logging.getLogger(__name__)
+ACTIVE_MODEL_KEY = "embed_model"
+EMBED_BATCH = 64
+Progress = Callable[[int, int], None]
+
+
+class Memory:
+    def __init__(self, store: Store, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self._recall = Recall(store)
+        if store.get_meta(ACTIVE_MODEL_KEY) is None:
+            store.set_meta(ACTIVE_MODEL_KEY, embedder.name)
+
+    @property
+    def active_model(self) -> str:
+        return self.store.get_meta(ACTIVE_MODEL_KEY) or self.embedder.name
+
+    @property
+    def switching_model(self) -> bool:
+        """True while vectors of the configured model are still being computed."""
+        return self.active_model != self.embedder.name
+
+    def remember(self, session_id: int, role: str, content: str, *, created_at: str | None = None,
+                 tokens: int | None = None) -> Exchange:
+        """Embed and insert one exchange in one transaction."""
+        vector = self.embedder.embed([content])[0]
+        return self.store.exchanges.add(NewExchange(session_id, role, content, created_at, tokens),
+                                        vector=vector, model=self.embedder.name)
+
+    def remember_many(self, items: Sequence[NewExchange], progress: Progress | None = None) -> list[Exchange]:
+        """The bulk path: embeddings in batches, one transaction per batch."""
+        out: list[Exchange] = []
+        for start in range(0, len(items), EMBED_BATCH):
+            batch = items[start:start + EMBED_BATCH]
+            vectors = self.embedder.embed([item.content for item in batch])
+            with self.store.write() as conn:
+                out.extend(self.store.exchanges.insert(conn, batch, vectors, self.embedder.name))
+            if progress:
+                progress(len(out), len(items))
+        return out
+
+    def recall(self, query: RecallQuery) -> list[Hit]:
+        dense = query.mode != "bm25" and not self.switching_model
+        vector = self.embedder.embed([query.text])[0] if dense else None
+        return self._recall.search(query, vector, self.embedder.name if dense else None)
+
+    def forget_session(self, session_id: int) -> Forgotten:
+        self.store.sessions.get(session_id)  # a clear error if it does not exist
+        return forget_sessions(self.store, [session_id])
+
+    def forget_exchanges(self, exchange_ids: list[int]) -> Forgotten:
+        return forget_exchanges(self.store, exchange_ids)
+
+    def reembed(self, progress: Progress | None = None) -> int:
+        """Embed every exchange lacking a vector of the configured model; switch when complete."""
+        model = self.embedder.name
+        done = 0
+        total = self.store.exchanges.count()
+        while True:
+            missing = self.store.exchanges.missing_vectors(model, limit=EMBED_BATCH * 8)
+            if not missing:
+                break
+            for start in range(0, len(missing), EMBED_BATCH):
+                batch = missing[start:start + EMBED_BATCH]
+                vectors = self.embedder.embed([e.content for e in batch])
+                with self.store.write() as conn:
+                    for exchange, vector in zip(batch, vectors):
+                        put_vector(conn, "exchange", model, exchange.id, vector)
+                done += len(batch)
+                if progress:
+                    progress(done, total)
+        if self.switching_model:
+            old = self.active_model
+            self.store.set_meta(ACTIVE_MODEL_KEY, model)
+            log.info("embedding model switched from %s to %s after %d vectors", old, model, done)
+        return done

@@ -1,0 +1,172 @@
+"""Hybrid recall: dense vectors (FAISS) fused with BM25 (SQLite FTS5).
+
+Filters (a session only or excluded, a time range, a role) are applied inside
+both searches, so a filter never empties a result that a wider search would
+have filled. Each hit says which stages found it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import BadRequest
+from ..store import Hit, Store
+from ..store.db import from_iso
+from ..store.records import TIERS
+from .fusion import fts_match, query_words, recency_factor, rrf
+
+Mode = Literal["hybrid", "dense", "bm25"]
+CANDIDATES = 50
+RARE_DF = 25
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    text: str
+    k: int = 10
+    tier: str = "exchange"
+    session_id: int | None = None
+    exclude_session_id: int | None = None
+    since: str | None = None
+    until: str | None = None
+    role: str | None = None
+    recency_weight: float = 0.0
+    neighbours: int = 0
+    mode: Mode = "hybrid"
+
+    def __post_init__(self) -> None:
+        if self.tier not in TIERS:
+            raise BadRequest(f"tier must be one of {', '.join(TIERS)}")
+        if not 1 <= self.k <= 1000:
+            raise BadRequest("k must be between 1 and 1000")
+        if self.role is not None and self.tier != "exchange":
+            raise BadRequest("a role filter only applies to the exchange tier")
+
+
+def _filters(q: RecallQuery) -> tuple[str, list[object]]:
+    """SQL conditions on the tier's rows (alias ``t``) for the query's filters."""
+    clauses: list[str] = []
+    args: list[object] = []
+    session_col = {"exchange": "t.session_id", "gist": "t.session_id", "digest": None}[q.tier]
+    time_col = {"exchange": "t.created_at", "gist": "t.updated_at", "digest": "t.period"}[q.tier]
+    if q.tier != "exchange":
+        clauses.append("t.stale = 0")
+    if session_col and q.session_id is not None:
+        clauses.append(f"{session_col} = ?")
+        args.append(q.session_id)
+    if session_col and q.exclude_session_id is not None:
+        clauses.append(f"{session_col} != ?")
+        args.append(q.exclude_session_id)
+    if q.since:
+        clauses.append(f"{time_col} >= ?")
+        args.append(q.since)
+    if q.until:
+        clauses.append(f"{time_col} < ?")
+        args.append(q.until)
+    if q.role:
+        clauses.append("t.role = ?")
+        args.append(q.role)
+    return " AND ".join(clauses), args
+
+
+TABLES = {"exchange": "exchanges", "gist": "gists", "digest": "digests"}
+FTS = {"exchange": "exchanges_fts", "gist": "gists_fts"}
+
+
+class Recall:
+    """Recall over one store with one embedding model's vectors."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def search(self, q: RecallQuery, query_vector: npt.NDArray[np.float32] | None, model: str | None) -> list[Hit]:
+        where, args = _filters(q)
+        n = max(CANDIDATES, q.k * 3)
+        rankings: dict[str, list[int]] = {}
+        if q.mode in ("hybrid", "dense") and query_vector is not None and model is not None:
+            allowed = self._allowed(q, where, args) if where else None
+            rankings["dense"] = [i for i, _ in self.store.index(q.tier, model).search(query_vector, n, allowed)]
+        if q.mode in ("hybrid", "bm25") and q.tier in FTS:
+            rankings["bm25"] = self._bm25(q, fts_match(q.text), where, args, n)
+            if q.mode == "hybrid":
+                # A rare word (a name, a number) that the question shares with a turn is
+                # strong evidence that vectors blur: it gets a ranking of its own.
+                rankings["rare"] = self._bm25(q, fts_match(" ".join(self._rare_words(q.tier, q.text))),
+                                              where, args, n)
+        fused = rrf({name: ranking for name, ranking in rankings.items() if ranking})
+        rows = self._rows(q.tier, list(fused))
+        now = datetime.now(timezone.utc)
+        hits = []
+        for item_id, score in fused.items():
+            row = rows.get(item_id)
+            if row is None:
+                continue  # forgotten since the index was read
+            if q.recency_weight:
+                score *= 1.0 + q.recency_weight * recency_factor(_when(row), now)
+            stages = tuple(name for name, ranking in rankings.items() if item_id in ranking)
+            hits.append(Hit(q.tier, item_id, row.get("session_id"), row.get("role"), row["content"],
+                            row["created_at"], score, stages))
+        hits.sort(key=lambda h: h.score, reverse=True)
+        hits = hits[:q.k]
+        if q.neighbours and q.tier == "exchange":
+            hits = [self._with_context(h, q.neighbours) for h in hits]
+        return hits
+
+    def _allowed(self, q: RecallQuery, where: str, args: list[object]) -> npt.NDArray[np.int64]:
+        sql = f"SELECT t.id FROM {TABLES[q.tier]} t WHERE {where}"
+        ids = [r[0] for r in self.store.conn().execute(sql, args)]
+        return np.asarray(ids, dtype=np.int64)
+
+    def _rare_words(self, tier: str, text: str) -> list[str]:
+        """Query words found in at most ``RARE_DF`` rows of the tier."""
+        fts = FTS[tier]
+        rare = []
+        for word in query_words(text):
+            match = fts_match(word)
+            if match is None:
+                continue
+            df = self.store.conn().execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT {RARE_DF + 1})",
+                (match,)).fetchone()[0]
+            if 0 < df <= RARE_DF:
+                rare.append(word)
+        return rare
+
+    def _bm25(self, q: RecallQuery, match: str | None, where: str, args: list[object], n: int) -> list[int]:
+        if match is None:
+            return []
+        fts = FTS[q.tier]
+        sql = (f"SELECT t.id FROM {fts} JOIN {TABLES[q.tier]} t ON t.id = {fts}.rowid "
+               f"WHERE {fts} MATCH ?{' AND ' + where if where else ''} ORDER BY bm25({fts}) LIMIT ?")
+        return [r[0] for r in self.store.conn().execute(sql, [match, *args, n])]
+
+    def _rows(self, tier: str, ids: Sequence[int]) -> dict[int, dict[str, object]]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        conn = self.store.conn()
+        if tier == "exchange":
+            sql = f"SELECT id, session_id, role, content, created_at FROM exchanges WHERE id IN ({marks})"
+        elif tier == "gist":
+            sql = (f"SELECT id, session_id, NULL AS role, content, updated_at AS created_at FROM gists "
+                   f"WHERE stale = 0 AND id IN ({marks})")
+        else:
+            sql = (f"SELECT id, NULL AS session_id, NULL AS role, content, updated_at AS created_at, period "
+                   f"FROM digests WHERE stale = 0 AND id IN ({marks})")
+        return {r["id"]: dict(r) for r in conn.execute(sql, list(ids))}
+
+    def _with_context(self, hit: Hit, radius: int) -> Hit:
+        exchange = self.store.exchanges.get(hit.id)
+        if exchange is None:
+            return hit
+        return replace(hit, context=self.store.exchanges.neighbours(exchange, radius))
+
+
+def _when(row: dict[str, object]) -> datetime:
+    return from_iso(str(row["created_at"]))

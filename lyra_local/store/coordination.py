@@ -1,0 +1,147 @@
+"""Coordination tables: world-state versions, the instance registry, leases, the consolidation log.
+
+A lease is taken in one ``BEGIN IMMEDIATE`` transaction: either the resource is
+free (or its lease expired) and we take it, or the current holder is reported.
+A lease is never silently overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+from .db import to_iso, utc_now
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+@dataclass(frozen=True)
+class Lease:
+    resource: str
+    holder: str
+    acquired_at: str
+    expires_at: str
+    note: str | None
+
+
+@dataclass(frozen=True)
+class LeaseResult:
+    """``ok`` when we hold the lease; otherwise ``lease`` says who does."""
+
+    ok: bool
+    lease: Lease
+
+
+@dataclass(frozen=True)
+class WorldVersion:
+    id: int
+    content: str
+    author: str
+    reason: str | None
+    status: str
+    created_at: str
+
+
+class Coordination:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # -- leases -------------------------------------------------------------------
+
+    def acquire(self, resource: str, holder: str, ttl_s: float, note: str | None = None) -> LeaseResult:
+        now = datetime.now(timezone.utc)
+        expires = to_iso(now + timedelta(seconds=ttl_s))
+        with self.store.write() as conn:
+            row = conn.execute("SELECT * FROM locks WHERE resource = ?", (resource,)).fetchone()
+            if row is not None and row["holder"] != holder and row["expires_at"] > to_iso(now):
+                return LeaseResult(False, Lease(*row))
+            conn.execute("INSERT INTO locks (resource, holder, acquired_at, expires_at, note) VALUES (?, ?, ?, ?, ?) "
+                         "ON CONFLICT(resource) DO UPDATE SET holder = excluded.holder, acquired_at = "
+                         "excluded.acquired_at, expires_at = excluded.expires_at, note = excluded.note",
+                         (resource, holder, to_iso(now), expires, note))
+            return LeaseResult(True, Lease(resource, holder, to_iso(now), expires, note))
+
+    def release(self, resource: str, holder: str) -> bool:
+        with self.store.write() as conn:
+            return conn.execute("DELETE FROM locks WHERE resource = ? AND holder = ?",
+                                (resource, holder)).rowcount > 0
+
+    def lease(self, resource: str) -> Lease | None:
+        """The live lease on ``resource``, if any (expired leases count as free)."""
+        row = self.store.conn().execute("SELECT * FROM locks WHERE resource = ? AND expires_at > ?",
+                                        (resource, utc_now())).fetchone()
+        return None if row is None else Lease(*row)
+
+    def leases(self) -> list[Lease]:
+        rows = self.store.conn().execute("SELECT * FROM locks WHERE expires_at > ? ORDER BY resource", (utc_now(),))
+        return [Lease(*r) for r in rows]
+
+    # -- instances ------------------------------------------------------------------
+
+    def register(self, instance_id: str, kind: str, summary: str) -> None:
+        now = utc_now()
+        with self.store.write() as conn:
+            conn.execute("INSERT INTO instances (id, kind, summary, pid, host, started_at, heartbeat_at) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?)", (instance_id, kind, summary, os.getpid(),
+                                                          socket.gethostname(), now, now))
+
+    def heartbeat(self, instance_id: str, message: str | None = None) -> None:
+        now = utc_now()
+        with self.store.write() as conn:
+            conn.execute("UPDATE instances SET heartbeat_at = ? WHERE id = ?", (now, instance_id))
+            if message:
+                conn.execute("INSERT INTO instance_log (instance_id, at, message) VALUES (?, ?, ?)",
+                             (instance_id, now, message))
+
+    def complete(self, instance_id: str, result: str, status: str = "done") -> None:
+        now = utc_now()
+        with self.store.write() as conn:
+            conn.execute("UPDATE instances SET completed_at = ?, heartbeat_at = ?, status = ?, result = ? "
+                         "WHERE id = ?", (now, now, status, result, instance_id))
+
+    def instance(self, instance_id: str) -> dict[str, Any] | None:
+        row = self.store.conn().execute("SELECT * FROM instances WHERE id = ?", (instance_id,)).fetchone()
+        if row is None:
+            return None
+        log = self.store.conn().execute("SELECT at, message FROM instance_log WHERE instance_id = ? ORDER BY id",
+                                        (instance_id,)).fetchall()
+        return {**dict(row), "log": [dict(r) for r in log]}
+
+    # -- world state ------------------------------------------------------------------
+
+    def write_world(self, content: str, author: str, reason: str | None = None,
+                    status: str = "accepted") -> WorldVersion:
+        with self.store.write() as conn:
+            row = conn.execute("INSERT INTO world_state (content, author, reason, status, created_at) "
+                               "VALUES (?, ?, ?, ?, ?) RETURNING *", (content, author, reason, status, utc_now())
+                               ).fetchone()
+        return WorldVersion(*row)
+
+    def world(self) -> WorldVersion | None:
+        row = self.store.conn().execute(
+            "SELECT * FROM world_state WHERE status = 'accepted' ORDER BY id DESC LIMIT 1").fetchone()
+        return None if row is None else WorldVersion(*row)
+
+    def world_history(self) -> list[WorldVersion]:
+        return [WorldVersion(*r) for r in self.store.conn().execute("SELECT * FROM world_state ORDER BY id")]
+
+    # -- consolidation log --------------------------------------------------------------
+
+    def log_event(self, kind: str, target: str | None = None, detail: dict[str, Any] | None = None,
+                  instance_id: str | None = None) -> int:
+        with self.store.write() as conn:
+            row = conn.execute("INSERT INTO consolidation_log (at, kind, target, detail, instance_id) "
+                               "VALUES (?, ?, ?, ?, ?) RETURNING id",
+                               (utc_now(), kind, target, json.dumps(detail) if detail else None, instance_id)
+                               ).fetchone()
+        return int(row[0])
+
+    def events(self, after_id: int = 0, limit: int = 200) -> list[dict[str, Any]]:
+        rows = self.store.conn().execute("SELECT * FROM consolidation_log WHERE id > ? ORDER BY id LIMIT ?",
+                                         (after_id, limit))
+        return [{**dict(r), "detail": json.loads(r["detail"]) if r["detail"] else None} for r in rows]

@@ -1,0 +1,116 @@
+"""Exchanges (raw turns) and their embeddings, written together in one transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import BadRequest
+from .blobs import put_vector
+from .db import utc_now
+from .records import Exchange
+
+if TYPE_CHECKING:
+    from .store import Store
+
+ROLES = ("user", "assistant", "system")
+
+
+@dataclass(frozen=True)
+class NewExchange:
+    session_id: int
+    role: str
+    content: str
+    created_at: str | None = None
+    tokens: int | None = None
+    source_id: str | None = None
+
+
+def row_to_exchange(row: sqlite3.Row) -> Exchange:
+    return Exchange(row["id"], row["session_id"], row["role"], row["content"], row["created_at"], row["tokens"],
+                    row["source_id"])
+
+
+class Exchanges:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def add(self, new: NewExchange, *, vector: npt.NDArray[np.float32] | None = None,
+            model: str | None = None) -> Exchange:
+        """Insert one exchange and (optionally) its embedding atomically."""
+        with self.store.write() as conn:
+            return self.insert(conn, [new], None if vector is None else vector[None, :], model)[0]
+
+    def insert(self, conn: sqlite3.Connection, items: Sequence[NewExchange],
+               vectors: npt.NDArray[np.float32] | None, model: str | None) -> list[Exchange]:
+        """Insert inside the caller's transaction (bulk imports: one transaction per batch)."""
+        if vectors is not None and (model is None or len(vectors) != len(items)):
+            raise ValueError("vectors need a model name and one row per exchange")
+        out = []
+        for i, item in enumerate(items):
+            if item.role not in ROLES:
+                raise BadRequest(f"role must be one of {', '.join(ROLES)}, not {item.role!r}")
+            at = item.created_at or utc_now()
+            row = conn.execute(
+                "INSERT INTO exchanges (session_id, role, content, created_at, tokens, source_id) "
+                "VALUES (?, ?, ?, ?, ?, ?) RETURNING *",
+                (item.session_id, item.role, item.content, at, item.tokens, item.source_id)).fetchone()
+            if vectors is not None and model is not None:
+                put_vector(conn, "exchange", model, row["id"], vectors[i])
+            self.store.sessions.touch(conn, item.session_id, at)
+            out.append(row_to_exchange(row))
+        return out
+
+    def set_vector(self, exchange_id: int, vector: npt.NDArray[np.float32], model: str) -> None:
+        """Attach (or replace) an exchange's embedding, e.g. after the reply was streamed."""
+        with self.store.write() as conn:
+            put_vector(conn, "exchange", model, exchange_id, vector)
+
+    def get(self, exchange_id: int) -> Exchange | None:
+        row = self.store.conn().execute("SELECT * FROM exchanges WHERE id = ?", (exchange_id,)).fetchone()
+        return None if row is None else row_to_exchange(row)
+
+    def get_many(self, ids: Sequence[int]) -> dict[int, Exchange]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.store.conn().execute(f"SELECT * FROM exchanges WHERE id IN ({marks})", list(ids))
+        return {r["id"]: row_to_exchange(r) for r in rows}
+
+    def history(self, session_id: int, *, limit: int | None = None, before_id: int | None = None) -> list[Exchange]:
+        """A session's turns in order; the last ``limit`` of them (before ``before_id``) if given."""
+        sql = "SELECT * FROM exchanges WHERE session_id = ?"
+        args: list[object] = [session_id]
+        if before_id is not None:
+            sql += " AND id < ?"
+            args.append(before_id)
+        if limit is not None:
+            sql = f"SELECT * FROM ({sql} ORDER BY id DESC LIMIT ?) ORDER BY id"
+            args.append(limit)
+        else:
+            sql += " ORDER BY id"
+        return [row_to_exchange(r) for r in self.store.conn().execute(sql, args)]
+
+    def neighbours(self, exchange: Exchange, radius: int = 1) -> tuple[Exchange, ...]:
+        """The turns just before and after ``exchange`` in its session, in order."""
+        conn = self.store.conn()
+        before = conn.execute("SELECT * FROM exchanges WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+                              (exchange.session_id, exchange.id, radius)).fetchall()
+        after = conn.execute("SELECT * FROM exchanges WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
+                             (exchange.session_id, exchange.id, radius)).fetchall()
+        return tuple(row_to_exchange(r) for r in [*reversed(before), *after])
+
+    def count(self) -> int:
+        return int(self.store.conn().execute("SELECT count(*) FROM exchanges").fetchone()[0])
+
+    def missing_vectors(self, model: str, limit: int = 1000) -> list[Exchange]:
+        """Exchanges with no embedding for ``model`` (a crash before embedding, or a new model)."""
+        rows = self.store.conn().execute(
+            "SELECT e.* FROM exchanges e WHERE NOT EXISTS (SELECT 1 FROM embeddings v WHERE v.tier = 'exchange' "
+            "AND v.model = ? AND v.item_id = e.id) ORDER BY e.id LIMIT ?", (model, limit))
+        return [row_to_exchange(r) for r in rows]

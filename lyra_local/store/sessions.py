@@ -1,0 +1,85 @@
+"""Sessions: create, find, list newest first, rename, delete (which forgets)."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from typing import TYPE_CHECKING
+
+from ..errors import BadRequest, LyraError
+from .db import utc_now
+from .records import Session
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+class SessionNotFound(LyraError):
+    status_code = 404
+
+
+def row_to_session(row: sqlite3.Row) -> Session:
+    return Session(row["id"], row["uid"], row["name"], row["created_at"], row["updated_at"], row["source"],
+                   row["source_id"])
+
+
+class Sessions:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def create(self, name: str, *, created_at: str | None = None, source: str = "lyra",
+               source_id: str | None = None, uid: str | None = None,
+               conn: sqlite3.Connection | None = None) -> Session:
+        """A new session; pass ``conn`` to join a larger transaction (imports)."""
+        name = name.strip() or "New chat"
+        now = created_at or utc_now()
+        values = (uid or uuid.uuid4().hex, name, now, now, source, source_id)
+        sql = ("INSERT INTO sessions (uid, name, created_at, updated_at, source, source_id) "
+               "VALUES (?, ?, ?, ?, ?, ?) RETURNING *")
+        if conn is not None:
+            return row_to_session(conn.execute(sql, values).fetchone())
+        with self.store.write() as c:
+            return row_to_session(c.execute(sql, values).fetchone())
+
+    def get(self, session_id: int) -> Session:
+        row = self.store.conn().execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFound(f"no session with id {session_id}", hint="`lyra sessions` lists them")
+        return row_to_session(row)
+
+    def find(self, *, name: str | None = None, uid: str | None = None, source: str | None = None,
+             source_id: str | None = None) -> Session | None:
+        conn = self.store.conn()
+        if uid is not None:
+            row = conn.execute("SELECT * FROM sessions WHERE uid = ?", (uid,)).fetchone()
+        elif source is not None and source_id is not None:
+            row = conn.execute("SELECT * FROM sessions WHERE source = ? AND source_id = ?",
+                               (source, source_id)).fetchone()
+        elif name is not None:
+            row = conn.execute("SELECT * FROM sessions WHERE name = ? ORDER BY updated_at DESC LIMIT 1",
+                               (name,)).fetchone()
+        else:
+            raise BadRequest("find a session by uid, by source and source_id, or by name")
+        return None if row is None else row_to_session(row)
+
+    def list(self, *, limit: int = 100, offset: int = 0) -> list[Session]:
+        """Newest activity first."""
+        rows = self.store.conn().execute(
+            "SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?", (limit, offset))
+        return [row_to_session(r) for r in rows]
+
+    def count(self) -> int:
+        return int(self.store.conn().execute("SELECT count(*) FROM sessions").fetchone()[0])
+
+    def rename(self, session_id: int, name: str) -> Session:
+        if not name.strip():
+            raise BadRequest("a session name cannot be empty")
+        with self.store.write() as conn:
+            row = conn.execute("UPDATE sessions SET name = ? WHERE id = ? RETURNING *",
+                               (name.strip(), session_id)).fetchone()
+        if row is None:
+            raise SessionNotFound(f"no session with id {session_id}")
+        return row_to_session(row)
+
+    def touch(self, conn: sqlite3.Connection, session_id: int, at: str) -> None:
+        conn.execute("UPDATE sessions SET updated_at = max(updated_at, ?) WHERE id = ?", (at, session_id))

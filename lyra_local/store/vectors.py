@@ -1,0 +1,285 @@
+"""FAISS indexes kept in sync with the ``embeddings`` rows of SQLite.
+
+One index per (tier, embedding model); FAISS ids are the SQLite row ids
+(``IndexIDMap2``). Every insert or delete of an embedding is logged by a trigger
+in ``vector_log`` in the same transaction, so an index at high-water mark *h*
+catches up by replaying the log after *h* — including rows another process
+wrote since our last query, at the cost of one indexed ``max(seq)`` lookup.
+
+Snapshots are written with ``faiss.write_index`` (never pickle) to a temporary
+file and renamed, next to a JSON sidecar holding the high-water mark, the count
+and the file's sha256. A missing, stale, truncated or garbled snapshot is
+detected on open and the index is rebuilt from SQLite. A failed save raises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import faiss
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from .store import Store
+
+log = logging.getLogger(__name__)
+FORMAT_VERSION = 1
+REBUILD_CHUNK = 20_000
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """When to switch from exact search to HNSW, and HNSW's knobs."""
+
+    hnsw_threshold: int = 250_000
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 64
+    hnsw_ef_search: int = 128
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class VectorIndex:
+    """The searchable, persisted mirror of one tier's vectors for one model."""
+
+    def __init__(self, store: Store, tier: str, model: str, settings: IndexSettings) -> None:
+        self.store = store
+        self.tier = tier
+        self.model = model
+        self.settings = settings
+        stem = f"{tier}--{_slug(model)}"
+        self.path = store.index_dir / f"{stem}.faiss"
+        self.meta_path = store.index_dir / f"{stem}.json"
+        self._lock = threading.RLock()
+        self._index: Any = None
+        self._hwm = 0
+        self._saved_hwm = -1
+        self._tombstones: set[int] = set()  # HNSW cannot delete: removed ids are filtered out
+        self.last_load: str = "not loaded"
+
+    # -- public -------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        with self._lock:
+            return 0 if self._index is None else int(self._index.ntotal) - len(self._tombstones)
+
+    @property
+    def kind(self) -> str:
+        with self._lock:
+            return "none" if self._index is None else ("hnsw" if self._is_hnsw() else "flat")
+
+    def sync(self, progress: Progress | None = None) -> None:
+        """Load or rebuild on first use, then replay what SQLite logged since."""
+        with self._lock:
+            if self._index is None:
+                self._open(progress)
+            latest = self._latest_seq()
+            if latest > self._hwm:
+                self._catch_up(latest)
+
+    def search(self, query: npt.NDArray[np.float32], k: int,
+               allowed: npt.NDArray[np.int64] | None = None) -> list[tuple[int, float]]:
+        """Top ``k`` (id, inner product) pairs, optionally among ``allowed`` ids only."""
+        with self._lock:
+            if self._index is None or self._index.ntotal == 0 or k <= 0:
+                return []
+            q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
+            fetch = min(int(self._index.ntotal), k + len(self._tombstones))
+            params = None
+            if allowed is not None:
+                if len(allowed) == 0:
+                    return []
+                selector = faiss.IDSelectorBatch(np.ascontiguousarray(allowed, dtype=np.int64))
+                params = (faiss.SearchParametersHNSW(sel=selector, efSearch=max(self.settings.hnsw_ef_search, fetch))
+                          if self._is_hnsw() else faiss.SearchParameters(sel=selector))
+            elif self._is_hnsw():
+                params = faiss.SearchParametersHNSW(efSearch=max(self.settings.hnsw_ef_search, fetch))
+            scores, ids = self._index.search(q, fetch, params=params)
+            hits = [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0 and int(i) not in self._tombstones]
+            return hits[:k]
+
+    def rebuild(self, progress: Progress | None = None) -> None:
+        """Rebuild from SQLite (the truth), in chunks, reporting ``progress(done, total)``."""
+        with self._lock:
+            conn = self.store.conn()
+            latest = self._latest_seq()
+            total = int(conn.execute("SELECT count(*) FROM embeddings WHERE tier = ? AND model = ?",
+                                     (self.tier, self.model)).fetchone()[0])
+            index = None
+            done = 0
+            last_id = -1
+            while True:
+                rows = conn.execute(
+                    "SELECT item_id, vector FROM embeddings WHERE tier = ? AND model = ? AND item_id > ? "
+                    "ORDER BY item_id LIMIT ?", (self.tier, self.model, last_id, REBUILD_CHUNK)).fetchall()
+                if not rows:
+                    break
+                ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                if index is None:
+                    index = self._new_index(vectors.shape[1], total)
+                index.add_with_ids(vectors, ids)
+                last_id = int(ids[-1])
+                done += len(rows)
+                if progress:
+                    progress(done, total)
+            self._index = index if index is not None else self._empty()
+            self._tombstones = set()
+            self._hwm = latest
+            self._saved_hwm = -1
+            log.info("rebuilt %s index for %s: %d vectors (%s)", self.tier, self.model, done, self.kind)
+
+    def save(self) -> None:
+        """Persist a snapshot if anything changed since the last one (atomically)."""
+        with self._lock:
+            if self._index is None or self._hwm == self._saved_hwm or self._index.ntotal == 0:
+                return
+            if self._tombstones:  # HNSW with deletions: compact before persisting
+                self.rebuild()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            faiss.write_index(self._index, str(tmp))
+            with tmp.open("rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+            meta = {"format": FORMAT_VERSION, "tier": self.tier, "model": self.model, "hwm": self._hwm,
+                    "count": int(self._index.ntotal), "dim": int(self._index.d), "kind": self.kind,
+                    "sha256": _sha256(self.path)}
+            tmp_meta = self.meta_path.with_name(self.meta_path.name + ".tmp")
+            tmp_meta.write_text(json.dumps(meta))
+            os.replace(tmp_meta, self.meta_path)
+            self._saved_hwm = self._hwm
+
+    # -- internals ------------------------------------------------------------------
+
+    def _open(self, progress: Progress | None) -> None:
+        problem = self._load_snapshot()
+        if problem is None:
+            self.last_load = "snapshot"
+            return
+        log.warning("%s index for %s: %s; rebuilding from the database", self.tier, self.model, problem)
+        self.last_load = f"rebuilt ({problem})"
+        self.rebuild(progress)
+
+    def _load_snapshot(self) -> str | None:
+        """Load the snapshot; return why it cannot be used, or None."""
+        if not self.path.exists() or not self.meta_path.exists():
+            return "no snapshot"
+        try:
+            meta = json.loads(self.meta_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            return "unreadable snapshot metadata"
+        if meta.get("format") != FORMAT_VERSION or meta.get("tier") != self.tier or meta.get("model") != self.model:
+            return "snapshot of another format or model"
+        if _sha256(self.path) != meta.get("sha256"):
+            return "snapshot file is damaged (checksum mismatch)"
+        if int(meta["hwm"]) > self._latest_seq() or int(meta["hwm"]) < self._pruned_upto():
+            return "snapshot does not match the database (restored or pruned)"
+        try:
+            index = faiss.read_index(str(self.path))
+        except RuntimeError as exc:
+            return f"snapshot unreadable by FAISS: {exc}"
+        if int(index.ntotal) != int(meta["count"]):
+            return "snapshot count mismatch"
+        self._index, self._hwm, self._saved_hwm, self._tombstones = index, int(meta["hwm"]), int(meta["hwm"]), set()
+        self._catch_up(self._latest_seq())
+        stored = int(self.store.conn().execute("SELECT count(*) FROM embeddings WHERE tier = ? AND model = ?",
+                                               (self.tier, self.model)).fetchone()[0])
+        if self.size != stored:
+            self._index = None
+            return f"snapshot disagrees with the database ({self.size} vs {stored} vectors)"
+        return None
+
+    def _latest_seq(self) -> int:
+        row = self.store.conn().execute("SELECT max(seq) FROM vector_log WHERE tier = ? AND model = ?",
+                                        (self.tier, self.model)).fetchone()
+        return int(row[0] or 0)
+
+    def _pruned_upto(self) -> int:
+        return int(self.store.get_meta(f"vector_log_pruned:{self.tier}:{self.model}") or 0)
+
+    def _catch_up(self, latest: int) -> None:
+        if self._hwm < self._pruned_upto():
+            self.rebuild()
+            return
+        conn = self.store.conn()
+        final: dict[int, str] = {}
+        for item_id, op in conn.execute(
+                "SELECT item_id, op FROM vector_log WHERE tier = ? AND model = ? AND seq > ? AND seq <= ? "
+                "ORDER BY seq", (self.tier, self.model, self._hwm, latest)):
+            final[int(item_id)] = op
+        if not final:
+            self._hwm = latest
+            return
+        touched = np.fromiter(final, dtype=np.int64, count=len(final))
+        if self._is_hnsw():
+            present = [i for i in final if self._contains(i)]
+            if any(final[i] == "add" for i in present):
+                self.rebuild()  # HNSW cannot replace a vector in place
+                return
+            self._tombstones.update(present)
+        else:
+            self._index.remove_ids(touched)
+        added = [i for i, op in final.items() if op == "add"]
+        for start in range(0, len(added), 900):
+            chunk = added[start:start + 900]
+            marks = ",".join("?" * len(chunk))
+            rows = conn.execute(f"SELECT item_id, vector FROM embeddings WHERE tier = ? AND model = ? "
+                                f"AND item_id IN ({marks})", (self.tier, self.model, *chunk)).fetchall()
+            if rows:
+                ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                if self._index.ntotal == 0 and self._index.d != vectors.shape[1]:
+                    self._index = self._new_index(vectors.shape[1], len(rows))
+                self._index.add_with_ids(vectors, ids)
+        self._hwm = latest
+        if not self._is_hnsw() and self._index.ntotal > self.settings.hnsw_threshold:
+            self.rebuild()  # grown past the exact-search size: switch to HNSW
+
+    def _contains(self, item_id: int) -> bool:
+        id_map = faiss.downcast_index(self._index)
+        try:
+            id_map.reconstruct(item_id)
+        except RuntimeError:
+            return False
+        return True
+
+    def _new_index(self, dim: int, expected: int) -> Any:
+        if expected > self.settings.hnsw_threshold:
+            inner = faiss.IndexHNSWFlat(dim, self.settings.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            inner.hnsw.efConstruction = self.settings.hnsw_ef_construction
+            inner.hnsw.efSearch = self.settings.hnsw_ef_search
+        else:
+            inner = faiss.IndexFlatIP(dim)
+        return faiss.IndexIDMap2(inner)
+
+    def _empty(self) -> Any:
+        return faiss.IndexIDMap2(faiss.IndexFlatIP(1))
+
+    def _is_hnsw(self) -> bool:
+        if self._index is None:
+            return False
+        inner = faiss.downcast_index(faiss.downcast_index(self._index).index)
+        return isinstance(inner, faiss.IndexHNSWFlat)

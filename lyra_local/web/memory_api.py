@@ -1,0 +1,36 @@
+"""The memory API: ``/api/recall`` (more arrives with sessions and the dream cycle)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from ..memory import RecallQuery
+from .deps import app_state
+
+router = APIRouter(prefix="/api")
+
+
+@router.get("/recall")
+async def recall(
+    request: Request,
+    q: str = Query(min_length=1, max_length=4000, description="what to look for"),
+    k: int = Query(10, ge=1, le=100),
+    tier: Literal["exchange", "gist", "digest"] = "exchange",
+    session_id: int | None = None,
+    exclude_session_id: int | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    role: Literal["user", "assistant"] | None = None,
+    recency: float = Query(0.0, ge=0.0, le=1.0),
+    context: int = Query(0, ge=0, le=5),
+    mode: Literal["hybrid", "dense", "bm25"] = "hybrid",
+) -> dict[str, Any]:
+    query = RecallQuery(q, k=k, tier=tier, session_id=session_id, exclude_session_id=exclude_session_id,
+                        since=since, until=until, role=role, recency_weight=recency, neighbours=context, mode=mode)
+    memory = app_state(request).memory
+    hits = await run_in_threadpool(memory.recall, query)
+    return {"query": q, "hits": [dataclasses.asdict(h) for h in hits]}

@@ -1,0 +1,63 @@
+"""Recall with the real embedding model (all-MiniLM-L6-v2 through llama.cpp)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from lyra_local.memory import Memory, RecallQuery
+from lyra_local.store import Store
+from lyra_local.store.exchanges import NewExchange
+
+pytestmark = pytest.mark.slow
+
+DISTRACTORS = [
+    "I met an old friend for coffee near the station this morning.",
+    "My friend from university called to talk about her new job.",
+    "We had dinner with a friend who just moved back from abroad.",
+    "A colleague recommended a great book about habits.",
+    "My neighbour helped me carry the new sofa upstairs.",
+    "I chatted with a friend about our plans for the summer holidays.",
+    "An old school friend sent me photos from our class trip.",
+    "My cousin visited and we walked along the river all afternoon.",
+    "I finally replied to my friend's long email about the wedding.",
+    "A friend lent me her camera for the weekend trip.",
+]
+NUMBERED = [
+    "I met an old friend for coffee, she said her flat number is {n}.",
+    "The train to the coast left from platform 4, ticket {n}.",
+    "My neighbour's wifi password ends with {n}, he told me at dinner.",
+    "We spent the afternoon painting the kitchen; the paint code was {n}.",
+    "The library book I borrowed has barcode {n} and is about habits.",
+    "Booked the dentist again, reference {n}, for next Tuesday morning.",
+    "Ran 8 kilometres along the river; my watch logged {n} steps.",
+    "Mum called about the garden; the seed packet said batch {n}.",
+]
+TARGET = "Between meetings I finally paid the plumber, whose invoice number was 58213, and then walked the dog."
+
+
+@pytest.mark.parametrize("question", ["58213", "what was 58213?"])
+def test_hybrid_finds_a_rare_number_that_dense_recall_misses(tmp_path: Path, embedder, question: str) -> None:
+    memory = Memory(Store(tmp_path), embedder)
+    session = memory.store.sessions.create("life")
+    rng = random.Random(1)
+    items = [NewExchange(session.id, "user", t.format(n=rng.randint(10000, 99999))) for _ in range(40) for t in NUMBERED]
+    memory.remember_many([*items, NewExchange(session.id, "user", TARGET)])
+
+    dense = [h.content for h in memory.recall(RecallQuery(question, k=10, mode="dense"))]
+    hybrid = memory.recall(RecallQuery(question, k=10))
+    assert TARGET not in dense
+    assert hybrid[0].content == TARGET and "rare" in hybrid[0].stages
+    memory.store.close()
+
+
+def test_meaning_is_found_without_shared_words(tmp_path: Path, embedder) -> None:
+    memory = Memory(Store(tmp_path), embedder)
+    session = memory.store.sessions.create("life")
+    memory.remember_many([NewExchange(session.id, "user", t) for t in DISTRACTORS + [
+        "Our dog Bruno got sick and we spent the night at the vet."]])
+    hits = memory.recall(RecallQuery("pet illness emergency", k=3))
+    assert hits[0].content.startswith("Our dog Bruno") and "dense" in hits[0].stages
+    memory.store.close()
