@@ -30,7 +30,7 @@ import httpx
 import llama_cpp
 
 from lyra_local.config import LocalModel, ServerModel, load_settings
-from lyra_local.llm.base import GenerationOptions
+from lyra_local.llm.base import GenerationOptions, request_params
 from lyra_local.llm.local import LocalChatModel, LocalEmbedder, available_cpus
 from lyra_local.llm.server import ServerBackend
 
@@ -65,7 +65,7 @@ def timed(fn: Callable[[], int]) -> tuple[float, int]:
 def bench_local_chat(model: LocalChatModel, max_tokens: int, repeats: int) -> list[list[str]]:
     llm = model._model.llm()
     opts = GenerationOptions(max_tokens=max_tokens, temperature=0.0, seed=1)
-    kwargs = model._kwargs(opts)
+    kwargs = request_params(model.spec.sampling, opts)
 
     def raw() -> int:
         return sum(1 for chunk in llm.create_chat_completion(messages=PROMPT, stream=True, **kwargs)

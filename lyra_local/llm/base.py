@@ -13,6 +13,8 @@ from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ..config import Sampling
+
 Role = Literal["system", "user", "assistant"]
 
 
@@ -60,6 +62,42 @@ class ModelInfo:
 
 
 Vectors = npt.NDArray[np.float32]
+
+
+def request_params(sampling: Sampling, options: GenerationOptions | None) -> dict[str, Any]:
+    """Sampling defaults overridden by a request's options, as OpenAI-style parameters.
+
+    llama-cpp-python and llama.cpp's server take the same names, so both backends share this.
+    """
+    opts = options or GenerationOptions()
+    params: dict[str, Any] = {
+        "max_tokens": opts.max_tokens or sampling.max_tokens,
+        "temperature": sampling.temperature if opts.temperature is None else opts.temperature,
+        "top_p": sampling.top_p if opts.top_p is None else opts.top_p,
+        "top_k": sampling.top_k,
+        "min_p": sampling.min_p,
+        "repeat_penalty": sampling.repeat_penalty,
+    }
+    seed = sampling.seed if opts.seed is None else opts.seed
+    if seed is not None:
+        params["seed"] = seed
+    if opts.stop:
+        params["stop"] = list(opts.stop)
+    if opts.json_schema is not None:
+        params["response_format"] = {"type": "json_object", "schema": opts.json_schema}
+    return params
+
+
+def completion_from_response(body: dict[str, Any]) -> Completion:
+    """An OpenAI-style chat completion response as a ``Completion``."""
+    choice = body["choices"][0]
+    usage = body.get("usage") or {}
+    return Completion(
+        text=choice["message"].get("content") or "",
+        finish_reason=choice.get("finish_reason") or "stop",
+        prompt_tokens=int(usage.get("prompt_tokens", 0)),
+        completion_tokens=int(usage.get("completion_tokens", 0)),
+    )
 
 
 @runtime_checkable

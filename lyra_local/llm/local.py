@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import config
 from ..errors import ModelFileMissing, ModelLoadError
-from .base import ChatDelta, Completion, GenerationOptions, Message, ModelInfo, Vectors
+from .base import (ChatDelta, Completion, GenerationOptions, Message, ModelInfo, Vectors, completion_from_response,
+                   request_params)
 
 
 def available_cpus() -> int:
@@ -129,20 +130,15 @@ class LocalChatModel:
     def complete(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Completion:
         llm = self._model.llm()
         with self._model.lock:
-            result = llm.create_chat_completion(messages=list(messages), stream=False, **self._kwargs(options))
-        choice = result["choices"][0]
-        usage = result.get("usage") or {}
-        return Completion(
-            text=choice["message"].get("content") or "",
-            finish_reason=choice.get("finish_reason") or "stop",
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-        )
+            result = llm.create_chat_completion(messages=list(messages), stream=False,
+                                                **request_params(self.spec.sampling, options))
+        return completion_from_response(result)
 
     def stream(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Iterator[ChatDelta]:
         llm = self._model.llm()
         with self._model.lock:
-            chunks = llm.create_chat_completion(messages=list(messages), stream=True, **self._kwargs(options))
+            chunks = llm.create_chat_completion(messages=list(messages), stream=True,
+                                                **request_params(self.spec.sampling, options))
             try:
                 for chunk in chunks:
                     choice = chunk["choices"][0]
@@ -159,25 +155,6 @@ class LocalChatModel:
 
     def close(self) -> None:
         self._model.close()
-
-    def _kwargs(self, options: GenerationOptions | None) -> dict[str, Any]:
-        opts = options or GenerationOptions()
-        sampling = self.spec.sampling
-        kwargs: dict[str, Any] = {
-            "max_tokens": opts.max_tokens or sampling.max_tokens,
-            "temperature": sampling.temperature if opts.temperature is None else opts.temperature,
-            "top_p": sampling.top_p if opts.top_p is None else opts.top_p,
-            "top_k": sampling.top_k,
-            "min_p": sampling.min_p,
-            "repeat_penalty": sampling.repeat_penalty,
-            "stop": list(opts.stop) or None,
-        }
-        seed = sampling.seed if opts.seed is None else opts.seed
-        if seed is not None:
-            kwargs["seed"] = seed
-        if opts.json_schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": opts.json_schema}
-        return kwargs
 
 
 class LocalEmbedder:

@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import config
 from ..errors import ConfigError, ModelRequestError, ModelUnavailable
-from .base import ChatDelta, Completion, GenerationOptions, Message, ModelInfo, Vectors
+from .base import (ChatDelta, Completion, GenerationOptions, Message, ModelInfo, Vectors, completion_from_response,
+                   request_params)
 from .retry import Retryable, RetryState, call_with_retry
 
 EMBED_REQUEST_SIZE = 64
@@ -91,15 +92,8 @@ class ServerBackend:
         return body if isinstance(body, dict) else {"status": "ok"}
 
     def complete(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Completion:
-        body = self._post("/v1/chat/completions", self._chat_body(messages, options, stream=False))
-        choice = body["choices"][0]
-        usage = body.get("usage") or {}
-        return Completion(
-            text=choice["message"].get("content") or "",
-            finish_reason=choice.get("finish_reason") or "stop",
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-        )
+        return completion_from_response(
+            self._post("/v1/chat/completions", self._chat_body(messages, options, stream=False)))
 
     def stream(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Iterator[ChatDelta]:
         body = self._chat_body(messages, options, stream=True)
@@ -180,27 +174,8 @@ class ServerBackend:
 
     def _chat_body(self, messages: Sequence[Message], options: GenerationOptions | None,
                    *, stream: bool) -> dict[str, Any]:
-        opts = options or GenerationOptions()
-        sampling = self.spec.sampling
-        body: dict[str, Any] = {
-            "model": self.spec.model,
-            "messages": list(messages),
-            "stream": stream,
-            "max_tokens": opts.max_tokens or sampling.max_tokens,
-            "temperature": sampling.temperature if opts.temperature is None else opts.temperature,
-            "top_p": sampling.top_p if opts.top_p is None else opts.top_p,
-            "top_k": sampling.top_k,
-            "min_p": sampling.min_p,
-            "repeat_penalty": sampling.repeat_penalty,
-        }
-        seed = sampling.seed if opts.seed is None else opts.seed
-        if seed is not None:
-            body["seed"] = seed
-        if opts.stop:
-            body["stop"] = list(opts.stop)
-        if opts.json_schema is not None:
-            body["response_format"] = {"type": "json_object", "schema": opts.json_schema}
-        return body
+        return {"model": self.spec.model, "messages": list(messages), "stream": stream,
+                **request_params(self.spec.sampling, options)}
 
     def _discover_n_ctx(self) -> int:
         for path in ("/props", "/v1/models"):

@@ -9,7 +9,6 @@ an interrupted fetch never leaves a half-written model behind.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from ..config import DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE
 from ..errors import FetchError
+from ..fsutil import atomic_write_text, sha256_file
 from .bert_gguf import CONVERTER_VERSION, convert_bert
 
 MANIFEST = "manifest.json"
@@ -69,14 +69,6 @@ DEFAULT_MODELS = (
 )
 
 Report = Callable[[str], None]
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def source_dir(models_dir: Path, model: DefaultModel) -> Path:
@@ -178,6 +170,4 @@ def _read_manifest(models_dir: Path) -> dict[str, dict[str, object]]:
 
 
 def _write_manifest(models_dir: Path, manifest: dict[str, dict[str, object]]) -> None:
-    tmp = models_dir / (MANIFEST + ".partial")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, models_dir / MANIFEST)
+    atomic_write_text(models_dir / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
