@@ -42,6 +42,7 @@ models: $(STAMP)
 
 bench: setup
 	$(BIN)/python scripts/bench_models.py
+	$(BIN)/python scripts/bench_recall.py
 
 clean:
 	rm -rf $(VENV) models/*.gguf models/sources models/manifest.json

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -133,7 +134,6 @@ def test_a_lease_is_refused_while_held_and_free_after_expiry(tmp_path: Path) -> 
     assert store.coord.acquire("r", "a", ttl_s=0.2).ok
     refused = store.coord.acquire("r", "b", ttl_s=10)
     assert not refused.ok and refused.lease.holder == "a"
-    import time
     time.sleep(0.3)
     assert store.coord.acquire("r", "b", ttl_s=10).ok
     store.close()

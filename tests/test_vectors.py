@@ -240,3 +240,15 @@ print(seen)
     assert store.exchanges.count() == 400
     assert int(r_out.strip()) > 0
     store.close()
+
+
+def test_growing_past_the_threshold_switches_to_hnsw_in_the_background(tmp_path: Path) -> None:
+    memory = Memory(Store(tmp_path, index_settings=IndexSettings(hnsw_threshold=100)), FakeEmbedder())
+    fill(memory, 80)
+    index = memory.store.index("exchange", "fake-embed")
+    assert index.kind == "flat"
+    fill(memory, 60, "more")
+    assert memory.recall(RecallQuery("garden tomatoes", k=5, mode="dense"))  # served while it builds
+    index.wait_for_upgrade(timeout=30)
+    assert memory.store.index("exchange", "fake-embed").kind == "hnsw" and index.size == 140
+    memory.store.close()

@@ -14,7 +14,6 @@ detected on open and the index is rebuilt from SQLite. A failed save raises.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -29,6 +28,8 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
+from ..fsutil import atomic_write_text, sha256_file
+
 if TYPE_CHECKING:
     from .store import Store
 
@@ -42,7 +43,7 @@ Progress = Callable[[int, int], None]
 class IndexSettings:
     """When to switch from exact search to HNSW, and HNSW's knobs."""
 
-    hnsw_threshold: int = 250_000
+    hnsw_threshold: int = 50_000
     hnsw_m: int = 32
     hnsw_ef_construction: int = 64
     hnsw_ef_search: int = 128
@@ -50,14 +51,6 @@ class IndexSettings:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80]
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class VectorIndex:
@@ -76,6 +69,7 @@ class VectorIndex:
         self._hwm = 0
         self._saved_hwm = -1
         self._tombstones: set[int] = set()  # HNSW cannot delete: removed ids are filtered out
+        self._upgrading: threading.Thread | None = None
         self.last_load: str = "not loaded"
 
     # -- public -------------------------------------------------------------------
@@ -123,33 +117,59 @@ class VectorIndex:
     def rebuild(self, progress: Progress | None = None) -> None:
         """Rebuild from SQLite (the truth), in chunks, reporting ``progress(done, total)``."""
         with self._lock:
-            conn = self.store.conn()
-            latest = self._latest_seq()
-            total = int(conn.execute("SELECT count(*) FROM embeddings WHERE tier = ? AND model = ?",
-                                     (self.tier, self.model)).fetchone()[0])
-            index = None
-            done = 0
-            last_id = -1
-            while True:
-                rows = conn.execute(
-                    "SELECT item_id, vector FROM embeddings WHERE tier = ? AND model = ? AND item_id > ? "
-                    "ORDER BY item_id LIMIT ?", (self.tier, self.model, last_id, REBUILD_CHUNK)).fetchall()
-                if not rows:
-                    break
-                ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-                vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-                if index is None:
-                    index = self._new_index(vectors.shape[1], total)
-                index.add_with_ids(vectors, ids)
-                last_id = int(ids[-1])
-                done += len(rows)
-                if progress:
-                    progress(done, total)
-            self._index = index if index is not None else self._empty()
+            self._index, self._hwm = self._build(progress)
             self._tombstones = set()
-            self._hwm = latest
             self._saved_hwm = -1
-            log.info("rebuilt %s index for %s: %d vectors (%s)", self.tier, self.model, done, self.kind)
+            log.info("rebuilt %s index for %s: %d vectors (%s)", self.tier, self.model, self.size, self.kind)
+
+    def _build(self, progress: Progress | None = None, *, hnsw: bool | None = None) -> tuple[Any, int]:
+        """A fresh index of every stored vector, and the log position it covers."""
+        conn = self.store.conn()
+        latest = self._latest_seq()
+        total = int(conn.execute("SELECT count(*) FROM embeddings WHERE tier = ? AND model = ?",
+                                 (self.tier, self.model)).fetchone()[0])
+        index = None
+        done = 0
+        last_id = -1
+        while True:
+            rows = conn.execute(
+                "SELECT item_id, vector FROM embeddings WHERE tier = ? AND model = ? AND item_id > ? "
+                "ORDER BY item_id LIMIT ?", (self.tier, self.model, last_id, REBUILD_CHUNK)).fetchall()
+            if not rows:
+                break
+            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+            if index is None:
+                index = self._new_index(vectors.shape[1], total, hnsw=hnsw)
+            index.add_with_ids(vectors, ids)
+            last_id = int(ids[-1])
+            done += len(rows)
+            if progress:
+                progress(done, total)
+        return (index if index is not None else self._empty()), latest
+
+    def _upgrade_in_background(self) -> None:
+        """Grown past the exact-search size: build HNSW beside the flat index, then swap."""
+        if self._upgrading is not None:
+            return
+
+        def build() -> None:
+            try:
+                index, hwm = self._build(hnsw=True)
+                with self._lock:
+                    self._index, self._hwm, self._tombstones, self._saved_hwm = index, hwm, set(), -1
+                    self._catch_up(self._latest_seq())
+                log.info("%s index for %s switched to HNSW (%d vectors)", self.tier, self.model, self.size)
+            finally:
+                self._upgrading = None
+
+        self._upgrading = threading.Thread(target=build, name=f"hnsw-{self.tier}", daemon=True)
+        self._upgrading.start()
+
+    def wait_for_upgrade(self, timeout: float | None = None) -> None:
+        upgrading = self._upgrading
+        if upgrading is not None:
+            upgrading.join(timeout)
 
     def save(self) -> None:
         """Persist a snapshot if anything changed since the last one (atomically)."""
@@ -166,10 +186,8 @@ class VectorIndex:
             os.replace(tmp, self.path)
             meta = {"format": FORMAT_VERSION, "tier": self.tier, "model": self.model, "hwm": self._hwm,
                     "count": int(self._index.ntotal), "dim": int(self._index.d), "kind": self.kind,
-                    "sha256": _sha256(self.path)}
-            tmp_meta = self.meta_path.with_name(self.meta_path.name + ".tmp")
-            tmp_meta.write_text(json.dumps(meta))
-            os.replace(tmp_meta, self.meta_path)
+                    "sha256": sha256_file(self.path)}
+            atomic_write_text(self.meta_path, json.dumps(meta))
             self._saved_hwm = self._hwm
 
     # -- internals ------------------------------------------------------------------
@@ -193,7 +211,7 @@ class VectorIndex:
             return "unreadable snapshot metadata"
         if meta.get("format") != FORMAT_VERSION or meta.get("tier") != self.tier or meta.get("model") != self.model:
             return "snapshot of another format or model"
-        if _sha256(self.path) != meta.get("sha256"):
+        if sha256_file(self.path) != meta.get("sha256"):
             return "snapshot file is damaged (checksum mismatch)"
         if int(meta["hwm"]) > self._latest_seq() or int(meta["hwm"]) < self._pruned_upto():
             return "snapshot does not match the database (restored or pruned)"
@@ -256,7 +274,7 @@ class VectorIndex:
                 self._index.add_with_ids(vectors, ids)
         self._hwm = latest
         if not self._is_hnsw() and self._index.ntotal > self.settings.hnsw_threshold:
-            self.rebuild()  # grown past the exact-search size: switch to HNSW
+            self._upgrade_in_background()
 
     def _contains(self, item_id: int) -> bool:
         id_map = faiss.downcast_index(self._index)
@@ -266,8 +284,8 @@ class VectorIndex:
             return False
         return True
 
-    def _new_index(self, dim: int, expected: int) -> Any:
-        if expected > self.settings.hnsw_threshold:
+    def _new_index(self, dim: int, expected: int, *, hnsw: bool | None = None) -> Any:
+        if hnsw if hnsw is not None else expected > self.settings.hnsw_threshold:
             inner = faiss.IndexHNSWFlat(dim, self.settings.hnsw_m, faiss.METRIC_INNER_PRODUCT)
             inner.hnsw.efConstruction = self.settings.hnsw_ef_construction
             inner.hnsw.efSearch = self.settings.hnsw_ef_search
