@@ -17,8 +17,11 @@ from openai import OpenAI
 
 from lyra_local.cli import main
 from lyra_local.cli.serve import is_loopback
+from lyra_local.memory import Memory
+from lyra_local.store import Store
 
 from .conftest import CHAT_GGUF, MODELS_DIR, base_env, free_port, require_file
+from .fakes import FakeEmbedder
 
 LYRA = [sys.executable, "-m", "lyra_local"]
 
@@ -187,9 +190,6 @@ def test_error_output_has_no_traceback(tmp_path: Path, env: dict[str, str]) -> N
 
 @pytest.mark.slow
 def test_recall_command_prints_json_hits(env: dict[str, str], tmp_path: Path, embedder) -> None:
-    from lyra_local.memory import Memory
-    from lyra_local.store import Store
-
     memory = Memory(Store(tmp_path / "data"), embedder)
     session = memory.store.sessions.create("pets")
     memory.remember(session.id, "user", "Our dog Bruno loves the beach.")
@@ -204,3 +204,23 @@ def test_recall_command_prints_json_hits(env: dict[str, str], tmp_path: Path, em
 
     text = run_lyra("recall", "Bruno", "--k", "1", env=env)
     assert "Our dog Bruno loves the beach." in text.stdout
+
+
+@pytest.mark.slow
+def test_reindex_switches_to_the_configured_embedding_model(env: dict[str, str], tmp_path: Path) -> None:
+    old = Memory(Store(tmp_path / "data"), FakeEmbedder(name="old-model"))
+    session = old.store.sessions.create("pets")
+    for text in ["Our dog Bruno loves the beach.", "The quarterly numbers look fine."]:
+        old.remember(session.id, "user", text)
+    old.store.close()
+
+    done = run_lyra("reindex", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "embedded 2 exchange(s); active embedding model: all-MiniLM-L6-v2.F16" in done.stdout
+    store = Store(tmp_path / "data")
+    assert store.get_meta("embed_model") == "all-MiniLM-L6-v2.F16"
+    assert store.index("exchange", "all-MiniLM-L6-v2.F16").size == 2
+    store.close()
+    hits = json.loads(run_lyra("recall", "a puppy at the seaside", "--mode", "dense", "--k", "1", "--json",
+                               env=env).stdout)
+    assert hits[0]["content"] == "Our dog Bruno loves the beach."

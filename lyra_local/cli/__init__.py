@@ -10,9 +10,9 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import LyraError
-from . import doctor, models, recall, serve
+from . import doctor, models, recall, reindex, serve
 
-COMMANDS = (serve, recall, models, doctor)
+COMMANDS = (serve, recall, reindex, models, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

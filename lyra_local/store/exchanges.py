@@ -52,6 +52,7 @@ class Exchanges:
         if vectors is not None and (model is None or len(vectors) != len(items)):
             raise ValueError("vectors need a model name and one row per exchange")
         out = []
+        latest: dict[int, str] = {}
         for i, item in enumerate(items):
             if item.role not in ROLES:
                 raise BadRequest(f"role must be one of {', '.join(ROLES)}, not {item.role!r}")
@@ -62,8 +63,10 @@ class Exchanges:
                 (item.session_id, item.role, item.content, at, item.tokens, item.source_id)).fetchone()
             if vectors is not None and model is not None:
                 put_vector(conn, "exchange", model, row["id"], vectors[i])
-            self.store.sessions.touch(conn, item.session_id, at)
+            latest[item.session_id] = max(at, latest.get(item.session_id, at))
             out.append(row_to_exchange(row))
+        for session_id, at in latest.items():
+            self.store.sessions.touch(conn, session_id, at)
         return out
 
     def set_vector(self, exchange_id: int, vector: npt.NDArray[np.float32], model: str) -> None:

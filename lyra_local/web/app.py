@@ -12,6 +12,7 @@ import contextlib
 import hmac
 import logging
 import signal
+import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -77,6 +78,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if handle_sighup:
             _install_sighup(state)
+        threading.Thread(target=_catch_up_embeddings, args=(state,), name="reembed", daemon=True).start()
         try:
             yield
         finally:
@@ -111,6 +113,17 @@ def create_app(
 
 def error_body(exc: LyraError) -> dict[str, dict[str, str | None]]:
     return {"error": {"message": exc.message, "type": type(exc).__name__, "hint": exc.hint}}
+
+
+def _catch_up_embeddings(state: AppState) -> None:
+    """Embed rows that lack a vector of the configured model (a new model, or a crash mid-turn)."""
+    try:
+        memory = state.memory
+        if memory.switching_model or state.store.exchanges.missing_vectors(memory.embedder.name, limit=1):
+            log.info("re-embedding the memory with %s in the background", memory.embedder.name)
+            memory.reembed()
+    except (LyraError, sqlite3.Error) as exc:  # a dead model server, or shutdown closing the store
+        log.error("background re-embedding stopped: %s", exc)
 
 
 def _install_sighup(state: AppState) -> None:
