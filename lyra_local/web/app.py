@@ -60,6 +60,9 @@ class AppState:
             self.settings = settings
         # close() waits for each old model's lock, i.e. for in-flight generations.
         threading.Thread(target=old.close, name="close-old-models", daemon=True).start()
+        if settings.data_dir != self.store.data_dir:
+            log.warning("data_dir changed to %s: that takes a restart; still using %s",
+                        settings.data_dir, self.store.data_dir)
         log.info("configuration reloaded; models will load on next use")
 
 

@@ -1,0 +1,246 @@
+"""Context assembly: the prompt in layers, each within a token budget. A pure function.
+
+Layers, in order: persona -> self-state and drives -> world state -> profile ->
+narrative -> temporal digests -> gists of other sessions -> sharp raw turns from
+other sessions -> the session's gist (when its older turns no longer fit) ->
+its recent turns -> the new message. Every budget is in tokens of the chat
+model's own tokenizer (passed in as ``count``), so the total fits whatever model
+is configured. A memory that appears in an earlier layer is not repeated.
+
+No I/O here: ``gather.py`` collects the inputs; this decides what goes in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..llm.base import Message
+
+Count = Callable[[str], int]
+MESSAGE_OVERHEAD = 8  # chat-template tokens around each message (role markers, separators)
+ELLIPSIS = " …"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One memory offered to a layer, best first."""
+
+    kind: str
+    id: int
+    text: str
+    score: float = 0.0
+    stage: str = ""
+    when: str = ""
+
+
+@dataclass(frozen=True)
+class Turn:
+    id: int
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Shares:
+    """Each layer's share of the prompt budget; the recent turns get what is left."""
+
+    persona: float = 0.12
+    self_state: float = 0.05
+    world: float = 0.12
+    profile: float = 0.08
+    narrative: float = 0.06
+    digests: float = 0.08
+    gists: float = 0.08
+    recalled: float = 0.10
+
+
+@dataclass(frozen=True)
+class ContextInputs:
+    message: str
+    persona: str
+    user_name: str | None = None
+    self_state: dict[str, Any] | None = None
+    drives: dict[str, float] | None = None
+    world: str | None = None
+    profile: Sequence[tuple[str, str]] = ()
+    narrative: str | None = None
+    digests: Sequence[Item] = ()
+    gists: Sequence[Item] = ()
+    recalled: Sequence[Item] = ()
+    session_gist: Item | None = None
+    recent: Sequence[Turn] = ()
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    """Which memory went into the context, from which layer, and why: "why did you say that?"."""
+
+    layer: str
+    kind: str
+    id: int
+    score: float
+    stage: str
+
+
+@dataclass
+class Context:
+    messages: list[Message]
+    trace: list[TraceEntry] = field(default_factory=list)
+    tokens: int = 0
+    layer_tokens: dict[str, int] = field(default_factory=dict)
+    message_truncated: bool = False
+
+
+def truncate_to(text: str, limit: int, count: Count) -> str:
+    """The longest prefix of ``text`` within ``limit`` tokens (binary search on characters)."""
+    if limit <= 0:
+        return ""
+    if count(text) <= limit:
+        return text
+    room = limit - count(ELLIPSIS)
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid]) <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo].rstrip() + ELLIPSIS if lo else ""
+
+
+def assemble(inputs: ContextInputs, *, count: Count, n_ctx: int, reply_tokens: int,
+             shares: Shares = Shares()) -> Context:
+    """Build the prompt; the total never exceeds ``n_ctx - reply_tokens``."""
+    total = max(0, n_ctx - reply_tokens)
+    # The new message comes first: it may take up to half the budget, truncated with a notice.
+    message_budget = max(16, total // 2) - MESSAGE_OVERHEAD
+    message = truncate_to(inputs.message, message_budget, count)
+    truncated = message != inputs.message
+    if truncated:
+        message += "\n[the message was cut here to fit the model's context]"
+    used = count(message) + MESSAGE_OVERHEAD
+    available = max(0, total - used - MESSAGE_OVERHEAD)  # the system message's own overhead
+
+    seen: set[tuple[str, int]] = set()
+    seen_text: set[str] = set()
+    trace: list[TraceEntry] = []
+    layer_tokens: dict[str, int] = {}
+    sections: list[str] = []
+
+    def add_text(layer: str, text: str | None, share: float) -> None:
+        nonlocal available
+        if not text or available <= 0:
+            return
+        body = truncate_to(text, min(available, int(total * share)), count)
+        if body:
+            cost = count(body) + 1
+            sections.append(body)
+            layer_tokens[layer] = cost
+            available -= cost
+
+    def add_items(layer: str, title: str, items: Sequence[Item], share: float) -> None:
+        nonlocal available
+        budget = min(available, int(total * share))
+        lines = []
+        spent = count(title) + 1
+        for item in items:
+            key = (item.kind, item.id)
+            norm = " ".join(item.text.split()).lower()
+            if key in seen or norm in seen_text:
+                continue
+            line = f"- {item.when + ': ' if item.when else ''}{item.text}"
+            cost = count(line) + 1
+            if spent + cost > budget:
+                continue  # a shorter item further down may still fit
+            lines.append(line)
+            spent += cost
+            seen.add(key)
+            seen_text.add(norm)
+            trace.append(TraceEntry(layer, item.kind, item.id, item.score, item.stage))
+        if lines:
+            sections.append(title + "\n" + "\n".join(lines))
+            layer_tokens[layer] = spent
+            available -= spent
+
+    add_text("persona", inputs.persona, shares.persona)
+    add_text("self_state", _self_state_text(inputs), shares.self_state)
+    add_text("world", inputs.world and "Core memory (the world as it stands):\n" + inputs.world, shares.world)
+    if inputs.profile:
+        who = inputs.user_name or "the user"
+        add_text("profile", f"What you know about {who}:\n" + "\n".join(f"- {k}: {v}" for k, v in inputs.profile),
+                 shares.profile)
+    add_text("narrative", inputs.narrative and "The current arc:\n" + inputs.narrative, shares.narrative)
+    add_items("digests", "From your timeline:", inputs.digests, shares.digests)
+    add_items("gists", "Related past conversations:", inputs.gists, shares.gists)
+    add_items("recalled", "Moments you remember:", inputs.recalled, shares.recalled)
+
+    # The current session: its newest turns that fit, and its gist standing in for older ones.
+    recent_budget = available
+    kept: list[Turn] = []
+    spent = 0
+    for turn in reversed(inputs.recent):
+        cost = count(turn.content) + MESSAGE_OVERHEAD
+        if spent + cost > recent_budget:
+            break
+        kept.append(turn)
+        spent += cost
+    kept.reverse()
+    dropped = len(inputs.recent) - len(kept)
+    gist = inputs.session_gist
+    if dropped and gist is not None and (gist.kind, gist.id) not in seen:
+        gist_text = "Earlier in this conversation:\n" + gist.text
+        cost = count(gist_text) + 1
+        while kept and spent + cost > recent_budget:
+            spent -= count(kept[0].content) + MESSAGE_OVERHEAD
+            kept.pop(0)
+        if spent + cost <= recent_budget:
+            sections.append(gist_text)
+            layer_tokens["session_gist"] = cost
+            trace.append(TraceEntry("session_gist", gist.kind, gist.id, gist.score, gist.stage))
+            available -= cost
+    available -= spent
+    layer_tokens["recent"] = spent
+    for turn in kept:
+        trace.append(TraceEntry("recent", "exchange", turn.id, 0.0, "session"))
+
+    messages: list[Message] = [{"role": "system", "content": "\n\n".join(sections)}]
+    messages += [{"role": "assistant" if t.role == "assistant" else "user", "content": t.content} for t in kept]
+    messages.append({"role": "user", "content": message})
+    tokens = _fit(messages, trace, count, total)
+    return Context(messages, trace, tokens, layer_tokens, truncated)
+
+
+def _fit(messages: list[Message], trace: list[TraceEntry], count: Count, total: int) -> int:
+    """Joining sections can tokenize a little differently from the parts: enforce the total."""
+    def size() -> int:
+        return sum(count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
+
+    tokens = size()
+    while tokens > total and len(messages) > 2:  # drop the oldest recent turn
+        dropped = messages.pop(1)
+        for i, entry in enumerate(trace):
+            if entry.layer == "recent":
+                del trace[i]
+                break
+        tokens -= count(dropped["content"]) + MESSAGE_OVERHEAD
+    if tokens > total:
+        system = messages[0]["content"]
+        messages[0]["content"] = truncate_to(system, count(system) - (tokens - total), count)
+        tokens = size()
+    return tokens
+
+
+def _self_state_text(inputs: ContextInputs) -> str | None:
+    parts = []
+    state = inputs.self_state or {}
+    if state.get("mood"):
+        parts.append(f"Your mood: {state['mood']}.")
+    if state.get("energy") is not None:
+        parts.append(f"Your energy: {float(state['energy']):.1f} of 1.")
+    if state.get("self_narrative"):
+        parts.append(str(state["self_narrative"]))
+    if inputs.drives:
+        parts.append("Your drives: " + ", ".join(f"{k} {v:.2f}" for k, v in inputs.drives.items()) + ".")
+    return " ".join(parts) or None
