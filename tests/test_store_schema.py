@@ -28,6 +28,9 @@ SEED = {
     3: ["INSERT INTO gists (session_id, content, covers_upto, created_at, updated_at) VALUES "
         "(1, 'bees on the balcony', 1, '2023-05-09T00:00:00+00:00', '2023-05-09T00:00:00+00:00')"],
     4: ["INSERT INTO world_state (content, author, created_at) VALUES ('# Now', 'user', '2023-05-09T00:00:00+00:00')"],
+    5: ["INSERT INTO context_traces (exchange_id, trace, tokens, created_at) VALUES "
+        "(1, '[]', 10, '2023-05-09T00:00:00+00:00')"],
+    6: [],
 }
 
 

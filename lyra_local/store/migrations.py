@@ -249,3 +249,22 @@ CREATE TABLE consolidation_log (
     instance_id TEXT
 );
 """)
+
+
+@migration
+def m005_context_traces(conn: sqlite3.Connection) -> None:
+    """Which memories went into each reply's context ("why did you say that?")."""
+    _script(conn, """
+CREATE TABLE context_traces (
+    exchange_id INTEGER PRIMARY KEY REFERENCES exchanges(id) ON DELETE CASCADE,
+    trace TEXT NOT NULL CHECK (json_valid(trace)),
+    tokens INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+);
+""")
+
+
+@migration
+def m006_embedding_keys_index(conn: sqlite3.Connection) -> None:
+    """A narrow index so counting a tier's vectors does not read every vector BLOB."""
+    conn.execute("CREATE INDEX embeddings_keys ON embeddings(tier, model)")
