@@ -149,12 +149,32 @@ class ServerSettings(_Strict):
     api_token: SecretStr | None = Field(None, description="Bearer token required by the API.")
 
 
+class CompanionSettings(_Strict):
+    """Who the companion is and how much memory goes into each reply."""
+
+    name: str = Field("Lyra", min_length=1, max_length=60, description="The companion's name.")
+    user_name: str | None = Field(None, max_length=60, description="Your name; else the profile's, else 'you'.")
+    persona_file: Path | None = Field(None, description="A text file with the persona; default: built in.")
+    recent_turns: int = Field(60, ge=2, le=1000, description="Most turns of the session considered.")
+    recalled_turns: int = Field(6, ge=0, le=50, description="Raw turns recalled from other sessions.")
+    recalled_gists: int = Field(4, ge=0, le=50, description="Gists of other sessions recalled.")
+    recalled_digests: int = Field(4, ge=0, le=50, description="Temporal digests recalled.")
+
+    @field_validator("persona_file")
+    @classmethod
+    def _persona_exists(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.expanduser().is_file():
+            raise ValueError(f"persona file not found: {value}")
+        return None if value is None else value.expanduser()
+
+
 class Settings(_Strict):
     """Everything `lyra` is configured with."""
 
     data_dir: Path = Field(description="Where the memory lives (database, indexes).")
     models_dir: Path = Field(description="Where model files are fetched to and looked up.")
     server: ServerSettings = ServerSettings()
+    companion: CompanionSettings = CompanionSettings()
     models: ModelsConfig
     config_file: Path | None = Field(None, description="The lyra.toml that was read, if any.")
 

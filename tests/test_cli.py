@@ -224,3 +224,58 @@ def test_reindex_switches_to_the_configured_embedding_model(env: dict[str, str],
     hits = json.loads(run_lyra("recall", "a puppy at the seaside", "--mode", "dense", "--k", "1", "--json",
                                env=env).stdout)
     assert hits[0]["content"] == "Our dog Bruno loves the beach."
+
+
+def sse_events(response: httpx.Response) -> list[tuple[str, dict]]:
+    out, kind = [], None
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            kind = line[7:].strip()
+        elif line.startswith("data: ") and kind:
+            out.append((kind, json.loads(line[6:])))
+            kind = None
+    return out
+
+
+@pytest.mark.slow
+def test_streamed_chat_remembers_across_sessions(served: Served) -> None:
+    api = f"{served.url}/api"
+    garden = httpx.post(f"{api}/sessions", json={"name": "garden"}).json()
+    with httpx.stream("POST", f"{api}/sessions/{garden['id']}/chat", timeout=60,
+                      json={"message": "My sister Ana just adopted a parrot named Kiwi."}) as resp:
+        got = sse_events(resp)
+    assert got[0][0] == "stored" and got[-1][0] == "done"
+    assert len([k for k, _ in got if k == "delta"]) > 1  # streamed token by token
+
+    later = httpx.post(f"{api}/sessions", json={"name": "later"}).json()
+    with httpx.stream("POST", f"{api}/sessions/{later['id']}/chat", timeout=60,
+                      json={"message": "What kind of pet did Ana get?"}) as resp:
+        got = sse_events(resp)
+    reply_id = got[-1][1]["exchange_id"]
+    trace = httpx.get(f"{api}/exchanges/{reply_id}/trace").json()
+    recalled = [m["content"] for m in trace["memories"] if m["layer"] == "recalled"]
+    assert "My sister Ana just adopted a parrot named Kiwi." in recalled
+
+    # the reply is embedded in the background, after the stream ended
+    deadline = time.monotonic() + 20
+    reply = httpx.get(f"{api}/sessions/{later['id']}/messages").json()["messages"][-1]
+    while time.monotonic() < deadline:
+        hits = httpx.get(f"{api}/recall", params={"q": reply["content"], "k": 3, "mode": "dense"}).json()["hits"]
+        if any(h["id"] == reply["id"] for h in hits):
+            break
+        time.sleep(0.3)
+    assert any(h["id"] == reply["id"] for h in hits)
+
+
+@pytest.mark.slow
+def test_terminal_chat_streams_and_stores(env: dict[str, str], tmp_path: Path) -> None:
+    require_file(CHAT_GGUF)
+    done = subprocess.run([*LYRA, "chat", "--session", "Evening"], input="Hello, how are you?\n", env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("lyra> ") and len(done.stdout.strip()) > len("lyra>")
+    store = Store(tmp_path / "data")
+    session = store.sessions.find(name="Evening")
+    assert session is not None
+    assert [e.role for e in store.exchanges.history(session.id)] == ["user", "assistant"]
+    store.close()

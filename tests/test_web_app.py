@@ -89,11 +89,16 @@ def test_model_down_is_reported_inside_the_stream(client: TestClient, fake_chat:
 def test_model_down_non_streaming_is_json_error(client: TestClient, fake_chat: FakeChatModel) -> None:
     def broken(*args, **kwargs):
         raise ModelUnavailable("model server down", hint="start it")
+        yield  # pragma: no cover
 
-    fake_chat.complete = broken  # type: ignore[method-assign]
+    fake_chat.stream = broken  # type: ignore[method-assign]
     resp = client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "x"}]})
     assert resp.status_code == 503
-    assert resp.json()["error"] == {"message": "model server down", "type": "ModelUnavailable", "hint": "start it"}
+    error = resp.json()["error"]
+    assert error["type"] == "ModelUnavailable" and "model server down" in error["message"]
+    # the user's message was kept all the same
+    store = client.app.state.lyra.store
+    assert [e.content for e in store.exchanges.history(store.sessions.find(source="openai", source_id="default").id)] == ["x"]
 
 
 def test_request_without_user_message_is_rejected(client: TestClient) -> None:

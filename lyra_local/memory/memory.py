@@ -12,6 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from ..llm.base import Embedder
 from ..store import Exchange, Hit, Store
 from ..store.blobs import put_vector
@@ -61,10 +64,12 @@ class Memory:
                 progress(len(out), len(items))
         return out
 
-    def recall(self, query: RecallQuery) -> list[Hit]:
+    def recall(self, query: RecallQuery, *, vector: npt.NDArray[np.float32] | None = None) -> list[Hit]:
+        """Hybrid recall; pass the query's ``vector`` if it was embedded already."""
         dense = query.mode != "bm25" and not self.switching_model
-        vector = self.embedder.embed([query.text])[0] if dense else None
-        return self._recall.search(query, vector, self.embedder.name if dense else None)
+        if dense and vector is None:
+            vector = self.embedder.embed([query.text])[0]
+        return self._recall.search(query, vector if dense else None, self.embedder.name if dense else None)
 
     def forget_session(self, session_id: int) -> Forgotten:
         self.store.sessions.get(session_id)  # a clear error if it does not exist

@@ -23,12 +23,13 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
+from ..companion import Companion
 from ..config import Settings, load_settings
 from ..errors import LyraError
 from ..llm.registry import Models
 from ..memory import Memory
 from ..store import Store
-from . import admin, memory_api, openai_api
+from . import admin, memory_api, openai_api, sessions_api
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = {"/health"}
@@ -44,6 +45,7 @@ class AppState:
     config_path: Path | None = None
     reload_lock: threading.Lock = field(default_factory=threading.Lock)
     _memory: Memory | None = None
+    _companion: Companion | None = None
 
     @property
     def memory(self) -> Memory:
@@ -51,6 +53,16 @@ class AppState:
         if self._memory is None or self._memory.embedder is not models.embed:
             self._memory = Memory(self.store, models.embed)
         return self._memory
+
+    @property
+    def companion(self) -> Companion:
+        memory, chat = self.memory, self.models.chat
+        current = self._companion
+        if current is None or current.memory is not memory or current.chat is not chat:
+            self._companion = Companion(memory, chat, self.settings.companion)
+            if current is not None:
+                current.close()
+        return self._companion
 
     def reload(self) -> None:
         """Re-read the config and swap in fresh models; in-flight requests finish on the old ones."""
@@ -85,6 +97,8 @@ def create_app(
         try:
             yield
         finally:
+            if state._companion is not None:
+                await run_in_threadpool(state._companion.close)
             await run_in_threadpool(state.models.close)
             await run_in_threadpool(state.store.close)
 
@@ -93,6 +107,7 @@ def create_app(
     app.include_router(admin.router)
     app.include_router(openai_api.router)
     app.include_router(memory_api.router)
+    app.include_router(sessions_api.router)
 
     @app.exception_handler(LyraError)
     async def lyra_error(request: Request, exc: LyraError) -> JSONResponse:

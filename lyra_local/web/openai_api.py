@@ -18,8 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import BadRequest, LyraError
-from ..llm.base import ChatDelta, GenerationOptions, Message
+from ..companion import TurnEvent
+from ..errors import BadRequest, ModelUnavailable
+from ..llm.base import GenerationOptions, Message
 from .deps import app_state
 from .streaming import stream_in_thread
 
@@ -83,24 +84,48 @@ async def list_models(request: Request) -> dict[str, Any]:
     ]}
 
 
+def session_for(request: Request, body: ChatCompletionRequest) -> int:
+    """The session a client talks in: ``X-Lyra-Session``, else the ``user`` field, else "default"."""
+    store = app_state(request).store
+    name = (request.headers.get("x-lyra-session") or body.user or "default").strip()[:200] or "default"
+    session = store.sessions.find(source="openai", source_id=name)
+    if session is None:
+        session = store.sessions.create(name, source="openai", source_id=name)
+    return session.id
+
+
 @router.post("/chat/completions", response_model=None)
 async def chat_completions(body: ChatCompletionRequest, request: Request) -> dict[str, Any] | EventSourceResponse:
-    model = app_state(request).models.chat
-    messages = body.plain_messages()
+    """Lyra as a model *with memory*: the last user message is the turn; Lyra supplies the rest."""
+    state = app_state(request)
+    message = body.plain_messages()[-1]
+    if message["role"] != "user":
+        raise BadRequest("the last message must be the user's")
+    session_id = await run_in_threadpool(session_for, request, body)
+    companion = state.companion
     options = body.options()
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
+    turn = lambda: companion.turn(session_id, message["content"], options)  # noqa: E731
+
     if not body.stream:
-        result = await run_in_threadpool(model.complete, messages, options)
+        events = await run_in_threadpool(lambda: list(turn()))
+        text = "".join(e.text for e in events if e.type == "delta")
+        errors = [e for e in events if e.type == "error"]
+        if errors and not text:
+            raise ModelUnavailable(errors[0].text)
+        done = next(e for e in events if e.type == "done")
+        completion_tokens = await run_in_threadpool(companion.chat.count_tokens, text)
+        prompt_tokens = int(done.data.get("context_tokens", 0))
         return {
             "id": completion_id, "object": "chat.completion", "created": created, "model": MODEL_ID,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": result.text},
-                         "finish_reason": result.finish_reason}],
-            "usage": {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-                      "total_tokens": result.prompt_tokens + result.completion_tokens},
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": done.data.get("finish_reason", "stop")}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
         }
 
-    async def events() -> AsyncIterator[str]:
+    async def chunks() -> AsyncIterator[str]:
         def chunk(delta: dict[str, str], finish: str | None = None) -> str:
             return json.dumps({
                 "id": completion_id, "object": "chat.completion.chunk", "created": created, "model": MODEL_ID,
@@ -108,18 +133,17 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> dic
             })
 
         yield chunk({"role": "assistant", "content": ""})
-        finish = "stop"
-        try:
-            async for delta in stream_in_thread(lambda: model.stream(messages, options)):
-                assert isinstance(delta, ChatDelta)
-                if delta.text:
-                    yield chunk({"content": delta.text})
-                finish = delta.finish_reason or finish
-        except LyraError as exc:
-            yield json.dumps({"error": {"message": str(exc), "type": type(exc).__name__,
-                                        "code": exc.status_code}})
-        else:
-            yield chunk({}, finish)
+        failed = False
+        async for event in stream_in_thread(turn):
+            assert isinstance(event, TurnEvent)
+            if event.type == "delta":
+                yield chunk({"content": event.text})
+            elif event.type == "error":
+                failed = True
+                yield json.dumps({"error": {"message": event.text, "type": "ModelUnavailable",
+                                            "code": event.data.get("status", 503)}})
+            elif event.type == "done" and not failed:
+                yield chunk({}, event.data.get("finish_reason", "stop"))
         yield "[DONE]"
 
-    return EventSourceResponse(events(), ping=15)
+    return EventSourceResponse(chunks(), ping=15)

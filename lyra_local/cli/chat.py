@@ -1,0 +1,61 @@
+"""``lyra chat [--session NAME]``: talk in the terminal, replies streamed as they are written."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..companion import Companion
+from ..config import load_settings
+from ..llm.registry import Models
+from ..memory import Memory
+from ..store import Store
+
+QUIT = {"/quit", "/exit", ":q"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("chat", help="chat in the terminal")
+    parser.add_argument("--session", default="Terminal", help="session name (created if new; default Terminal)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config)
+    store = Store(settings.data_dir)
+    models = Models(settings)
+    companion = Companion(Memory(store, models.embed), models.chat, settings.companion)
+    try:
+        session = store.sessions.find(name=args.session) or store.sessions.create(args.session, source="cli")
+        interactive = sys.stdin.isatty()
+        if interactive:
+            print(f"{settings.companion.name} — session '{session.name}'. Ctrl-C stops a reply, /quit leaves.")
+        while True:
+            try:
+                line = input("you> " if interactive else "")
+            except EOFError:
+                break
+            if line.strip() in QUIT:
+                break
+            if line.strip():
+                _reply(companion, session.id, line, settings.companion.name)
+    finally:
+        companion.close()
+        store.close()
+        models.close()
+    return 0
+
+
+def _reply(companion: Companion, session_id: int, message: str, name: str) -> None:
+    turn = companion.turn(session_id, message)
+    print(f"{name.lower()}> ", end="", flush=True)
+    try:
+        for event in turn:
+            if event.type == "delta":
+                print(event.text, end="", flush=True)
+            elif event.type in ("error", "notice"):
+                print(f"\n[{event.type}] {event.text}", file=sys.stderr)
+    except KeyboardInterrupt:
+        turn.close()  # stops generation; what was said is kept
+        print(" [stopped]", end="")
+    print()

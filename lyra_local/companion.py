@@ -1,0 +1,158 @@
+"""``Companion``: one chat turn, end to end.
+
+Store the user's message (embedded: the same vector then serves as the recall
+query), gather and assemble the context, stream the reply, store it with the
+trace of the memories its context used, and embed the reply in the background
+so the stream ends without waiting for it. If the client goes away mid-stream,
+generation stops and what was said is still stored; if the model is down, the
+user's message is stored and the error is reported in the stream.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .config import CompanionSettings
+from .errors import LyraError
+from .llm.base import ChatModel, GenerationOptions, Vectors
+from .memory import Memory
+from .memory.context import Context, assemble
+from .memory.gather import gather
+from .store import Exchange
+from .store.db import utc_now
+from .store.exchanges import NewExchange
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TurnEvent:
+    """What a streaming turn reports: ``stored`` (the user's message), ``delta``, ``error``, ``done``."""
+
+    type: str
+    text: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Companion:
+    def __init__(self, memory: Memory, chat: ChatModel, settings: CompanionSettings) -> None:
+        self.memory = memory
+        self.chat = chat
+        self.settings = settings
+        # One worker: replies are embedded in order, off the streaming path.
+        self._embedder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-reply")
+
+    def turn(self, session_id: int, message: str, options: GenerationOptions | None = None) -> Iterator[TurnEvent]:
+        """Stream one turn; closing the iterator stops generation and stores the partial reply."""
+        store = self.memory.store
+        store.sessions.get(session_id)
+        user, vector = self._store_user_message(session_id, message)
+        yield TurnEvent("stored", data={"exchange_id": user.id})
+        reply_budget = (options.max_tokens if options and options.max_tokens else None) or self._reply_tokens()
+        try:
+            context = self.build_context(session_id, message, user.id, vector, reply_budget)
+        except LyraError as exc:
+            yield TurnEvent("error", str(exc), {"status": exc.status_code})
+            return
+        if context.message_truncated:
+            yield TurnEvent("notice", "Your message was too long for the model's context; it was cut for the "
+                                      "model, and stored whole.")
+        parts: list[str] = []
+        finish = "stop"
+        error: LyraError | None = None
+        stream = self.chat.stream(context.messages, options)
+        try:
+            for delta in stream:
+                if delta.text:
+                    parts.append(delta.text)
+                    yield TurnEvent("delta", delta.text)
+                finish = delta.finish_reason or finish
+        except LyraError as exc:
+            error = exc
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()  # stops generation when our consumer went away
+            reply = self._store_reply(session_id, "".join(parts), context)
+        if error is not None:
+            yield TurnEvent("error", str(error), {"status": error.status_code})
+        yield TurnEvent("done", data={"exchange_id": reply.id if reply else None, "finish_reason": finish,
+                                      "context_tokens": context.tokens})
+
+    def build_context(self, session_id: int, message: str, user_exchange_id: int | None,
+                      vector: Vectors | None, reply_tokens: int) -> Context:
+        """The prompt for ``message``; turns from ``user_exchange_id`` on are not history yet."""
+        inputs = gather(self.memory, self.settings, session_id, message,
+                        None if vector is None else vector[0], before_id=user_exchange_id)
+        return assemble(inputs, count=self.chat.count_tokens, n_ctx=self.chat.n_ctx, reply_tokens=reply_tokens)
+
+    def trace(self, exchange_id: int) -> dict[str, Any] | None:
+        """The memories a reply's context used, with their content: "why did you say that?"."""
+        store = self.memory.store
+        row = store.conn().execute("SELECT trace, tokens, created_at FROM context_traces WHERE exchange_id = ?",
+                                   (exchange_id,)).fetchone()
+        if row is None:
+            return None
+        entries = json.loads(row["trace"])
+        for entry in entries:
+            entry["content"] = self._content(entry["kind"], entry["id"])
+        return {"exchange_id": exchange_id, "context_tokens": row["tokens"], "created_at": row["created_at"],
+                "memories": [e for e in entries if e["content"] is not None]}
+
+    def close(self) -> None:
+        self._embedder.shutdown(wait=True)
+
+    # -- internals ------------------------------------------------------------------
+
+    def _reply_tokens(self) -> int:
+        spec_sampling = getattr(getattr(self.chat, "spec", None), "sampling", None)
+        wanted = spec_sampling.max_tokens if spec_sampling else 512
+        return min(wanted, self.chat.n_ctx // 4)
+
+    def _store_user_message(self, session_id: int, message: str) -> tuple[Exchange, Vectors | None]:
+        vector = None
+        try:
+            vector = self.memory.embedder.embed([message])
+        except LyraError as exc:  # stored without a vector; the re-embed catch-up adds it later
+            log.warning("could not embed the message now: %s", exc)
+        exchange = self.memory.store.exchanges.add(
+            NewExchange(session_id, "user", message, tokens=self._count(message)),
+            vector=None if vector is None else vector[0], model=self.memory.embedder.name)
+        return exchange, vector
+
+    def _store_reply(self, session_id: int, text: str, context: Context) -> Exchange | None:
+        if not text:
+            return None
+        store = self.memory.store
+        with store.write() as conn:
+            reply = store.exchanges.insert(conn, [NewExchange(session_id, "assistant", text)], None, None)[0]
+            conn.execute("INSERT INTO context_traces (exchange_id, trace, tokens, created_at) VALUES (?, ?, ?, ?)",
+                         (reply.id, json.dumps([asdict(t) for t in context.trace]), context.tokens, utc_now()))
+        self._embedder.submit(self._embed_reply, reply)
+        return reply
+
+    def _embed_reply(self, reply: Exchange) -> None:
+        try:
+            vector = self.memory.embedder.embed([reply.content])[0]
+            self.memory.store.exchanges.set_vector(reply.id, vector, self.memory.embedder.name)
+        except Exception as exc:  # never lose the worker; the re-embed catch-up retries it
+            log.warning("embedding reply %d failed: %s", reply.id, exc)
+
+    def _count(self, text: str) -> int | None:
+        try:
+            return self.chat.count_tokens(text)
+        except LyraError:
+            return None
+
+    def _content(self, kind: str, item_id: int) -> str | None:
+        conn = self.memory.store.conn()
+        table = {"exchange": "exchanges", "gist": "gists", "digest": "digests"}.get(kind)
+        if table is None:
+            return None
+        row = conn.execute(f"SELECT content FROM {table} WHERE id = ?", (item_id,)).fetchone()
+        return None if row is None else str(row[0])

@@ -1,0 +1,60 @@
+"""Collect what context assembly needs for one turn: the I/O around the pure ``assemble``."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from ..config import CompanionSettings
+from ..prompts import DEFAULT_PERSONA, persona
+from ..store import Hit
+from .context import ContextInputs, Item, Turn
+from .memory import Memory
+from .recall import RecallQuery
+
+
+def _item(hit: Hit) -> Item:
+    return Item(hit.kind, hit.id, hit.content, hit.score, "+".join(hit.stages), hit.created_at[:10])
+
+
+def user_name(memory: Memory, settings: CompanionSettings) -> str | None:
+    if settings.user_name:
+        return settings.user_name
+    for fact in memory.store.derived.profile():
+        if fact.key.lower() in ("name", "user_name"):
+            return fact.value
+    return None
+
+
+def gather(memory: Memory, settings: CompanionSettings, session_id: int, message: str,
+           query_vector: npt.NDArray[np.float32] | None, *, before_id: int | None = None) -> ContextInputs:
+    """Everything the companion may put in the prompt for ``message`` in ``session_id``."""
+    store = memory.store
+
+    def recall(tier: str, k: int) -> list[Item]:
+        if k <= 0:
+            return []
+        query = RecallQuery(message, k=k, tier=tier, exclude_session_id=session_id if tier != "digest" else None)
+        return [_item(h) for h in memory.recall(query, vector=query_vector)]
+
+    template = settings.persona_file.read_text(encoding="utf-8") if settings.persona_file else DEFAULT_PERSONA
+    name = user_name(memory, settings)
+    state = store.derived.self_state() or {}
+    world = store.coord.world()
+    gist = store.derived.gist(session_id)
+    return ContextInputs(
+        message=message,
+        persona=persona(template, name=settings.name, user=name or "the user"),
+        user_name=name,
+        self_state=state,
+        drives=state.get("drives"),
+        world=world.content if world else None,
+        profile=[(f.key, f.value) for f in store.derived.profile()],
+        narrative=store.derived.narrative(),
+        digests=recall("digest", settings.recalled_digests),
+        gists=recall("gist", settings.recalled_gists),
+        recalled=recall("exchange", settings.recalled_turns),
+        session_gist=Item("gist", gist.id, gist.content) if gist else None,
+        recent=[Turn(e.id, e.role, e.content) for e in
+                store.exchanges.history(session_id, limit=settings.recent_turns, before_id=before_id)],
+    )
