@@ -43,6 +43,7 @@ models: $(STAMP)
 bench: setup
 	$(BIN)/python scripts/bench_models.py
 	$(BIN)/python scripts/bench_recall.py
+	$(BIN)/python scripts/bench_chat.py
 
 clean:
 	rm -rf $(VENV) models/*.gguf models/sources models/manifest.json

@@ -10,6 +10,7 @@ user's message is stored and the error is reported in the stream.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Iterator
@@ -46,6 +47,8 @@ class Companion:
         self.settings = settings
         # One worker: replies are embedded in order, off the streaming path.
         self._embedder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-reply")
+        # Persona, world state and profile are counted every turn; their counts do not change.
+        self.count_tokens = functools.lru_cache(maxsize=8192)(chat.count_tokens)
 
     def turn(self, session_id: int, message: str, options: GenerationOptions | None = None) -> Iterator[TurnEvent]:
         """Stream one turn; closing the iterator stops generation and stores the partial reply."""
@@ -89,7 +92,7 @@ class Companion:
         """The prompt for ``message``; turns from ``user_exchange_id`` on are not history yet."""
         inputs = gather(self.memory, self.settings, session_id, message,
                         None if vector is None else vector[0], before_id=user_exchange_id)
-        return assemble(inputs, count=self.chat.count_tokens, n_ctx=self.chat.n_ctx, reply_tokens=reply_tokens)
+        return assemble(inputs, count=self.count_tokens, n_ctx=self.chat.n_ctx, reply_tokens=reply_tokens)
 
     def trace(self, exchange_id: int) -> dict[str, Any] | None:
         """The memories a reply's context used, with their content: "why did you say that?"."""
@@ -103,6 +106,10 @@ class Companion:
             entry["content"] = self._content(entry["kind"], entry["id"])
         return {"exchange_id": exchange_id, "context_tokens": row["tokens"], "created_at": row["created_at"],
                 "memories": [e for e in entries if e["content"] is not None]}
+
+    def wait_for_embeddings(self) -> None:
+        """Block until every reply submitted so far is embedded (tests, benchmarks, shutdown)."""
+        self._embedder.submit(lambda: None).result()
 
     def close(self) -> None:
         self._embedder.shutdown(wait=True)

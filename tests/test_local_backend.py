@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lyra_local.config import LocalModel
-from lyra_local.errors import ModelFileMissing, ModelLoadError
+from lyra_local.errors import ModelFileMissing, ModelLoadError, ModelRequestError
 from lyra_local.llm.base import GenerationOptions
 from lyra_local.llm.local import LocalChatModel, LocalEmbedder
 
@@ -110,3 +110,10 @@ def test_corrupt_file_is_a_clear_load_error(tmp_path) -> None:
     model = LocalEmbedder(bad, LocalModel(path=bad))
     with pytest.raises(ModelLoadError, match="could not load"):
         model.embed(["x"])
+
+
+def test_a_prompt_beyond_the_context_is_a_clear_error(chat_model: LocalChatModel) -> None:
+    too_long = [{"role": "user", "content": "word " * 4000}]
+    with pytest.raises(ModelRequestError, match="could not take this prompt"):
+        list(chat_model.stream(too_long, GenerationOptions(max_tokens=8)))
+    assert chat_model.complete(HELLO, GenerationOptions(max_tokens=4)).text  # and the model still works

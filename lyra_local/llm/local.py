@@ -9,6 +9,7 @@ when and where it matters.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import config
-from ..errors import ModelFileMissing, ModelLoadError
+from ..errors import ModelFileMissing, ModelLoadError, ModelRequestError
 from .base import (ChatDelta, Completion, GenerationOptions, Message, ModelInfo, Vectors, completion_from_response,
                    request_params)
 
@@ -35,6 +36,16 @@ def gpu_offload_supported() -> bool:
     import llama_cpp
 
     return bool(llama_cpp.llama_supports_gpu_offload())
+
+
+@contextlib.contextmanager
+def _prompt_errors() -> Iterator[None]:
+    """llama-cpp-python says "too many tokens" with a ValueError: make it one of ours."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ModelRequestError(f"the model could not take this prompt: {exc}",
+                                hint="shorten the message, or raise models.chat.n_ctx") from exc
 
 
 class _LazyLlama:
@@ -129,14 +140,14 @@ class LocalChatModel:
 
     def complete(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Completion:
         llm = self._model.llm()
-        with self._model.lock:
+        with self._model.lock, _prompt_errors():
             result = llm.create_chat_completion(messages=list(messages), stream=False,
                                                 **request_params(self.spec.sampling, options))
         return completion_from_response(result)
 
     def stream(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Iterator[ChatDelta]:
         llm = self._model.llm()
-        with self._model.lock:
+        with self._model.lock, _prompt_errors():
             chunks = llm.create_chat_completion(messages=list(messages), stream=True,
                                                 **request_params(self.spec.sampling, options))
             try:

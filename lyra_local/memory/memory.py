@@ -73,9 +73,11 @@ class Memory:
 
     def forget_session(self, session_id: int) -> Forgotten:
         self.store.sessions.get(session_id)  # a clear error if it does not exist
+        self._recall.forgot()
         return forget_sessions(self.store, [session_id])
 
     def forget_exchanges(self, exchange_ids: list[int]) -> Forgotten:
+        self._recall.forgot()
         return forget_exchanges(self.store, exchange_ids)
 
     def reembed(self, progress: Progress | None = None) -> int:

@@ -84,14 +84,20 @@ class Recall:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        # Words seen in more than RARE_DF rows: a word's row count only grows (forgetting
+        # clears this), so common words need not be probed again.
+        self._common: dict[str, set[str]] = {tier: set() for tier in FTS}
+
+    def forgot(self) -> None:
+        for words in self._common.values():
+            words.clear()
 
     def search(self, q: RecallQuery, query_vector: npt.NDArray[np.float32] | None, model: str | None) -> list[Hit]:
         where, args = _filters(q)
         n = max(CANDIDATES, q.k * 3)
         rankings: dict[str, list[int]] = {}
         if q.mode in ("hybrid", "dense") and query_vector is not None and model is not None:
-            allowed = self._allowed(q, where, args) if where else None
-            rankings["dense"] = [i for i, _ in self.store.index(q.tier, model).search(query_vector, n, allowed)]
+            rankings["dense"] = self._dense(q, query_vector, model, where, args, n)
         if q.mode in ("hybrid", "bm25") and q.tier in FTS:
             rankings["bm25"] = self._bm25(q, fts_match(q.text), where, args, n)
             if q.mode == "hybrid":
@@ -118,6 +124,28 @@ class Recall:
             hits = [self._with_context(h, q.neighbours) for h in hits]
         return hits
 
+    def _dense(self, q: RecallQuery, vector: npt.NDArray[np.float32], model: str, where: str,
+               args: list[object], n: int) -> list[int]:
+        index = self.store.index(q.tier, model)
+        if not where:
+            return [i for i, _ in index.search(vector, n)]
+        # Most filters (another session, a long time range) keep most rows: search wider and
+        # drop what does not pass. Only a narrow filter needs the exact id selector.
+        wide = [i for i, _ in index.search(vector, n * 4)]
+        kept = self._passing(q.tier, wide, where, args)
+        if len(kept) >= n or len(wide) < n * 4:
+            return kept[:n]
+        return [i for i, _ in index.search(vector, n, self._allowed(q, where, args))]
+
+    def _passing(self, tier: str, ids: list[int], where: str, args: list[object]) -> list[int]:
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.store.conn().execute(f"SELECT t.id FROM {TABLES[tier]} t WHERE t.id IN ({marks}) AND {where}",
+                                         [*ids, *args])
+        passing = {r[0] for r in rows}
+        return [i for i in ids if i in passing]
+
     def _allowed(self, q: RecallQuery, where: str, args: list[object]) -> npt.NDArray[np.int64]:
         sql = f"SELECT t.id FROM {TABLES[q.tier]} t WHERE {where}"
         ids = [r[0] for r in self.store.conn().execute(sql, args)]
@@ -129,13 +157,15 @@ class Recall:
         rare = []
         for word in query_words(text):
             match = fts_match(word)
-            if match is None:
+            if match is None or word in self._common[tier]:
                 continue
             df = self.store.conn().execute(
                 f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT {RARE_DF + 1})",
                 (match,)).fetchone()[0]
             if 0 < df <= RARE_DF:
                 rare.append(word)
+            elif df > RARE_DF:
+                self._common[tier].add(word)
         return rare
 
     def _bm25(self, q: RecallQuery, match: str | None, where: str, args: list[object], n: int) -> list[int]:
