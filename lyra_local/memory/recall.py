@@ -24,6 +24,7 @@ from .fusion import fts_match, query_words, recency_factor, rrf
 Mode = Literal["hybrid", "dense", "bm25"]
 CANDIDATES = 50
 RARE_DF = 25
+COMMON_DF = 1000
 
 
 @dataclass(frozen=True)
@@ -84,13 +85,12 @@ class Recall:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        # Words seen in more than RARE_DF rows: a word's row count only grows (forgetting
-        # clears this), so common words need not be probed again.
-        self._common: dict[str, set[str]] = {tier: set() for tier in FTS}
+        # (tier, word) -> (rows containing it, capped; table size when counted). Counts only
+        # grow, so a word is re-counted when the table has grown a tenth; forgetting clears all.
+        self._df: dict[tuple[str, str], tuple[int, int]] = {}
 
     def forgot(self) -> None:
-        for words in self._common.values():
-            words.clear()
+        self._df.clear()
 
     def search(self, q: RecallQuery, query_vector: npt.NDArray[np.float32] | None, model: str | None) -> list[Hit]:
         where, args = _filters(q)
@@ -99,12 +99,17 @@ class Recall:
         if q.mode in ("hybrid", "dense") and query_vector is not None and model is not None:
             rankings["dense"] = self._dense(q, query_vector, model, where, args, n)
         if q.mode in ("hybrid", "bm25") and q.tier in FTS:
-            rankings["bm25"] = self._bm25(q, fts_match(q.text), where, args, n)
+            df = self._document_frequencies(q.tier, query_words(q.text))
+            # Words in a large share of all rows say little and cost a scoring pass over
+            # every row they are in: BM25 leaves them to the dense stage.
+            limit = max(COMMON_DF, self._size(q.tier) // 20)
+            useful = [w for w, count in df.items() if 0 < count <= limit]
+            rankings["bm25"] = self._bm25(q, fts_match(" ".join(useful)), where, args, n)
             if q.mode == "hybrid":
                 # A rare word (a name, a number) that the question shares with a turn is
                 # strong evidence that vectors blur: it gets a ranking of its own.
-                rankings["rare"] = self._bm25(q, fts_match(" ".join(self._rare_words(q.tier, q.text))),
-                                              where, args, n)
+                rare = [w for w, count in df.items() if 0 < count <= RARE_DF]
+                rankings["rare"] = self._bm25(q, fts_match(" ".join(rare)), where, args, n)
         fused = rrf({name: ranking for name, ranking in rankings.items() if ranking})
         rows = self._rows(q.tier, list(fused))
         now = datetime.now(timezone.utc)
@@ -151,29 +156,39 @@ class Recall:
         ids = [r[0] for r in self.store.conn().execute(sql, args)]
         return np.asarray(ids, dtype=np.int64)
 
-    def _rare_words(self, tier: str, text: str) -> list[str]:
-        """Query words found in at most ``RARE_DF`` rows of the tier."""
+    def _size(self, tier: str) -> int:
+        row = self.store.conn().execute(f"SELECT max(id) FROM {TABLES[tier]}").fetchone()
+        return int(row[0] or 0)
+
+    def _document_frequencies(self, tier: str, words: list[str]) -> dict[str, int]:
+        """How many rows contain each word, counted up to a cap (cheap even for common words)."""
         fts = FTS[tier]
-        rare = []
-        for word in query_words(text):
-            match = fts_match(word)
-            if match is None or word in self._common[tier]:
+        size = self._size(tier)
+        cap = max(COMMON_DF, size // 20) + 1
+        out = {}
+        for word in words:
+            cached = self._df.get((tier, word))
+            if cached is not None and (cached[0] >= cap or size <= cached[1] * 1.1):
+                out[word] = cached[0]
                 continue
-            df = self.store.conn().execute(
-                f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT {RARE_DF + 1})",
-                (match,)).fetchone()[0]
-            if 0 < df <= RARE_DF:
-                rare.append(word)
-            elif df > RARE_DF:
-                self._common[tier].add(word)
-        return rare
+            match = fts_match(word)
+            if match is None:
+                continue
+            count = int(self.store.conn().execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT {cap})", (match,)).fetchone()[0])
+            self._df[(tier, word)] = (count, size)
+            out[word] = count
+        return out
 
     def _bm25(self, q: RecallQuery, match: str | None, where: str, args: list[object], n: int) -> list[int]:
         if match is None:
             return []
         fts = FTS[q.tier]
+        if not where:
+            sql = f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rank LIMIT ?"
+            return [r[0] for r in self.store.conn().execute(sql, (match, n))]
         sql = (f"SELECT t.id FROM {fts} JOIN {TABLES[q.tier]} t ON t.id = {fts}.rowid "
-               f"WHERE {fts} MATCH ?{' AND ' + where if where else ''} ORDER BY bm25({fts}) LIMIT ?")
+               f"WHERE {fts} MATCH ? AND {where} ORDER BY rank LIMIT ?")
         return [r[0] for r in self.store.conn().execute(sql, [match, *args, n])]
 
     def _rows(self, tier: str, ids: Sequence[int]) -> dict[int, dict[str, object]]:
