@@ -102,7 +102,7 @@ class VectorIndex:
             q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
             fetch = min(int(self._index.ntotal), k + len(self._tombstones))
             # HNSW needs a wider search as it grows to keep recall@10 >= 0.95 (measured: bench_recall.py)
-            ef = max(self.settings.hnsw_ef_search, fetch, int(self._index.ntotal ** 0.5 / 2))
+            ef = max(self.settings.hnsw_ef_search, fetch, int(self._index.ntotal ** 0.5))
             params = None
             if allowed is not None:
                 if len(allowed) == 0:
