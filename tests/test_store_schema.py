@@ -69,8 +69,10 @@ def test_migrates_from_every_earlier_version(tmp_path: Path, version: int) -> No
 def test_two_processes_opening_a_new_store_migrate_once(tmp_path: Path) -> None:
     code = ("import sys; from pathlib import Path; from lyra_local.store import Store; "
             "Store(Path(sys.argv[1])).close()")
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=REPO) for _ in range(4)]
-    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=REPO, stderr=subprocess.PIPE,
+                              text=True) for _ in range(4)]
+    results = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], [err for _, err in results]
     store = Store(tmp_path)
     names = [r[0] for r in store.conn().execute("SELECT name FROM _migrations")]
     assert names == [m.__name__ for m in migrations.MIGRATIONS]

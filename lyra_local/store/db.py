@@ -33,7 +33,17 @@ def connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode = WAL")
+    # Switching a new file to WAL needs a moment of exclusive access; when several
+    # processes open a new store together, SQLite may answer "locked" at once.
+    for attempt in range(WRITE_RETRIES * 4):
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or attempt == WRITE_RETRIES * 4 - 1:
+                conn.close()
+                raise StoreBusy(f"could not open {path}: {exc}", hint="another process holds the database") from exc
+            time.sleep(0.05 * (1 + random.random()))
     conn.execute("PRAGMA synchronous = NORMAL")  # durable across application crashes in WAL mode
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA secure_delete = ON")  # forgotten text is overwritten, not left in free pages

@@ -23,7 +23,9 @@ def migration(fn: Migration) -> Migration:
 
 
 def applied(conn: sqlite3.Connection) -> list[str]:
-    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone():
+        with write_transaction(conn):  # several processes may be creating the store at once
+            conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
 
 
