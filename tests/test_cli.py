@@ -154,6 +154,11 @@ def test_client_disconnect_stops_generation(served: Served) -> None:
         "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]})
     assert reply.status_code == 200
     assert time.monotonic() - started < 5
+    # and what was said before the hang-up was kept
+    session = httpx.get(f"{served.url}/api/sessions").json()["sessions"][0]
+    history = httpx.get(f"{served.url}/api/sessions/{session['id']}/messages").json()["messages"]
+    assert history[0]["content"] == "Write a long essay." and history[1]["role"] == "assistant"
+    assert history[1]["content"].strip()
 
 
 @pytest.mark.slow
