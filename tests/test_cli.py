@@ -22,6 +22,7 @@ from lyra_local.store import Store
 
 from .conftest import CHAT_GGUF, MODELS_DIR, base_env, free_port, require_file
 from .fakes import FakeEmbedder
+from .sse import sse_events
 
 LYRA = [sys.executable, "-m", "lyra_local"]
 
@@ -231,31 +232,20 @@ def test_reindex_switches_to_the_configured_embedding_model(env: dict[str, str],
     assert hits[0]["content"] == "Our dog Bruno loves the beach."
 
 
-def sse_events(response: httpx.Response) -> list[tuple[str, dict]]:
-    out, kind = [], None
-    for line in response.iter_lines():
-        if line.startswith("event: "):
-            kind = line[7:].strip()
-        elif line.startswith("data: ") and kind:
-            out.append((kind, json.loads(line[6:])))
-            kind = None
-    return out
-
-
 @pytest.mark.slow
 def test_streamed_chat_remembers_across_sessions(served: Served) -> None:
     api = f"{served.url}/api"
     garden = httpx.post(f"{api}/sessions", json={"name": "garden"}).json()
     with httpx.stream("POST", f"{api}/sessions/{garden['id']}/chat", timeout=60,
                       json={"message": "My sister Ana just adopted a parrot named Kiwi."}) as resp:
-        got = sse_events(resp)
+        got = sse_events(resp.iter_lines())
     assert got[0][0] == "stored" and got[-1][0] == "done"
     assert len([k for k, _ in got if k == "delta"]) > 1  # streamed token by token
 
     later = httpx.post(f"{api}/sessions", json={"name": "later"}).json()
     with httpx.stream("POST", f"{api}/sessions/{later['id']}/chat", timeout=60,
                       json={"message": "What kind of pet did Ana get?"}) as resp:
-        got = sse_events(resp)
+        got = sse_events(resp.iter_lines())
     reply_id = got[-1][1]["exchange_id"]
     trace = httpx.get(f"{api}/exchanges/{reply_id}/trace").json()
     recalled = [m["content"] for m in trace["memories"] if m["layer"] == "recalled"]

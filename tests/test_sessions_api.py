@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from fastapi.testclient import TestClient
 
@@ -12,6 +10,7 @@ from lyra_local.llm.registry import Models
 from lyra_local.web import create_app
 
 from .fakes import FakeChatModel, FakeEmbedder
+from .sse import sse_events
 
 
 @pytest.fixture
@@ -28,14 +27,7 @@ def client(make_settings, fake_chat: FakeChatModel) -> TestClient:
 
 
 def events(text: str) -> list[tuple[str, dict]]:
-    out, kind = [], None
-    for line in text.splitlines():
-        if line.startswith("event: "):
-            kind = line[7:].strip()
-        elif line.startswith("data: ") and kind:
-            out.append((kind, json.loads(line[6:])))
-            kind = None
-    return out
+    return sse_events(text.splitlines())
 
 
 def test_session_lifecycle(client: TestClient) -> None:
