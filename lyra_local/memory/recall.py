@@ -104,6 +104,8 @@ class Recall:
             # every row they are in: BM25 leaves them to the dense stage.
             limit = max(COMMON_DF, self._size(q.tier) // 20)
             useful = [w for w, count in df.items() if 0 < count <= limit]
+            if not useful and q.mode == "bm25":
+                useful = list(df)  # full text was asked for explicitly: pay for the common words
             rankings["bm25"] = self._bm25(q, fts_match(" ".join(useful)), where, args, n)
             if q.mode == "hybrid":
                 # A rare word (a name, a number) that the question shares with a turn is
