@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
@@ -106,7 +106,9 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> dic
     options = body.options()
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
-    turn = lambda: companion.turn(session_id, message["content"], options)  # noqa: E731
+
+    def turn() -> Iterator[TurnEvent]:
+        return companion.turn(session_id, message["content"], options)
 
     if not body.stream:
         events = await run_in_threadpool(lambda: list(turn()))
