@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -50,7 +50,8 @@ class Companion:
         # Persona, world state and profile are counted every turn; their counts do not change.
         self.count_tokens = functools.lru_cache(maxsize=8192)(chat.count_tokens)
 
-    def turn(self, session_id: int, message: str, options: GenerationOptions | None = None) -> Iterator[TurnEvent]:
+    def turn(self, session_id: int, message: str,
+             options: GenerationOptions | None = None) -> Generator[TurnEvent, None, None]:
         """Stream one turn; closing the iterator stops generation and stores the partial reply."""
         store = self.memory.store
         store.sessions.get(session_id)

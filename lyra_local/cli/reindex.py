@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from ..config import load_settings
 from ..llm.registry import Models
@@ -45,5 +45,5 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _advance(bar: Progress, task: int) -> Callable[[int, int], None]:
+def _advance(bar: Progress, task: TaskID) -> Callable[[int, int], None]:
     return lambda done, total: bar.update(task, completed=done, total=total)

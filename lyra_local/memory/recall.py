@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -193,7 +193,7 @@ class Recall:
                f"WHERE {fts} MATCH ? AND {where} ORDER BY rank LIMIT ?")
         return [r[0] for r in self.store.conn().execute(sql, [match, *args, n])]
 
-    def _rows(self, tier: str, ids: Sequence[int]) -> dict[int, dict[str, object]]:
+    def _rows(self, tier: str, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
@@ -215,5 +215,5 @@ class Recall:
         return replace(hit, context=self.store.exchanges.neighbours(exchange, radius))
 
 
-def _when(row: dict[str, object]) -> datetime:
+def _when(row: dict[str, Any]) -> datetime:
     return from_iso(str(row["created_at"]))

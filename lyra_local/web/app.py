@@ -59,10 +59,10 @@ class AppState:
         memory, chat = self.memory, self.models.chat
         current = self._companion
         if current is None or current.memory is not memory or current.chat is not chat:
-            self._companion = Companion(memory, chat, self.settings.companion)
             if current is not None:
                 current.close()
-        return self._companion
+            current = self._companion = Companion(memory, chat, self.settings.companion)
+        return current
 
     def reload(self) -> None:
         """Re-read the config and swap in fresh models; in-flight requests finish on the old ones."""
