@@ -5,6 +5,7 @@ Each check says what it looked at, whether it is fine, and what to do if not.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from dataclasses import dataclass
 
@@ -14,6 +15,7 @@ from .errors import LyraError
 from .llm.local import gpu_offload_supported
 from .llm.registry import Models
 from .llm.server import ServerBackend
+from .store import Store
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,7 @@ def run_checks(settings: Settings, models: Models, *, load: bool = True) -> list
     """Check the data dir, model files, GPU offload, and (with ``load``) each model for real."""
     checks = [Check("version", True, f"lyra {__version__}"),
               Check("config", True, str(settings.config_file or "defaults (no lyra.toml found)")),
-              _data_dir_check(settings)]
+              _data_dir_check(settings), _memory_check(settings)]
     try:
         checks.append(Check("gpu offload", True, "available" if gpu_offload_supported() else
                             "not available (CPU build; `make run GPU=1` builds with CUDA)"))
@@ -56,6 +58,21 @@ def _data_dir_check(settings: Settings) -> Check:
     except OSError as exc:
         return Check("data dir", False, f"{settings.data_dir}: {exc}", "set data_dir or $LYRA_DATA_DIR to a writable folder")
     return Check("data dir", True, str(settings.data_dir))
+
+
+def _memory_check(settings: Settings) -> Check:
+    """How much is remembered, and with which embedding model (opens the store, loads no model)."""
+    try:
+        store = Store(settings.data_dir)
+    except (LyraError, sqlite3.Error) as exc:
+        return Check("memory", False, f"cannot open {settings.data_dir / 'lyra.db'}: {exc}",
+                     "`sqlite3 lyra.db 'PRAGMA integrity_check'` in the data directory tells if it is damaged")
+    try:
+        sessions, exchanges = store.sessions.count(), store.exchanges.count()
+        model = store.get_meta("embed_model") or "none yet"
+    finally:
+        store.close()
+    return Check("memory", True, f"{sessions} session(s), {exchanges} exchange(s); embedding model: {model}")
 
 
 def _model_check(settings: Settings, models: Models, role: str) -> Check:

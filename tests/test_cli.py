@@ -63,6 +63,7 @@ def test_doctor_loads_every_model(env: dict[str, str]) -> None:
     assert "[ok] models.summary: same instance as chat" in done.stdout
     assert "384-d vectors" in done.stdout
     assert "[ok] gpu offload:" in done.stdout
+    assert "[ok] memory: 0 session(s), 0 exchange(s)" in done.stdout
     assert '"n_ctx": 2048' in done.stdout  # the resolved config is printed
 
 
