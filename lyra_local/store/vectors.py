@@ -45,7 +45,7 @@ class IndexSettings:
 
     hnsw_threshold: int = 50_000
     hnsw_m: int = 32
-    hnsw_ef_construction: int = 64
+    hnsw_ef_construction: int = 128
     hnsw_ef_search: int = 128
 
 
