@@ -187,6 +187,12 @@ class Settings(_Strict):
         summary = self.models.summary
         return self.models.chat if isinstance(summary, SameAs) else summary
 
+    def role_spec(self, role: str) -> LocalModel | ServerModel:
+        """The spec serving ``role`` (chat, summary or embed), following ``same_as``."""
+        spec: LocalModel | ServerModel = (self.resolved_summary() if role == "summary"
+                                          else getattr(self.models, role))
+        return spec
+
 
 def default_data_dir(env: Mapping[str, str]) -> Path:
     """The user's data location (XDG on Linux), never inside site-packages."""
@@ -317,7 +323,7 @@ def missing_model_files(settings: Settings) -> list[str]:
     problems = []
     seen: set[Path] = set()
     for role in ("chat", "summary", "embed"):
-        spec = settings.resolved_summary() if role == "summary" else getattr(settings.models, role)
+        spec = settings.role_spec(role)
         if not isinstance(spec, LocalModel):
             continue
         path = settings.model_path(spec)

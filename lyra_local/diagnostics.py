@@ -76,7 +76,7 @@ def _memory_check(settings: Settings) -> Check:
 
 
 def _model_check(settings: Settings, models: Models, role: str) -> Check:
-    spec = settings.resolved_summary() if role == "summary" else getattr(settings.models, role)
+    spec = settings.role_spec(role)
     where = str(settings.model_path(spec)) if isinstance(spec, LocalModel) else spec.base_url
     if role == "summary" and models.shares_summary_with_chat():
         return Check(f"models.{role}", True, "same instance as chat")

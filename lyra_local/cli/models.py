@@ -37,7 +37,7 @@ def run_fetch(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     for role in ("chat", "summary", "embed"):
-        spec = settings.resolved_summary() if role == "summary" else getattr(settings.models, role)
+        spec = settings.role_spec(role)
         if isinstance(spec, LocalModel):
             path = settings.model_path(spec)
             state = "present" if path.is_file() else "MISSING"

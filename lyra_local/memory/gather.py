@@ -8,6 +8,7 @@ import numpy.typing as npt
 from ..config import CompanionSettings
 from ..prompts import DEFAULT_PERSONA, persona
 from ..store import Hit
+from ..store.derived import ProfileFact
 from .context import ContextInputs, Item, Turn
 from .memory import Memory
 from .recall import RecallQuery
@@ -17,10 +18,10 @@ def _item(hit: Hit) -> Item:
     return Item(hit.kind, hit.id, hit.content, hit.score, "+".join(hit.stages), hit.created_at[:10])
 
 
-def user_name(memory: Memory, settings: CompanionSettings) -> str | None:
+def user_name(profile: list[ProfileFact], settings: CompanionSettings) -> str | None:
     if settings.user_name:
         return settings.user_name
-    for fact in memory.store.derived.profile():
+    for fact in profile:
         if fact.key.lower() in ("name", "user_name"):
             return fact.value
     return None
@@ -38,7 +39,8 @@ def gather(memory: Memory, settings: CompanionSettings, session_id: int, message
         return [_item(h) for h in memory.recall(query, vector=query_vector)]
 
     template = settings.persona_file.read_text(encoding="utf-8") if settings.persona_file else DEFAULT_PERSONA
-    name = user_name(memory, settings)
+    profile = store.derived.profile()
+    name = user_name(profile, settings)
     state = store.derived.self_state() or {}
     world = store.coord.world()
     gist = store.derived.gist(session_id)
@@ -49,7 +51,7 @@ def gather(memory: Memory, settings: CompanionSettings, session_id: int, message
         self_state=state,
         drives=state.get("drives"),
         world=world.content if world else None,
-        profile=[(f.key, f.value) for f in store.derived.profile()],
+        profile=[(f.key, f.value) for f in profile],
         narrative=store.derived.narrative(),
         digests=recall("digest", settings.recalled_digests),
         gists=recall("gist", settings.recalled_gists),

@@ -99,10 +99,11 @@ class Recall:
         if q.mode in ("hybrid", "dense") and query_vector is not None and model is not None:
             rankings["dense"] = self._dense(q, query_vector, model, where, args, n)
         if q.mode in ("hybrid", "bm25") and q.tier in FTS:
-            df = self._document_frequencies(q.tier, query_words(q.text))
             # Words in a large share of all rows say little and cost a scoring pass over
             # every row they are in: BM25 leaves them to the dense stage.
-            limit = max(COMMON_DF, self._size(q.tier) // 20)
+            size = self._size(q.tier)
+            limit = common_limit(size)
+            df = self._document_frequencies(q.tier, query_words(q.text), size)
             useful = [w for w, count in df.items() if 0 < count <= limit]
             if not useful and q.mode == "bm25":
                 useful = list(df)  # full text was asked for explicitly: pay for the common words
@@ -162,11 +163,10 @@ class Recall:
         row = self.store.conn().execute(f"SELECT max(id) FROM {TABLES[tier]}").fetchone()
         return int(row[0] or 0)
 
-    def _document_frequencies(self, tier: str, words: list[str]) -> dict[str, int]:
-        """How many rows contain each word, counted up to a cap (cheap even for common words)."""
+    def _document_frequencies(self, tier: str, words: list[str], size: int) -> dict[str, int]:
+        """How many of the tier's ``size`` rows contain each word, counted up to a cap (cheap for common words)."""
         fts = FTS[tier]
-        size = self._size(tier)
-        cap = max(COMMON_DF, size // 20) + 1
+        cap = common_limit(size) + 1
         out = {}
         for word in words:
             cached = self._df.get((tier, word))
@@ -213,6 +213,11 @@ class Recall:
         if exchange is None:
             return hit
         return replace(hit, context=self.store.exchanges.neighbours(exchange, radius))
+
+
+def common_limit(size: int) -> int:
+    """Rows a word may appear in and still be searched by BM25."""
+    return max(COMMON_DF, size // 20)
 
 
 def _when(row: dict[str, Any]) -> datetime:
