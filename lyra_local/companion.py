@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import time
 from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -45,6 +46,7 @@ class Companion:
         self.memory = memory
         self.chat = chat
         self.settings = settings
+        self.last_turn_at: float | None = None  # monotonic; the dream cycle waits for a quiet spell
         # One worker: replies are embedded in order, off the streaming path.
         self._embedder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-reply")
         # Persona, world state and profile are counted every turn; their counts do not change.
@@ -55,6 +57,7 @@ class Companion:
         """Stream one turn; closing the iterator stops generation and stores the partial reply."""
         store = self.memory.store
         store.sessions.get(session_id)
+        self.last_turn_at = time.monotonic()
         user, vector = self._store_user_message(session_id, message)
         yield TurnEvent("stored", data={"exchange_id": user.id})
         reply_budget = (options.max_tokens if options and options.max_tokens else None) or self._reply_tokens()

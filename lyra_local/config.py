@@ -158,7 +158,7 @@ class CompanionSettings(_Strict):
     recent_turns: int = Field(60, ge=2, le=1000, description="Most turns of the session considered.")
     recalled_turns: int = Field(6, ge=0, le=50, description="Raw turns recalled from other sessions.")
     recalled_gists: int = Field(4, ge=0, le=50, description="Gists of other sessions recalled.")
-    recalled_digests: int = Field(4, ge=0, le=50, description="Temporal digests recalled.")
+    timeline_days: int = Field(14, ge=0, le=366, description="Days of day digests offered; older come as weeks/months.")
 
     @field_validator("persona_file")
     @classmethod
@@ -168,6 +168,25 @@ class CompanionSettings(_Strict):
         return None if value is None else value.expanduser()
 
 
+class DreamSettings(_Strict):
+    """The dream cycle: when it runs, what is ripe, when a drive acts, how it backs off."""
+
+    enabled: bool = Field(True, description="Run the dream cycle on a schedule inside `lyra serve`.")
+    interval_s: float = Field(300.0, ge=5, le=86400, description="Seconds between scheduled passes.")
+    idle_s: float = Field(120.0, ge=0, le=86400, description="Skip a scheduled pass while a chat turn was this recent.")
+    quiet_hours: str | None = Field(None, pattern=r"^\d{1,2}:\d{2}-\d{1,2}:\d{2}$",
+                                    description="Local 'HH:MM-HH:MM' when scheduled passes do not run.")
+    session_idle_s: float = Field(900.0, ge=0, description="A session with new turns is ripe once quiet this long.")
+    resummarize_after: int = Field(20, ge=1, le=10000, description="New turns that make an active session ripe.")
+    min_turns: int = Field(2, ge=1, le=1000, description="Turns a session needs before its first gist.")
+    threshold: float = Field(0.2, ge=0.0, le=1.0, description="A drive acts once it reaches this level.")
+    summary_tokens: int = Field(256, ge=32, le=4096, description="Most tokens of one summary the model writes.")
+    concurrency: int = Field(1, ge=1, le=64, description="Sessions summarized at once (a server's parallel slots).")
+    lease_s: float = Field(600.0, ge=5, le=86400, description="Lease on one unit of work; a crashed holder's expires.")
+    retry: RetryPolicy = Field(RetryPolicy(max_attempts=8, initial_delay_s=2.0, max_delay_s=60.0),
+                               description="Backoff of a pass while the summary model is unreachable.")
+
+
 class Settings(_Strict):
     """Everything `lyra` is configured with."""
 
@@ -175,6 +194,7 @@ class Settings(_Strict):
     models_dir: Path = Field(description="Where model files are fetched to and looked up.")
     server: ServerSettings = ServerSettings()
     companion: CompanionSettings = CompanionSettings()
+    dream: DreamSettings = DreamSettings()
     models: ModelsConfig
     config_file: Path | None = Field(None, description="The lyra.toml that was read, if any.")
 
@@ -318,11 +338,11 @@ def _drop_union_tags(loc: tuple[str, ...]) -> tuple[str, ...]:
                  if not (i > 0 and loc[i - 1] in ROLE_DEFAULTS and part in {"local", "server", "same_as"}))
 
 
-def missing_model_files(settings: Settings) -> list[str]:
-    """One actionable line per configured local model whose file does not exist."""
+def missing_model_files(settings: Settings, roles: tuple[str, ...] = ("chat", "summary", "embed")) -> list[str]:
+    """One actionable line per configured local model (of ``roles``) whose file does not exist."""
     problems = []
     seen: set[Path] = set()
-    for role in ("chat", "summary", "embed"):
+    for role in roles:
         spec = settings.role_spec(role)
         if not isinstance(spec, LocalModel):
             continue

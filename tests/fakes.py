@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
 from lyra_local.llm.base import ChatDelta, Completion, GenerationOptions, Message, ModelInfo, Vectors
 
 
+Respond = Callable[[Sequence[Message], "GenerationOptions | None"], str]
+
+
 class FakeChatModel:
-    def __init__(self, n_ctx: int = 2048, name: str = "fake-chat") -> None:
+    """Replies from ``enqueue``d texts, else from ``respond(messages, options)``, else "ok"."""
+
+    def __init__(self, n_ctx: int = 2048, name: str = "fake-chat", respond: Respond | None = None) -> None:
         self._n_ctx = n_ctx
         self._name = name
+        self.respond = respond
         self.queue: list[str] = []
         self.history: list[tuple[list[Message], GenerationOptions | None]] = []
         self.closed = False
@@ -40,7 +46,9 @@ class FakeChatModel:
 
     def _next(self, messages: Sequence[Message], options: GenerationOptions | None) -> str:
         self.history.append((list(messages), options))
-        return self.queue.pop(0) if self.queue else "ok"
+        if self.queue:
+            return self.queue.pop(0)
+        return self.respond(messages, options) if self.respond else "ok"
 
     def complete(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Completion:
         text = self._next(messages, options)

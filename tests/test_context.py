@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lyra_local.memory.context import ContextInputs, Item, Turn, assemble, truncate_to
+from lyra_local.memory.timeline import Entry
 
 
 def words(text: str) -> int:
@@ -25,8 +26,8 @@ def rich_inputs(n_turns: int = 40, message: str = "How is my sister Ana doing wi
         world="- Sam is moving to Lisbon in May\n- Ana (sister) lives in Porto\n" * 3,
         profile=[("home", "Berlin"), ("sister", "Ana, lives in Porto"), ("pet", "a cat named Miso")],
         narrative="Sam is preparing a move and spending more time with family. " * 3,
-        digests=[Item("digest", i, f"Week {i}: planned the move, talked to Ana about flats " * 2, 1 / (i + 1))
-                 for i in range(1, 8)],
+        timeline=[Entry("week", f"2024-W{i:02d}", f"Week {i}: planned the move, talked to Ana about flats " * 2, i)
+                  for i in range(1, 8)],
         gists=[Item("gist", i, f"Session {i}: Ana visited, they cooked together and laughed " * 2, 1 / (i + 1))
                for i in range(1, 8)],
         recalled=[Item("exchange", 1000 + i, f"Ana said the flat in Porto has a balcony (turn {i})", 1 / (i + 1),

@@ -40,9 +40,27 @@ def test_closing_a_stream_stops_generation_and_frees_the_model(chat_model: Local
     assert first.text
     stream.close()
     # the lock is free again: another request goes through at once
-    acquired = chat_model._model.lock.acquire(timeout=1)
+    acquired = chat_model._model._lock.acquire(timeout=1)
     assert acquired
-    chat_model._model.lock.release()
+    chat_model._model._lock.release()
+
+
+def test_a_caller_waiting_for_the_model_is_seen_as_contention(chat_model: LocalChatModel) -> None:
+    import threading
+
+    stream = chat_model.stream(HELLO, GenerationOptions(max_tokens=200))
+    next(stream)  # we hold the model now
+    assert not chat_model.contended()
+    waiter = threading.Thread(target=chat_model.complete, args=(HELLO, GenerationOptions(max_tokens=2)))
+    waiter.start()
+    for _ in range(100):
+        if chat_model.contended():
+            break
+        waiter.join(0.02)
+    assert chat_model.contended()
+    stream.close()
+    waiter.join(30)
+    assert not chat_model.contended()
 
 
 def test_count_tokens_uses_the_models_tokenizer(chat_model: LocalChatModel) -> None:

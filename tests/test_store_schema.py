@@ -31,6 +31,8 @@ SEED = {
     5: ["INSERT INTO context_traces (exchange_id, trace, tokens, created_at) VALUES "
         "(1, '[]', 10, '2023-05-09T00:00:00+00:00')"],
     6: [],
+    7: ["INSERT INTO dream_passes (instance_id, started_at, status, drives_after) VALUES "
+        "('dream-1', '2023-05-09T00:00:00+00:00', 'done', '{\"continuity\": 0.0}')"],
 }
 
 

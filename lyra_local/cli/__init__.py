@@ -10,9 +10,9 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import LyraError
-from . import chat, doctor, models, recall, reindex, serve
+from . import chat, doctor, dream, models, recall, reindex, serve
 
-COMMANDS = (serve, chat, recall, reindex, models, doctor)
+COMMANDS = (serve, chat, dream, recall, reindex, models, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -124,6 +124,15 @@ class ChatModel(Protocol):
 
 
 @runtime_checkable
+class Preemptible(Protocol):
+    """A model shared in-process: background work checks ``contended`` and yields to waiting callers."""
+
+    def contended(self) -> bool:
+        """Whether another caller is waiting for this model right now."""
+        ...
+
+
+@runtime_checkable
 class Embedder(Protocol):
     """Something that turns texts into L2-normalised float32 vectors."""
 

@@ -56,9 +56,28 @@ class _LazyLlama:
         self.spec = spec
         self.role = role
         self.embedding = embedding
-        self.lock = threading.Lock()
+        self._lock = threading.Lock()
         self._load_lock = threading.Lock()
+        self._count_lock = threading.Lock()
+        self._waiting = 0  # callers blocked on the lock: background work yields to them
         self._llm: Any = None
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        with self._count_lock:
+            self._waiting += 1
+        try:
+            self._lock.acquire()
+        finally:
+            with self._count_lock:
+                self._waiting -= 1
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def contended(self) -> bool:
+        return self._waiting > 0
 
     def llm(self) -> Any:
         if self._llm is None:
@@ -109,7 +128,7 @@ class _LazyLlama:
         return len(self.llm().tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     def close(self) -> None:
-        with self.lock:
+        with self.lock():
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None
@@ -138,16 +157,20 @@ class LocalChatModel:
     def count_tokens(self, text: str) -> int:
         return self._model.count_tokens(text)
 
+    def contended(self) -> bool:
+        """Someone (a chat turn) is waiting for this model: the dream cycle yields to it."""
+        return self._model.contended()
+
     def complete(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Completion:
         llm = self._model.llm()
-        with self._model.lock, _prompt_errors():
+        with self._model.lock(), _prompt_errors():
             result = llm.create_chat_completion(messages=list(messages), stream=False,
                                                 **request_params(self.spec.sampling, options))
         return completion_from_response(result)
 
     def stream(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Iterator[ChatDelta]:
         llm = self._model.llm()
-        with self._model.lock, _prompt_errors():
+        with self._model.lock(), _prompt_errors():
             chunks = llm.create_chat_completion(messages=list(messages), stream=True,
                                                 **request_params(self.spec.sampling, options))
             try:
@@ -203,7 +226,7 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         llm = self._model.llm()
-        with self._model.lock:
+        with self._model.lock():
             rows = llm.embed(list(texts), normalize=True, truncate=True)
         return np.asarray(rows, dtype=np.float32)
 

@@ -1,7 +1,7 @@
 """Context assembly: the prompt in layers, each within a token budget. A pure function.
 
 Layers, in order: persona -> self-state and drives -> world state -> profile ->
-narrative -> temporal digests -> gists of other sessions -> sharp raw turns from
+narrative -> temporal digests (the timeline ladder) -> gists of other sessions -> sharp raw turns from
 other sessions -> the session's gist (when its older turns no longer fit) ->
 its recent turns -> the new message. Every budget is in tokens of the chat
 model's own tokenizer (passed in as ``count``), so the total fits whatever model
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..llm.base import Message
+from .timeline import Entry, render_timeline
 
 Count = Callable[[str], int]
 MESSAGE_OVERHEAD = 8  # chat-template tokens around each message (role markers, separators)
@@ -66,7 +67,7 @@ class ContextInputs:
     world: str | None = None
     profile: Sequence[tuple[str, str]] = ()
     narrative: str | None = None
-    digests: Sequence[Item] = ()
+    timeline: Sequence[Entry] = ()
     gists: Sequence[Item] = ()
     recalled: Sequence[Item] = ()
     session_gist: Item | None = None
@@ -172,7 +173,11 @@ def assemble(inputs: ContextInputs, *, count: Count, n_ctx: int, reply_tokens: i
         add_text("profile", f"What you know about {who}:\n" + "\n".join(f"- {k}: {v}" for k, v in inputs.profile),
                  shares.profile)
     add_text("narrative", inputs.narrative and "The current arc:\n" + inputs.narrative, shares.narrative)
-    add_items("digests", "From your timeline:", inputs.digests, shares.digests)
+    title = "From your timeline:"
+    room = min(available, int(total * shares.digests)) - count(title) - 1
+    timeline = [Item("digest", e.id, e.text, 0.0, "timeline", e.period)
+                for e in render_timeline(inputs.timeline, room, count)] if room > 0 else []
+    add_items("digests", title, timeline, shares.digests)
     add_items("gists", "Related past conversations:", inputs.gists, shares.gists)
     add_items("recalled", "Moments you remember:", inputs.recalled, shares.recalled)
 

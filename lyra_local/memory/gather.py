@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime, time, timedelta, timezone
+
 import numpy as np
 import numpy.typing as npt
 
 from ..config import CompanionSettings
 from ..prompts import DEFAULT_PERSONA, persona
-from ..store import Hit
+from ..store import Hit, Store
+from ..store.periods import period_keys
 from ..store.derived import ProfileFact
 from .context import ContextInputs, Item, Turn
 from .memory import Memory
+from .timeline import Entry
 from .recall import RecallQuery
 
 
@@ -25,6 +29,16 @@ def user_name(profile: list[ProfileFact], settings: CompanionSettings) -> str | 
         if fact.key.lower() in ("name", "user_name"):
             return fact.value
     return None
+
+
+def timeline_entries(store: Store, days: int, *, today: date | None = None) -> list[Entry]:
+    """The digests the timeline ladder may use: recent days, the last year's weeks, every month."""
+    today = today or datetime.now(timezone.utc).date()
+    since = {"day": (today - timedelta(days=days)).isoformat(),
+             "week": period_keys(datetime.combine(today - timedelta(days=366), time()))["week"],
+             "month": ""}
+    return [Entry(d.granularity, d.period, d.content, d.id) for d in store.derived.digests()
+            if d.period >= since[d.granularity] and (days or d.granularity != "day")]
 
 
 def gather(memory: Memory, settings: CompanionSettings, session_id: int, message: str,
@@ -42,6 +56,7 @@ def gather(memory: Memory, settings: CompanionSettings, session_id: int, message
     profile = store.derived.profile()
     name = user_name(profile, settings)
     state = store.derived.self_state() or {}
+    drives = store.dreams.drives()
     world = store.coord.world()
     gist = store.derived.gist(session_id)
     return ContextInputs(
@@ -49,11 +64,11 @@ def gather(memory: Memory, settings: CompanionSettings, session_id: int, message
         persona=persona(template, name=settings.name, user=name or "the user"),
         user_name=name,
         self_state=state,
-        drives=state.get("drives"),
+        drives=drives,
         world=world.content if world else None,
         profile=[(f.key, f.value) for f in profile],
         narrative=store.derived.narrative(),
-        digests=recall("digest", settings.recalled_digests),
+        timeline=timeline_entries(store, settings.timeline_days),
         gists=recall("gist", settings.recalled_gists),
         recalled=recall("exchange", settings.recalled_turns),
         session_gist=Item("gist", gist.id, gist.content) if gist else None,

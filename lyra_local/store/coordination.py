@@ -87,8 +87,10 @@ class Coordination:
         now = utc_now()
         with self.store.write() as conn:
             conn.execute("INSERT INTO instances (id, kind, summary, pid, host, started_at, heartbeat_at) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?)", (instance_id, kind, summary, os.getpid(),
-                                                          socket.gethostname(), now, now))
+                         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET summary = excluded.summary, "
+                         "pid = excluded.pid, heartbeat_at = excluded.heartbeat_at, completed_at = NULL, "
+                         "status = 'running', result = NULL",
+                         (instance_id, kind, summary, os.getpid(), socket.gethostname(), now, now))
 
     def heartbeat(self, instance_id: str, message: str | None = None) -> None:
         now = utc_now()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,6 +43,7 @@ class ProfileFact:
     created_at: str
     superseded_by: int | None
     superseded_at: str | None
+    observed_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,8 @@ class Derived:
             row = conn.execute(
                 "INSERT INTO gists (session_id, content, covers_upto, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT(session_id) DO UPDATE SET content = excluded.content, covers_upto = excluded.covers_upto,"
-                " updated_at = excluded.updated_at, stale = 0 RETURNING *",
+                " updated_at = excluded.updated_at, stale = 0,"
+                " profiled_upto = CASE WHEN gists.stale = 1 THEN 0 ELSE gists.profiled_upto END RETURNING *",
                 (session_id, content, covers_upto, now, now)).fetchone()
             if vector is not None and model is not None:
                 put_vector(conn, "gist", model, row["id"], vector)
@@ -85,25 +88,34 @@ class Derived:
     # -- profile ------------------------------------------------------------------
 
     def set_fact(self, key: str, value: str, *, source_session_id: int | None = None,
-                 author: str = "dream") -> ProfileFact:
+                 author: str = "dream", observed_at: str | None = None) -> ProfileFact:
         """Record a fact; a different current value for the key is superseded, kept as history."""
-        now = utc_now()
         with self.store.write() as conn:
-            current = conn.execute("SELECT * FROM profile_facts WHERE key = ? AND superseded_by IS NULL AND stale = 0",
-                                   (key,)).fetchone()
-            if current is not None and current["value"] == value:
-                return _fact(current)
-            row = conn.execute(
-                "INSERT INTO profile_facts (key, value, source_session_id, author, created_at) VALUES (?, ?, ?, ?, ?) "
-                "RETURNING *", (key, value, source_session_id, author, now)).fetchone()
-            if current is not None:
-                conn.execute("UPDATE profile_facts SET superseded_by = ?, superseded_at = ? WHERE id = ?",
-                             (row["id"], now, current["id"]))
-        return _fact(row)
+            return _fact(set_fact(conn, key, value, source_session_id, author, observed_at or utc_now()))
+
+    def apply_facts(self, gist: Gist, facts: Sequence[tuple[str, str]], observed_at: str) -> list[ProfileFact]:
+        """Fold one gist's facts into the profile and mark the gist profiled, in one transaction."""
+        with self.store.write() as conn:
+            rows = [set_fact(conn, k, v, gist.session_id, "dream", observed_at) for k, v in facts]
+            conn.execute("UPDATE gists SET profiled_upto = ? WHERE id = ?", (gist.covers_upto, gist.id))
+        return [_fact(r) for r in rows]
+
+    def unprofiled_gists(self) -> list[tuple[Gist, str]]:
+        """Gists with content the profile has not seen yet, with their session's last turn time, oldest first."""
+        rows = self.store.conn().execute(
+            "SELECT g.*, (SELECT max(created_at) FROM exchanges e WHERE e.session_id = g.session_id) AS seen "
+            "FROM gists g WHERE g.stale = 0 AND g.profiled_upto < g.covers_upto ORDER BY seen, g.id")
+        return [(_gist(r), r["seen"] or r["updated_at"]) for r in rows]
+
+    def delete_fact(self, key: str, author: str = "user") -> int:
+        """Retire the current value of ``key``: kept in history, superseded by nothing."""
+        with self.store.write() as conn:
+            return conn.execute("UPDATE profile_facts SET superseded_at = ? WHERE key = ? AND superseded_at IS NULL",
+                                (utc_now(), key)).rowcount
 
     def profile(self) -> list[ProfileFact]:
         rows = self.store.conn().execute(
-            "SELECT * FROM profile_facts WHERE superseded_by IS NULL AND stale = 0 ORDER BY key")
+            "SELECT * FROM profile_facts WHERE superseded_at IS NULL AND stale = 0 ORDER BY key")
         return [_fact(r) for r in rows]
 
     def fact_history(self, key: str) -> list[ProfileFact]:
@@ -114,14 +126,17 @@ class Derived:
     # -- digests ------------------------------------------------------------------
 
     def put_digest(self, granularity: str, period: str, content: str, source_count: int,
-                   vector: npt.NDArray[np.float32] | None = None, model: str | None = None) -> Digest:
+                   vector: npt.NDArray[np.float32] | None = None, model: str | None = None,
+                   basis: str = "") -> Digest:
+        """Create or replace a period's digest, its embedding and what it was built from, atomically."""
         now = utc_now()
         with self.store.write() as conn:
             row = conn.execute(
-                "INSERT INTO digests (granularity, period, content, source_count, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(granularity, period) DO UPDATE SET content = excluded.content,"
-                " source_count = excluded.source_count, updated_at = excluded.updated_at, stale = 0 RETURNING *",
-                (granularity, period, content, source_count, now, now)).fetchone()
+                "INSERT INTO digests (granularity, period, content, source_count, created_at, updated_at, basis) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(granularity, period) DO UPDATE SET content = "
+                "excluded.content, source_count = excluded.source_count, updated_at = excluded.updated_at, "
+                "basis = excluded.basis, stale = 0 RETURNING *",
+                (granularity, period, content, source_count, now, now, basis)).fetchone()
             if vector is not None and model is not None:
                 put_vector(conn, "digest", model, row["id"], vector)
         return _digest(row)
@@ -134,15 +149,33 @@ class Derived:
             args = (granularity,)
         return [_digest(r) for r in self.store.conn().execute(sql + " ORDER BY period", args)]
 
+    def delete_digests(self, keys: Sequence[tuple[str, str]]) -> int:
+        """Remove digests whose sources are all gone (their vectors go with them, by trigger)."""
+        with self.store.write() as conn:
+            return sum(conn.execute("DELETE FROM digests WHERE granularity = ? AND period = ?", key).rowcount
+                       for key in keys)
+
     # -- narrative and self-state ---------------------------------------------------
 
-    def set_narrative(self, content: str) -> None:
+    def set_narrative(self, content: str, basis: str = "") -> None:
+        """A new version of the arc; versions built from forgotten material are dropped."""
         with self.store.write() as conn:
-            conn.execute("INSERT INTO narrative (content, created_at) VALUES (?, ?)", (content, utc_now()))
+            conn.execute("DELETE FROM narrative WHERE stale = 1")
+            conn.execute("INSERT INTO narrative (content, created_at, basis) VALUES (?, ?, ?)",
+                         (content, utc_now(), basis))
 
     def narrative(self) -> str | None:
         row = self.store.conn().execute(
             "SELECT content FROM narrative WHERE stale = 0 ORDER BY id DESC LIMIT 1").fetchone()
+        return None if row is None else str(row[0])
+
+    def drop_stale_narrative(self) -> int:
+        with self.store.write() as conn:
+            return conn.execute("DELETE FROM narrative WHERE stale = 1").rowcount
+
+    def narrative_basis(self) -> str | None:
+        row = self.store.conn().execute(
+            "SELECT basis FROM narrative WHERE stale = 0 ORDER BY id DESC LIMIT 1").fetchone()
         return None if row is None else str(row[0])
 
     def set_self_state(self, state: dict[str, Any]) -> None:
@@ -154,6 +187,38 @@ class Derived:
         return None if row is None else dict(json.loads(row[0]))
 
 
+def same_value(a: str, b: str) -> bool:
+    def norm(text: str) -> str:
+        return " ".join(text.split()).strip(" .").casefold()
+    return norm(a) == norm(b)
+
+
+def set_fact(conn: sqlite3.Connection, key: str, value: str, source_session_id: int | None, author: str,
+             observed_at: str) -> sqlite3.Row:
+    """Inside a transaction: the newer observation wins, the older one is kept as history.
+
+    Observations are ordered by when they were true (the session's date), not by
+    when the dream cycle got to them, so an imported old conversation never
+    overrides what a newer one said.
+    """
+    now = utc_now()
+    current = conn.execute("SELECT * FROM profile_facts WHERE key = ? AND superseded_at IS NULL AND stale = 0",
+                           (key,)).fetchone()
+    if current is not None and same_value(current["value"], value):
+        return current  # type: ignore[no-any-return]
+    row = conn.execute(
+        "INSERT INTO profile_facts (key, value, source_session_id, author, created_at, observed_at) "
+        "VALUES (?, ?, ?, ?, ?, ?) RETURNING *", (key, value, source_session_id, author, now, observed_at)).fetchone()
+    if current is None:
+        return row  # type: ignore[no-any-return]
+    if (current["observed_at"] or "") <= observed_at:
+        conn.execute("UPDATE profile_facts SET superseded_by = ?, superseded_at = ? WHERE id = ?",
+                     (row["id"], now, current["id"]))
+        return row  # type: ignore[no-any-return]
+    return conn.execute("UPDATE profile_facts SET superseded_by = ?, superseded_at = ? WHERE id = ? RETURNING *",
+                        (current["id"], now, row["id"])).fetchone()  # type: ignore[no-any-return]
+
+
 def _gist(row: sqlite3.Row) -> Gist:
     return Gist(row["id"], row["session_id"], row["content"], row["covers_upto"], row["created_at"],
                 row["updated_at"])
@@ -161,7 +226,7 @@ def _gist(row: sqlite3.Row) -> Gist:
 
 def _fact(row: sqlite3.Row) -> ProfileFact:
     return ProfileFact(row["id"], row["key"], row["value"], row["source_session_id"], row["author"],
-                       row["created_at"], row["superseded_by"], row["superseded_at"])
+                       row["created_at"], row["superseded_by"], row["superseded_at"], row["observed_at"])
 
 
 def _digest(row: sqlite3.Row) -> Digest:

@@ -1,9 +1,10 @@
 """Forgetting that really forgets.
 
 Deleting a session or an exchange removes its rows, its vectors (through the
-triggers, which log the deletion for every FAISS index) and its full-text
-entries, and marks every derived memory built from it stale, so nothing returns
-its content until the dream cycle has rebuilt those memories without it.
+triggers, which log the deletion for every FAISS index), its full-text entries
+and the profile facts learnt from it, and marks every other derived memory
+built from it stale, so nothing returns its content until the dream cycle has
+rebuilt those memories without it.
 ``secure_delete`` overwrites the freed pages; a checkpoint empties the WAL.
 """
 
@@ -25,7 +26,7 @@ class Forgotten:
     sessions: int
     exchanges: int
     stale_digests: int
-    stale_facts: int
+    forgotten_facts: int
 
 
 def forget_sessions(store: Store, session_ids: list[int]) -> Forgotten:
@@ -52,10 +53,26 @@ def _mark_stale(conn: sqlite3.Connection, session_ids: list[int], times: list[st
     keys = {(g, k) for t in times for g, k in period_keys(from_iso(t)).items()}
     digests = sum(conn.execute("UPDATE digests SET stale = 1 WHERE granularity = ? AND period = ?", key).rowcount
                   for key in keys)
-    facts = conn.execute(f"UPDATE profile_facts SET stale = 1 WHERE source_session_id IN ({_marks(session_ids)})",
-                         session_ids).rowcount
+    facts = _delete_facts(conn, session_ids)
     conn.execute("UPDATE narrative SET stale = 1 WHERE stale = 0")
     return digests, facts
+
+
+def _delete_facts(conn: sqlite3.Connection, session_ids: list[int]) -> int:
+    """Delete the facts learnt from these sessions; the history chain skips over them.
+
+    A fact that one of them had superseded becomes current again unless a later
+    surviving fact superseded it too.
+    """
+    doomed = [r[0] for r in conn.execute(
+        f"SELECT id FROM profile_facts WHERE source_session_id IN ({_marks(session_ids)}) ORDER BY id DESC",
+        session_ids)]
+    for fact_id in doomed:
+        row = conn.execute("SELECT superseded_by, superseded_at FROM profile_facts WHERE id = ?", (fact_id,)).fetchone()
+        conn.execute("UPDATE profile_facts SET superseded_by = ?, superseded_at = ? WHERE superseded_by = ?",
+                     (row[0], row[1], fact_id))
+        conn.execute("DELETE FROM profile_facts WHERE id = ?", (fact_id,))
+    return len(doomed)
 
 
 def _times(conn: sqlite3.Connection, column: str, ids: list[int]) -> list[str]:

@@ -270,3 +270,29 @@ CREATE TABLE context_traces (
 def m006_embedding_keys_index(conn: sqlite3.Connection) -> None:
     """A narrow index so counting a tier's vectors does not read every vector BLOB."""
     conn.execute("CREATE INDEX embeddings_keys ON embeddings(tier, model)")
+
+
+@migration
+def m007_dream_cycle(conn: sqlite3.Connection) -> None:
+    """What each derived memory was built from (so the dream cycle redoes only what changed), and its passes."""
+    _script(conn, """
+ALTER TABLE gists ADD COLUMN profiled_upto INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE profile_facts ADD COLUMN observed_at TEXT;
+ALTER TABLE digests ADD COLUMN basis TEXT NOT NULL DEFAULT '';
+ALTER TABLE narrative ADD COLUMN basis TEXT NOT NULL DEFAULT '';
+CREATE TABLE dream_passes (
+    id INTEGER PRIMARY KEY,
+    instance_id TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    forced INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'done', 'deferred', 'failed')),
+    backlog_before TEXT CHECK (backlog_before IS NULL OR json_valid(backlog_before)),
+    drives_before TEXT CHECK (drives_before IS NULL OR json_valid(drives_before)),
+    backlog_after TEXT CHECK (backlog_after IS NULL OR json_valid(backlog_after)),
+    drives_after TEXT CHECK (drives_after IS NULL OR json_valid(drives_after)),
+    actions TEXT CHECK (actions IS NULL OR json_valid(actions)),
+    error TEXT
+);
+CREATE INDEX consolidation_log_by_kind ON consolidation_log(kind, target);
+""")

@@ -18,6 +18,7 @@ from ..errors import LyraError
 from . import db, migrations
 from .coordination import Coordination
 from .derived import Derived
+from .dreams import DreamLog
 from .exchanges import Exchanges
 from .sessions import Sessions
 from .vectors import IndexSettings, VectorIndex
@@ -49,6 +50,7 @@ class Store:
         self.exchanges = Exchanges(self)
         self.derived = Derived(self)
         self.coord = Coordination(self)
+        self.dreams = DreamLog(self)
 
     def conn(self) -> sqlite3.Connection:
         """This thread's connection."""

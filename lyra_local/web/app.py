@@ -11,7 +11,9 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import os
 import signal
+import socket
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,8 +30,10 @@ from ..config import Settings, load_settings
 from ..errors import LyraError
 from ..llm.registry import Models
 from ..memory import Memory
+from ..mind import Dreamer
+from ..mind.scheduler import DreamScheduler
 from ..store import Store
-from . import admin, memory_api, openai_api, sessions_api
+from . import admin, memory_api, mind_api, openai_api, sessions_api
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = {"/health"}
@@ -46,6 +50,15 @@ class AppState:
     reload_lock: threading.Lock = field(default_factory=threading.Lock)
     _memory: Memory | None = None
     _companion: Companion | None = None
+    dreams: DreamScheduler | None = None
+
+    def dreamer(self, stop: threading.Event) -> Dreamer:
+        """A dreamer on the current models; one instance id per server process."""
+        return Dreamer(self.store, self.models.summary, self.models.embed, self.settings,
+                       instance_id=f"dream-{socket.gethostname()}-{os.getpid()}", stop=stop)
+
+    def last_chat(self) -> float | None:
+        return None if self._companion is None else self._companion.last_turn_at
 
     @property
     def memory(self) -> Memory:
@@ -94,9 +107,12 @@ def create_app(
         if handle_sighup:
             _install_sighup(state)
         threading.Thread(target=_catch_up_embeddings, args=(state,), name="reembed", daemon=True).start()
+        state.dreams = DreamScheduler(state.dreamer, state.settings.dream, state.last_chat)
+        state.dreams.start()
         try:
             yield
         finally:
+            await run_in_threadpool(state.dreams.shutdown)
             if state._companion is not None:
                 await run_in_threadpool(state._companion.close)
             await run_in_threadpool(state.models.close)
@@ -108,6 +124,7 @@ def create_app(
     app.include_router(openai_api.router)
     app.include_router(memory_api.router)
     app.include_router(sessions_api.router)
+    app.include_router(mind_api.router)
 
     @app.exception_handler(LyraError)
     async def lyra_error(request: Request, exc: LyraError) -> JSONResponse:

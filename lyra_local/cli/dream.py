@@ -1,0 +1,87 @@
+"""``lyra dream``: run the dream cycle outside the server (one pass, or a loop), with live progress.
+
+Several of these (and the server's own scheduler) can run on one data
+directory: the leases in the store give each unit of work to exactly one.
+Ctrl-C (or SIGTERM) stops at the next model call; what was done is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..config import load_settings, missing_model_files
+from ..errors import ConfigError
+from ..llm.registry import Models
+from ..mind import Dreamer, PassReport
+from ..store import Store
+
+QUIET_KINDS = {"pass.start", "pass.end"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("dream", help="consolidate memory now: gists, profile, digests, narrative, reflection")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--once", action="store_true", help="one pass, acting on drives past threshold (default)")
+    mode.add_argument("--loop", type=float, metavar="SECONDS", help="a pass every SECONDS until stopped")
+    parser.add_argument("--force", action="store_true", help="act on every drive, whatever its level")
+    parser.add_argument("--quiet", action="store_true", help="print only the summary of each pass")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config)
+    missing = missing_model_files(settings, roles=("summary", "embed"))
+    if missing:
+        raise ConfigError("cannot dream:\n  " + "\n  ".join(missing))
+    console = Console(highlight=False)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    store = Store(settings.data_dir)
+    models = Models(settings)
+    dreamer = Dreamer(store, models.summary, models.embed, settings, stop=stop,
+                      on_event=None if args.quiet else lambda e: _print_event(console, e))
+    try:
+        while True:
+            report = dreamer.run_pass(force=args.force)
+            _print_report(console, report)
+            if args.loop is None or stop.wait(args.loop):
+                break
+    finally:
+        dreamer.close()
+        store.close()
+        models.close()
+    return 0 if report.status == "done" else 3
+
+
+def _print_event(console: Console, event: dict[str, Any]) -> None:
+    kind, target, detail = event["kind"], event["target"] or "", event["detail"] or {}
+    if kind in QUIET_KINDS:
+        return
+    style = {"backoff": "yellow", "deferred": "red", "error": "red", "skip": "dim"}.get(kind, "green")
+    extra = ", ".join(f"{k}={v}" for k, v in detail.items() if k not in ("text", "self_narrative", "facts"))
+    if "facts" in detail:
+        extra = ", ".join(f"{k}: {v}" for k, v in detail["facts"].items()) or "no new facts"
+    console.print(f"[{style}]{kind:<16}[/] {target:<22} {extra}")
+
+
+def _print_report(console: Console, report: PassReport) -> None:
+    table = Table(title=f"dream pass {report.pass_id}: {report.status}" + (" (forced)" if report.forced else ""))
+    table.add_column("drive")
+    table.add_column("before", justify="right")
+    table.add_column("after", justify="right")
+    for drive, level in report.drives_before.items():
+        table.add_row(drive, f"{level:.2f}", f"{report.drives_after.get(drive, 0.0):.2f}")
+    console.print(table)
+    done: dict[str, int] = {}
+    for action in report.actions:
+        done[action["kind"]] = done.get(action["kind"], 0) + 1
+    console.print("done: " + (", ".join(f"{n} {k}" for k, n in done.items()) or "nothing to do"))
+    if report.error:
+        console.print(f"[red]{report.error}[/]")

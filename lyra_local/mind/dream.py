@@ -1,0 +1,269 @@
+"""``Dreamer``: one pass of the dream cycle.
+
+A pass senses the backlog, computes the drives, and acts on each drive past
+its threshold (or on all of them when forced): continuity summarizes ripe
+sessions, coherence folds new gists into the profile, rolls up digests and
+rewrites the narrative, curiosity reflects. Every unit of work runs under a
+lease in the store, re-checks under it that it is still needed, and writes its
+result in one transaction at the end: two dreamers never do the same unit,
+a crash leaves nothing half-written, and a rerun picks up where it stopped.
+While the summary model is unreachable a unit backs off (bounded exponential
+with jitter); past the bound the pass ends "deferred" and the work waits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from ..config import Settings
+from ..errors import LyraError, ModelUnavailable
+from ..llm.base import ChatModel, Embedder
+from ..llm.retry import backoff_delays
+from ..memory.gather import user_name
+from ..store import Store
+from . import digests
+from .backlog import sense
+from .drives import Backlog, compute_drives
+from .gists import draft_gist
+from .narrative import narrative_basis, narrative_due, write_narrative
+from .profile import extract_facts
+from .reflect import novelty, reflect
+from .scribe import Scribe, Stopped
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Event = dict[str, Any]
+
+
+class Deferred(Exception):
+    """The model stayed unreachable past the backoff bound, or we are stopping: the rest waits."""
+
+
+@dataclass
+class PassReport:
+    pass_id: int
+    status: str
+    forced: bool
+    drives_before: dict[str, float]
+    drives_after: dict[str, float]
+    backlog_before: dict[str, Any]
+    backlog_after: dict[str, Any]
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+class Dreamer:
+    def __init__(self, store: Store, summary: ChatModel, embedder: Embedder, settings: Settings, *,
+                 instance_id: str | None = None, on_event: Callable[[Event], None] | None = None,
+                 stop: threading.Event | None = None) -> None:
+        self.store = store
+        self.summary = summary
+        self.embedder = embedder
+        self.settings = settings
+        self.dream = settings.dream
+        self.id = instance_id or f"dream-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.on_event = on_event
+        self.stop = stop or threading.Event()
+        self._registered = False
+        self._actions: list[dict[str, Any]] = []
+        self._actions_lock = threading.Lock()
+
+    # -- the pass ------------------------------------------------------------------------
+
+    def run_pass(self, *, force: bool = False) -> PassReport:
+        self._register()
+        backlog = sense(self.store, self.dream, force=force)
+        before = compute_drives(backlog)
+        pass_id = self.store.dreams.start(self.id, forced=force, backlog=backlog.summary(), drives=before)
+        self._actions = []
+        self._event("pass.start", None, forced=force, drives=before, backlog=backlog.summary())
+        status, error = "done", None
+        try:
+            if self._acts(force, before, "continuity"):
+                self._summarize(backlog)
+            drives = compute_drives(sense(self.store, self.dream, force=force))
+            if self._acts(force, drives, "coherence"):
+                self._consolidate()
+            drives = compute_drives(sense(self.store, self.dream, force=force))
+            if self._acts(force, drives, "curiosity") and any(novelty(self.store)):
+                self._reflect(drives)
+        except Deferred as exc:
+            status, error = "deferred", str(exc)
+        except Exception as exc:
+            status, error = "failed", f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            after_backlog = sense(self.store, self.dream)
+            after = compute_drives(after_backlog)
+            self.store.dreams.finish(pass_id, status=status, backlog=after_backlog.summary(), drives=after,
+                                     actions=self._actions, error=error)
+            self._event("pass.end", None, status=status, drives=after, backlog=after_backlog.summary(),
+                        actions=len(self._actions), error=error)
+        return PassReport(pass_id, status, force, before, after, backlog.summary(), after_backlog.summary(),
+                          list(self._actions), error)
+
+    def close(self) -> None:
+        if self._registered:
+            self.store.coord.complete(self.id, "stopped")
+
+    # -- continuity: session gists ---------------------------------------------------------
+
+    def _summarize(self, backlog: Backlog) -> None:
+        def one(session_id: int) -> None:
+            self._unit(f"gist:{session_id}", lambda scribe: self._gist(scribe, session_id))
+
+        if self.dream.concurrency == 1 or len(backlog.ripe) < 2:
+            for session_id in backlog.ripe:
+                one(session_id)
+            return
+        with ThreadPoolExecutor(self.dream.concurrency, thread_name_prefix="dream") as pool:
+            results = [pool.submit(one, sid) for sid in backlog.ripe]
+        errors = [exc for exc in (f.exception() for f in results) if exc is not None]
+        if errors:
+            raise errors[0]
+
+    def _gist(self, scribe: Scribe, session_id: int) -> None:
+        draft = draft_gist(scribe, self.store, session_id)  # None: someone else caught it up already
+        if draft is None:
+            return
+        vector = self._embed(draft.text)
+        gist = self.store.derived.put_gist(session_id, draft.text, draft.covers_upto, vector, self.embedder.name)
+        self._act("gist", f"session:{session_id}", gist_id=gist.id, turns=draft.turns, chunks=draft.chunks,
+                  updated=draft.updated, calls=scribe.calls, preempted=scribe.preemptions, text=draft.text)
+
+    # -- coherence: profile, digests, narrative ----------------------------------------------
+
+    def _consolidate(self) -> None:
+        self._unit("profile", self._profile)
+        for job in digests.plan(self.store).jobs:
+            self._unit(f"digest:{job.granularity}:{job.period}", lambda scribe, job=job: self._digest(scribe, job))
+        obsolete = digests.plan(self.store).obsolete
+        if obsolete:
+            self.store.derived.delete_digests(obsolete)
+            self._act("digests.deleted", None, periods=[f"{g}:{p}" for g, p in obsolete])
+        self._unit("narrative", self._narrative)
+
+    def _profile(self, scribe: Scribe) -> None:
+        for gist, observed_at in self.store.derived.unprofiled_gists():
+            facts = extract_facts(scribe, gist.content, self.store.derived.profile())
+            if facts is None:
+                self._event("profile.fallback", f"session:{gist.session_id}",
+                            reason="the model's JSON did not validate; no facts taken from this gist")
+            stored = self.store.derived.apply_facts(gist, facts or [], observed_at)
+            self._act("profile", f"session:{gist.session_id}", facts={f.key: f.value for f in stored})
+
+    def _digest(self, scribe: Scribe, job: digests.DigestJob) -> None:
+        fresh = digests.plan(self.store)
+        if not any(j == job for j in fresh.jobs):
+            return  # built by someone else meanwhile, or its sources changed again
+        if job.granularity != "day" and any(j.granularity == "day" and j.period in job.sources for j in fresh.jobs):
+            self._event("digest.waiting", f"{job.granularity}:{job.period}", reason="its days are being rebuilt")
+            return
+        text = digests.write_digest(scribe, self.store, job)
+        vector = self._embed(text)
+        digest = self.store.derived.put_digest(job.granularity, job.period, text, len(job.sources), vector,
+                                               self.embedder.name, basis=job.basis)
+        self._act("digest", f"{job.granularity}:{job.period}", digest_id=digest.id, sources=len(job.sources),
+                  text=text)
+
+    def _narrative(self, scribe: Scribe) -> None:
+        if not narrative_due(self.store):
+            if not narrative_basis(self.store) and self.store.derived.drop_stale_narrative():
+                self._act("narrative.deleted", None)
+            return
+        text, basis = write_narrative(scribe, self.store, self.settings.companion.timeline_days)
+        self.store.derived.set_narrative(text, basis)
+        self._act("narrative", None, text=text)
+
+    # -- curiosity: reflection ---------------------------------------------------------------------
+
+    def _reflect(self, drives: dict[str, float]) -> None:
+        def work(scribe: Scribe) -> None:
+            if not any(novelty(self.store)):
+                return
+            state = reflect(scribe, self.store, drives)
+            self.store.derived.set_self_state(state)
+            self._act("reflect", None, mood=state["mood"], energy=state["energy"], fallback=state["fallback"],
+                      self_narrative=state["self_narrative"])
+
+        self._unit("reflect", work)
+
+    # -- units, leases, backoff ------------------------------------------------------------------
+
+    def _unit(self, resource: str, work: Callable[[Scribe], None]) -> None:
+        """Run ``work`` under a lease on ``resource``; skip it if another dreamer holds it."""
+        if self.stop.is_set():
+            raise Deferred("stopping")
+        coord, ttl = self.store.coord, self.dream.lease_s
+        taken = coord.acquire(resource, self.id, ttl, note="dream cycle")
+        if not taken.ok:
+            self._event("skip", resource, holder=taken.lease.holder)
+            return
+        def renew() -> None:
+            if not coord.acquire(resource, self.id, ttl, note="dream cycle").ok:
+                raise LyraError(f"lost the lease on {resource} (a call outlived dream.lease_s)",
+                                hint="raise dream.lease_s for this summary model")
+
+        scribe = Scribe(self.summary, reply_tokens=self.dream.summary_tokens, names=self._names(), stop=self.stop,
+                        keepalive=renew)
+        try:
+            self._with_backoff(resource, lambda: work(scribe))
+        except LyraError as exc:  # a bad answer or request: this unit waits for the next pass
+            self._event("error", resource, error=str(exc), hint=exc.hint)
+        finally:
+            coord.release(resource, self.id)
+            coord.heartbeat(self.id)
+
+    def _with_backoff(self, what: str, call: Callable[[], T]) -> T:
+        delays = backoff_delays(self.dream.retry)
+        while True:
+            try:
+                return call()
+            except Stopped as exc:
+                raise Deferred("stopping") from exc
+            except ModelUnavailable as exc:
+                delay = next(delays, None)
+                if delay is None:
+                    self._event("deferred", what, error=str(exc))
+                    raise Deferred(f"the model stayed unreachable: {exc}") from exc
+                self._event("backoff", what, delay_s=round(delay, 2), error=str(exc))
+                if self.stop.wait(delay):
+                    raise Deferred("stopping") from exc
+
+    def _embed(self, text: str) -> Any:
+        return self._with_backoff("embed", lambda: self.embedder.embed([text])[0])
+
+    def _names(self) -> dict[str, str]:
+        companion = self.settings.companion
+        return {"name": companion.name, "user": user_name(self.store.derived.profile(), companion) or "the user"}
+
+    # -- events -------------------------------------------------------------------------------------
+
+    def _acts(self, force: bool, drives: dict[str, float], drive: str) -> bool:
+        return force or drives[drive] >= self.dream.threshold
+
+    def _act(self, kind: str, target: str | None, **detail: Any) -> None:
+        with self._actions_lock:
+            self._actions.append({"kind": kind, "target": target,
+                                  **{k: v for k, v in detail.items() if k != "text"}})
+        self._event(kind, target, **detail)
+
+    def _event(self, kind: str, target: str | None, **detail: Any) -> None:
+        event_id = self.store.coord.log_event(kind, target, detail, self.id)
+        log.info("dream %s %s %s", kind, target or "", {k: v for k, v in detail.items() if k != "text"})
+        if self.on_event is not None:
+            self.on_event({"id": event_id, "kind": kind, "target": target, "detail": detail, "at": time.time()})
+
+    def _register(self) -> None:
+        if not self._registered:
+            self.store.coord.register(self.id, "dream", "dream cycle: summarize, consolidate, reflect")
+            self._registered = True

@@ -1,0 +1,64 @@
+"""Session gists: a session's raw turns compacted into one paragraph, chunked to the model's context.
+
+A session that does not fit one request is cut into chunks sized in tokens
+from the summary model's context length; each chunk is summarized and the
+partial gists merged. A session that already has a gist is updated from its
+new turns only. The raw turns always stay, for detail recall.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..store import Exchange, Store
+from . import prompts
+from .chunks import pack
+from .scribe import Scribe
+
+
+@dataclass(frozen=True)
+class GistDraft:
+    """A gist ready to store: it covers the session's turns up to ``covers_upto``."""
+
+    session_id: int
+    text: str
+    covers_upto: int
+    turns: int
+    chunks: int
+    updated: bool
+
+
+def transcript(turns: list[Exchange], names: dict[str, str]) -> list[str]:
+    who = {"user": names["user"], "assistant": names["name"], "system": "Note"}
+    return [f"{who.get(t.role, t.role)}: {' '.join(t.content.split())}" for t in turns]
+
+
+def draft_gist(scribe: Scribe, store: Store, session_id: int) -> GistDraft | None:
+    """Summarize what the session's gist does not cover yet; ``None`` if there is nothing new."""
+    session = store.sessions.get(session_id)
+    previous = store.derived.gist(session_id)  # None when missing or stale: then start over
+    turns = store.exchanges.history(session_id)
+    if previous is not None:
+        turns = [t for t in turns if t.id > previous.covers_upto]
+    if not turns:
+        return None
+    header = f"Conversation \u201c{session.name}\u201d, {turns[0].created_at[:10]}:"
+    lines = transcript(turns, scribe.names)
+    count = scribe.count
+    if previous is not None:
+        material = f"Summary so far:\n{previous.content}\n\n"
+        room = scribe.budget(prompts.GIST_UPDATE) - count(material) - count(header) - 4
+        chunks = pack(lines, room, count) if room > 64 else []
+        if len(chunks) == 1:
+            text = scribe.write(prompts.GIST_UPDATE, material + "New turns. " + header + "\n" + "\n".join(chunks[0]))
+            return GistDraft(session_id, text, turns[-1].id, len(turns), 1, True)
+    room = scribe.budget(prompts.GIST) - count(header) - 16
+    chunks = pack(lines, room, count)
+    if len(chunks) == 1 and previous is None:
+        text = scribe.write(prompts.GIST, header + "\n" + "\n".join(chunks[0]))
+    else:
+        partials = [scribe.write(prompts.GIST, f"{header} (part {i} of {len(chunks)})\n" + "\n".join(chunk))
+                    for i, chunk in enumerate(chunks, 1)]
+        earlier = [previous.content] if previous is not None else []
+        text = scribe.reduce(prompts.MERGE, earlier + partials)
+    return GistDraft(session_id, text, turns[-1].id, len(turns), len(chunks), previous is not None)

@@ -1,0 +1,82 @@
+"""Reflection: the companion's mood, energy, self-narrative and reflections evolve from what happened.
+
+The model answers in JSON under a schema (llama.cpp constrains generation to
+it, so even a tiny model returns parseable JSON); the answer is validated and
+clamped, and when it still is not usable the previous state carries on with
+its energy easing towards the middle, marked as a fallback.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from ..store import Store
+from ..store.db import utc_now
+from . import prompts
+from .chunks import split_to
+from .scribe import Scribe
+
+NEUTRAL_ENERGY = 0.5
+
+
+class Reflection(BaseModel):
+    mood: str = Field(min_length=1, max_length=30)
+    energy: float
+    self_narrative: str = Field(min_length=1, max_length=200)
+    reflections: list[Annotated[str, Field(max_length=100)]] = Field(max_length=3)
+
+    @field_validator("energy")
+    @classmethod
+    def _clamp(cls, value: float) -> float:
+        return min(1.0, max(0.0, value))
+
+    @field_validator("mood", "self_narrative")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        value = " ".join(value.split())
+        if not value:
+            raise ValueError("empty")
+        return value
+
+
+def novelty_basis(store: Store) -> dict[str, Any]:
+    """Where the memory stands: reflection is due once it moved past the last reflection's basis."""
+    conn = store.conn()
+    last_exchange = conn.execute("SELECT coalesce(max(id), 0) FROM exchanges").fetchone()[0]
+    last_gist = conn.execute("SELECT coalesce(max(updated_at), '') FROM gists WHERE stale = 0").fetchone()[0]
+    return {"exchange": int(last_exchange), "gist": str(last_gist)}
+
+
+def novelty(store: Store) -> tuple[int, int]:
+    """New turns and new or updated gists since the last reflection."""
+    basis = (store.derived.self_state() or {}).get("basis") or {"exchange": 0, "gist": ""}
+    conn = store.conn()
+    turns = conn.execute("SELECT count(*) FROM exchanges WHERE id > ?", (int(basis.get("exchange", 0)),)).fetchone()[0]
+    gists = conn.execute("SELECT count(*) FROM gists WHERE stale = 0 AND updated_at > ?",
+                         (str(basis.get("gist", "")),)).fetchone()[0]
+    return int(turns), int(gists)
+
+
+def reflect(scribe: Scribe, store: Store, drives: dict[str, float]) -> dict[str, Any]:
+    """The next self-state (not stored yet)."""
+    previous = store.derived.self_state() or {}
+    basis = novelty_basis(store)
+    since = str((previous.get("basis") or {}).get("gist", ""))
+    budget = scribe.budget(prompts.REFLECT)
+    gists = [r[0] for r in store.conn().execute(
+        "SELECT content FROM gists WHERE stale = 0 AND updated_at > ? ORDER BY updated_at DESC LIMIT 8", (since,))]
+    parts = [f"Your last mood: {previous.get('mood', 'calm')}; energy {float(previous.get('energy', 0.5)):.1f}.",
+             f"How you saw yourself: {previous.get('self_narrative', 'I am new here.')}",
+             f"The current arc: {store.derived.narrative() or '(not written yet)'}",
+             "Your drives: " + ", ".join(f"{k} {v:.2f}" for k, v in drives.items()),
+             "What happened lately:\n" + ("\n".join(f"- {g}" for g in gists) or "- a few new exchanges")]
+    material = split_to("\n".join(parts), budget, scribe.count)[0]
+    answer = scribe.ask_json(prompts.REFLECT, material, Reflection)
+    if answer is None:
+        energy = float(previous.get("energy", NEUTRAL_ENERGY))
+        return {"mood": previous.get("mood", "calm"), "energy": round(energy + (NEUTRAL_ENERGY - energy) * 0.2, 3),
+                "self_narrative": previous.get("self_narrative", ""), "reflections": previous.get("reflections", []),
+                "fallback": True, "basis": basis, "reflected_at": utc_now()}
+    return {**answer.model_dump(), "fallback": False, "basis": basis, "reflected_at": utc_now()}

@@ -1,0 +1,133 @@
+"""The consolidated memory over HTTP: dream status and live log, profile, gists, digests, narrative, self-state.
+
+The live log is read from the store, so it shows passes of every process
+(the server's scheduler and standalone ``lyra dream`` workers alike).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+from sse_starlette.sse import EventSourceResponse
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import BadRequest, LyraError
+from ..mind.backlog import sense
+from ..mind.drives import compute_drives
+from ..mind.profile import normalize_key
+from .deps import app_state
+
+router = APIRouter(prefix="/api")
+POLL_S = 0.5
+
+
+class FactEdit(BaseModel):
+    key: str = Field(min_length=1, max_length=80)
+    value: str = Field(min_length=1, max_length=500)
+
+
+@router.get("/dream")
+async def dream_status(request: Request) -> dict[str, Any]:
+    """Backlog and drives now, the last finished pass, and whether a pass is running."""
+    state = app_state(request)
+
+    def read() -> dict[str, Any]:
+        backlog = sense(state.store, state.settings.dream)
+        return {"running": bool(state.dreams and state.dreams.running) or bool(state.store.dreams.running()),
+                "backlog": backlog.summary(), "drives": compute_drives(backlog),
+                "last_pass": state.store.dreams.last(),
+                "schedule": {"enabled": state.settings.dream.enabled, "interval_s": state.settings.dream.interval_s,
+                             "quiet_hours": state.settings.dream.quiet_hours, "idle_s": state.settings.dream.idle_s}}
+
+    return await run_in_threadpool(read)
+
+
+@router.post("/dream", status_code=202)
+async def dream_now(request: Request, force: bool = True) -> dict[str, Any]:
+    """Start a pass now; its progress arrives on ``/api/dream/events``."""
+    state = app_state(request)
+    if state.dreams is None:
+        raise LyraError("the dream scheduler is not running", hint="this happens only while the server starts")
+    started = state.dreams.run_now(force=force)
+    return {"started": started, "reason": None if started else "a pass is already running"}
+
+
+@router.get("/dream/events", response_model=None)
+async def dream_events(request: Request, after: int = Query(0, ge=0), follow: bool = True,
+                       limit: int = Query(200, ge=1, le=1000)) -> Any:
+    """The consolidation log after ``after``: JSON, or with ``follow`` an SSE stream that stays open."""
+    store = app_state(request).store
+    if not follow:
+        return {"events": await run_in_threadpool(store.coord.events, after, limit)}
+
+    async def stream() -> AsyncIterator[dict[str, str]]:
+        last = after
+        while not await request.is_disconnected():
+            for event in await run_in_threadpool(store.coord.events, last, limit):
+                last = event["id"]
+                yield {"event": "dream", "id": str(last), "data": json.dumps(event)}
+            await asyncio.sleep(POLL_S)
+
+    return EventSourceResponse(stream(), ping=15)
+
+
+@router.get("/profile")
+async def profile(request: Request) -> dict[str, Any]:
+    facts = await run_in_threadpool(app_state(request).store.derived.profile)
+    return {"facts": [dataclasses.asdict(f) for f in facts]}
+
+
+@router.get("/profile/history")
+async def profile_history(request: Request, key: str) -> dict[str, Any]:
+    facts = await run_in_threadpool(app_state(request).store.derived.fact_history, normalize_key(key))
+    return {"key": normalize_key(key), "history": [dataclasses.asdict(f) for f in facts]}
+
+
+@router.put("/profile")
+async def set_fact(body: FactEdit, request: Request) -> dict[str, Any]:
+    """The user's own correction: it supersedes the current value, which stays in history."""
+    key = normalize_key(body.key)
+    if not key:
+        raise BadRequest("a fact needs a key made of letters or digits")
+    fact = await run_in_threadpool(app_state(request).store.derived.set_fact, key, body.value.strip(),
+                                   author="user")
+    return dataclasses.asdict(fact)
+
+
+@router.delete("/profile/{key}")
+async def retire_fact(key: str, request: Request) -> dict[str, Any]:
+    retired = await run_in_threadpool(app_state(request).store.derived.delete_fact, normalize_key(key))
+    return {"retired": retired}
+
+
+@router.get("/sessions/{session_id}/gist")
+async def session_gist(session_id: int, request: Request) -> dict[str, Any]:
+    store = app_state(request).store
+    await run_in_threadpool(store.sessions.get, session_id)  # 404 for an unknown session
+    gist = await run_in_threadpool(store.derived.gist, session_id)
+    return {"gist": None if gist is None else dataclasses.asdict(gist)}
+
+
+@router.get("/digests")
+async def digests(request: Request, granularity: Literal["day", "week", "month"] | None = None) -> dict[str, Any]:
+    rows = await run_in_threadpool(app_state(request).store.derived.digests, granularity)
+    return {"digests": [dataclasses.asdict(d) for d in rows]}
+
+
+@router.get("/narrative")
+async def narrative(request: Request) -> dict[str, Any]:
+    return {"narrative": await run_in_threadpool(app_state(request).store.derived.narrative)}
+
+
+@router.get("/self")
+async def self_state(request: Request) -> dict[str, Any]:
+    """The companion's mood, energy, self-narrative and reflections, and its drives."""
+    store = app_state(request).store
+    return {"self_state": await run_in_threadpool(store.derived.self_state),
+            "drives": await run_in_threadpool(store.dreams.drives)}
