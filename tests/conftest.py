@@ -57,7 +57,9 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     def make(toml: str = "", **env: str) -> Settings:
         config = tmp_path / "lyra.toml"
         config.write_text(toml)
-        merged = {"LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR), **env}
+        # The scheduled dream cycle stays off unless a test turns it on: it would use the models in the background.
+        merged = {"LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR),
+                  "LYRA_DREAM__ENABLED": "false", **env}
         return load_settings(config, env=merged)
 
     return make
@@ -94,7 +96,7 @@ class LlamaServer:
         self.log_path = log_path
         self.config_path = log_path.with_suffix(".json")
         self.config_path.write_text(json.dumps({
-            "host": "127.0.0.1", "port": self.port,
+            "host": "127.0.0.1", "port": self.port, "interrupt_requests": False,
             "models": [{"model": str(model), "model_alias": alias, "verbose": False, **model_settings}],
         }))
         self.proc: subprocess.Popen[bytes] | None = None

@@ -33,7 +33,8 @@ def run_lyra(*args: str, env: dict[str, str], timeout: float = 120) -> subproces
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR)}
+    return {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR),
+            "LYRA_DREAM__ENABLED": "false"}
 
 
 def test_doctor_with_a_bad_config_says_what_and_how(tmp_path: Path, env: dict[str, str]) -> None:

@@ -181,8 +181,9 @@ class ServerBackend:
         for path in ("/props", "/v1/models"):
             try:
                 resp = self._client.get(path)
-            except httpx.TransportError:
-                break
+            except httpx.TransportError as exc:
+                raise ModelUnavailable(f"model server {self.spec.base_url} is not reachable ({_reason(exc)})",
+                                       hint=self._hint()) from exc
             if resp.status_code == 200:
                 found = _find_n_ctx(resp.json())
                 if found:
@@ -222,6 +223,8 @@ def _parse_chat_stream(lines: Iterator[str]) -> Iterator[ChatDelta]:
             finish = choice.get("finish_reason")
             if text or finish:
                 yield ChatDelta(text, finish)
+    # llama-cpp-python's server cuts a stream short when another request arrives (interrupt_requests)
+    raise Retryable("the server ended the stream early (no [DONE])")
 
 
 def _first_vector(embedding: Any) -> list[float]:

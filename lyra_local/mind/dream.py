@@ -42,6 +42,7 @@ from .scribe import Scribe, Stopped
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Event = dict[str, Any]
+LEASE_POLL_S = 0.5
 
 
 class Deferred(Exception):
@@ -137,29 +138,33 @@ class Dreamer:
             return
         vector = self._embed(draft.text)
         gist = self.store.derived.put_gist(session_id, draft.text, draft.covers_upto, vector, self.embedder.name)
-        self._act("gist", f"session:{session_id}", gist_id=gist.id, turns=draft.turns, chunks=draft.chunks,
+        self._act("gist", f"session:{session_id}", gist_id=gist.id, covers_upto=draft.covers_upto,
+                  turns=draft.turns, chunks=draft.chunks,
                   updated=draft.updated, calls=scribe.calls, preempted=scribe.preemptions, text=draft.text)
 
     # -- coherence: profile, digests, narrative ----------------------------------------------
 
     def _consolidate(self) -> None:
-        self._unit("profile", self._profile)
+        self._unit("profile", self._profile, wait=True)
         for job in digests.plan(self.store).jobs:
             self._unit(f"digest:{job.granularity}:{job.period}", lambda scribe, job=job: self._digest(scribe, job))
         obsolete = digests.plan(self.store).obsolete
         if obsolete:
             self.store.derived.delete_digests(obsolete)
             self._act("digests.deleted", None, periods=[f"{g}:{p}" for g, p in obsolete])
-        self._unit("narrative", self._narrative)
+        self._unit("narrative", self._narrative, wait=True)
 
     def _profile(self, scribe: Scribe) -> None:
-        for gist, observed_at in self.store.derived.unprofiled_gists():
-            facts = extract_facts(scribe, gist.content, self.store.derived.profile())
-            if facts is None:
-                self._event("profile.fallback", f"session:{gist.session_id}",
-                            reason="the model's JSON did not validate; no facts taken from this gist")
-            stored = self.store.derived.apply_facts(gist, facts or [], observed_at)
-            self._act("profile", f"session:{gist.session_id}", facts={f.key: f.value for f in stored})
+        # Gists that land while we work (another dreamer's) are read too, before the lease goes.
+        while batch := self.store.derived.unprofiled_gists():
+            for gist, observed_at in batch:
+                facts = extract_facts(scribe, gist.content, self.store.derived.profile())
+                if facts is None:
+                    self._event("profile.fallback", f"session:{gist.session_id}",
+                                reason="the model's JSON did not validate; no facts taken from this gist")
+                stored = self.store.derived.apply_facts(gist, facts or [], observed_at)
+                self._act("profile", f"session:{gist.session_id}", covers_upto=gist.covers_upto,
+                          facts={f.key: f.value for f in stored})
 
     def _digest(self, scribe: Scribe, job: digests.DigestJob) -> None:
         fresh = digests.plan(self.store)
@@ -173,7 +178,7 @@ class Dreamer:
         digest = self.store.derived.put_digest(job.granularity, job.period, text, len(job.sources), vector,
                                                self.embedder.name, basis=job.basis)
         self._act("digest", f"{job.granularity}:{job.period}", digest_id=digest.id, sources=len(job.sources),
-                  text=text)
+                  basis=job.basis, text=text)
 
     def _narrative(self, scribe: Scribe) -> None:
         if not narrative_due(self.store):
@@ -182,7 +187,7 @@ class Dreamer:
             return
         text, basis = write_narrative(scribe, self.store, self.settings.companion.timeline_days)
         self.store.derived.set_narrative(text, basis)
-        self._act("narrative", None, text=text)
+        self._act("narrative", None, basis=basis, text=text)
 
     # -- curiosity: reflection ---------------------------------------------------------------------
 
@@ -193,18 +198,29 @@ class Dreamer:
             state = reflect(scribe, self.store, drives)
             self.store.derived.set_self_state(state)
             self._act("reflect", None, mood=state["mood"], energy=state["energy"], fallback=state["fallback"],
-                      self_narrative=state["self_narrative"])
+                      basis=state["basis"], self_narrative=state["self_narrative"])
 
-        self._unit("reflect", work)
+        self._unit("reflect", work, wait=True)
 
     # -- units, leases, backoff ------------------------------------------------------------------
 
-    def _unit(self, resource: str, work: Callable[[Scribe], None]) -> None:
-        """Run ``work`` under a lease on ``resource``; skip it if another dreamer holds it."""
+    def _unit(self, resource: str, work: Callable[[Scribe], None], *, wait: bool = False) -> None:
+        """Run ``work`` under a lease on ``resource``.
+
+        If another dreamer holds it, a per-item unit is skipped (the holder is doing
+        exactly that); with ``wait`` (the profile, narrative and self-state, one of
+        each), we wait for the holder and then re-check what is left to do.
+        """
         if self.stop.is_set():
             raise Deferred("stopping")
         coord, ttl = self.store.coord, self.dream.lease_s
         taken = coord.acquire(resource, self.id, ttl, note="dream cycle")
+        if not taken.ok and wait:
+            self._event("waiting", resource, holder=taken.lease.holder)
+            while not taken.ok:
+                if self.stop.wait(LEASE_POLL_S):
+                    raise Deferred("stopping")
+                taken = coord.acquire(resource, self.id, ttl, note="dream cycle")
         if not taken.ok:
             self._event("skip", resource, holder=taken.lease.holder)
             return
@@ -213,10 +229,12 @@ class Dreamer:
                 raise LyraError(f"lost the lease on {resource} (a call outlived dream.lease_s)",
                                 hint="raise dream.lease_s for this summary model")
 
-        scribe = Scribe(self.summary, reply_tokens=self.dream.summary_tokens, names=self._names(), stop=self.stop,
-                        keepalive=renew)
+        def attempt() -> None:  # a fresh scribe per try: asking a server its context may fail too
+            work(Scribe(self.summary, reply_tokens=self.dream.summary_tokens, names=self._names(), stop=self.stop,
+                        keepalive=renew))
+
         try:
-            self._with_backoff(resource, lambda: work(scribe))
+            self._with_backoff(resource, attempt)
         except LyraError as exc:  # a bad answer or request: this unit waits for the next pass
             self._event("error", resource, error=str(exc), hint=exc.hint)
         finally:
