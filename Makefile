@@ -40,10 +40,15 @@ endif
 models: $(STAMP)
 	$(BIN)/lyra models fetch --models-dir models
 
-bench: setup
+bench: setup $(VENV)/llama-server/bin/llama-server
 	$(BIN)/python scripts/bench_models.py
 	$(BIN)/python scripts/bench_recall.py
 	$(BIN)/python scripts/bench_chat.py
+	$(BIN)/python scripts/bench_dream.py
+
+# llama.cpp's own server (parallel slots) for bench_dream, from the pinned sources.
+$(VENV)/llama-server/bin/llama-server: $(STAMP)
+	PYTHON=$(BIN)/python LLAMA_CPP_VERSION=$(LLAMA_CPP_VERSION) scripts/build_llama_server.sh $(VENV)/llama-server
 
 clean:
 	rm -rf $(VENV) models/*.gguf models/sources models/manifest.json

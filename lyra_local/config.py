@@ -186,6 +186,15 @@ class DreamSettings(_Strict):
     retry: RetryPolicy = Field(RetryPolicy(max_attempts=8, initial_delay_s=2.0, max_delay_s=60.0),
                                description="Backoff of a pass while the summary model is unreachable.")
 
+    @field_validator("quiet_hours")
+    @classmethod
+    def _valid_clock(cls, value: str | None) -> str | None:
+        for part in (value or "").split("-") if value else ():
+            hours, minutes = (int(x) for x in part.split(":"))
+            if not (0 <= hours < 24 and 0 <= minutes < 60):
+                raise ValueError(f"{part} is not a time of day (HH:MM)")
+        return value
+
 
 class Settings(_Strict):
     """Everything `lyra` is configured with."""

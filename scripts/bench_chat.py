@@ -132,7 +132,7 @@ def main() -> None:
                 total_ms.append((t2 - t0) * 1000)
         print(f"\n### Context assembly at {args.exchanges:,} exchanges, ms\n")
         print("| step | p50 | p95 |\n|---|---|---|")
-        for name, values in (("gather (recall x3, profile, world, history)", gather_ms),
+        for name, values in (("gather (recall x2, timeline, profile, world, history)", gather_ms),
                              ("assemble (budgets, chat-model tokenizer)", assemble_ms),
                              ("total", total_ms)):
             print(f"| {name} | {statistics.median(values):.1f} | {pct(values, 0.95):.1f} |")

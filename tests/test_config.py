@@ -125,3 +125,9 @@ def test_missing_custom_model_file_points_at_the_setting(make_settings, tmp_path
     settings = make_settings(f'[models.chat]\npath = "{tmp_path}/qwen-8b.gguf"\n')
     problems = missing_model_files(settings)
     assert any("qwen-8b.gguf" in p and "models.chat.path" in p for p in problems)
+
+
+def test_quiet_hours_must_be_times_of_day(make_settings) -> None:
+    assert make_settings('[dream]\nquiet_hours = "23:00-07:30"\n').dream.quiet_hours == "23:00-07:30"
+    with pytest.raises(ConfigError, match="dream.quiet_hours"):
+        make_settings('[dream]\nquiet_hours = "25:00-07:00"\n')

@@ -13,6 +13,7 @@ with jitter); past the bound the pass ends "deferred" and the work waits.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -90,7 +91,7 @@ class Dreamer:
         status, error = "done", None
         try:
             if self._acts(force, before, "continuity"):
-                self._summarize(backlog)
+                self.summarize(backlog)
             drives = compute_drives(sense(self.store, self.dream, force=force))
             if self._acts(force, drives, "coherence"):
                 self._consolidate()
@@ -118,7 +119,8 @@ class Dreamer:
 
     # -- continuity: session gists ---------------------------------------------------------
 
-    def _summarize(self, backlog: Backlog) -> None:
+    def summarize(self, backlog: Backlog) -> None:
+        """Gist every ripe session of ``backlog``, ``dream.concurrency`` at a time."""
         def one(session_id: int) -> None:
             self._unit(f"gist:{session_id}", lambda scribe: self._gist(scribe, session_id))
 
@@ -147,7 +149,7 @@ class Dreamer:
     def _consolidate(self) -> None:
         self._unit("profile", self._profile, wait=True)
         for job in digests.plan(self.store).jobs:
-            self._unit(f"digest:{job.granularity}:{job.period}", lambda scribe, job=job: self._digest(scribe, job))
+            self._unit(f"digest:{job.granularity}:{job.period}", functools.partial(self._digest, job=job))
         obsolete = digests.plan(self.store).obsolete
         if obsolete:
             self.store.derived.delete_digests(obsolete)
@@ -166,7 +168,7 @@ class Dreamer:
                 self._act("profile", f"session:{gist.session_id}", covers_upto=gist.covers_upto,
                           facts={f.key: f.value for f in stored})
 
-    def _digest(self, scribe: Scribe, job: digests.DigestJob) -> None:
+    def _digest(self, scribe: Scribe, *, job: digests.DigestJob) -> None:
         fresh = digests.plan(self.store)
         if not any(j == job for j in fresh.jobs):
             return  # built by someone else meanwhile, or its sources changed again

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from datetime import time as clock
 
-from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 
 from ..config import DreamSettings
 from .dream import Dreamer, PassReport
@@ -29,10 +29,13 @@ def in_quiet_hours(spec: str | None, now: clock) -> bool:
     """``"23:00-07:00"`` -> True from 23:00 to 06:59 (windows may wrap midnight)."""
     if not spec:
         return False
-    start_s, end_s = spec.split("-")
-    start = clock(*map(int, start_s.split(":")))
-    end = clock(*map(int, end_s.split(":")))
+    start, end = (_clock(part) for part in spec.split("-"))
     return start <= now < end if start <= end else now >= start or now < end
+
+
+def _clock(text: str) -> clock:
+    hours, minutes = text.split(":")
+    return clock(int(hours), int(minutes))
 
 
 class DreamScheduler:

@@ -202,21 +202,23 @@ def set_fact(conn: sqlite3.Connection, key: str, value: str, source_session_id: 
     overrides what a newer one said.
     """
     now = utc_now()
-    current = conn.execute("SELECT * FROM profile_facts WHERE key = ? AND superseded_at IS NULL AND stale = 0",
-                           (key,)).fetchone()
+    current: sqlite3.Row | None = conn.execute(
+        "SELECT * FROM profile_facts WHERE key = ? AND superseded_at IS NULL AND stale = 0", (key,)).fetchone()
     if current is not None and same_value(current["value"], value):
-        return current  # type: ignore[no-any-return]
-    row = conn.execute(
+        return current
+    row: sqlite3.Row = conn.execute(
         "INSERT INTO profile_facts (key, value, source_session_id, author, created_at, observed_at) "
         "VALUES (?, ?, ?, ?, ?, ?) RETURNING *", (key, value, source_session_id, author, now, observed_at)).fetchone()
     if current is None:
-        return row  # type: ignore[no-any-return]
+        return row
     if (current["observed_at"] or "") <= observed_at:
         conn.execute("UPDATE profile_facts SET superseded_by = ?, superseded_at = ? WHERE id = ?",
                      (row["id"], now, current["id"]))
-        return row  # type: ignore[no-any-return]
-    return conn.execute("UPDATE profile_facts SET superseded_by = ?, superseded_at = ? WHERE id = ? RETURNING *",
-                        (current["id"], now, row["id"])).fetchone()  # type: ignore[no-any-return]
+        return row
+    older: sqlite3.Row = conn.execute(
+        "UPDATE profile_facts SET superseded_by = ?, superseded_at = ? WHERE id = ? RETURNING *",
+        (current["id"], now, row["id"])).fetchone()
+    return older
 
 
 def _gist(row: sqlite3.Row) -> Gist:

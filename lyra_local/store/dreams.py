@@ -53,7 +53,8 @@ class DreamLog:
         last = self.last()
         if last is None:
             return None
-        return last["drives_after"] or last["drives_before"]
+        drives: dict[str, float] | None = last["drives_after"] or last["drives_before"]
+        return drives
 
     def running(self, alive_s: float = 600.0) -> list[dict[str, Any]]:
         """Passes in progress whose process still heartbeats (a crashed one's pass is not shown)."""
