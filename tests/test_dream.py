@@ -244,3 +244,9 @@ def test_the_schema_is_sent_to_the_model(tmp_path: Path, settings: Settings) -> 
     assert any(s.get("required") == ["facts"] for s in schemas)
     assert any(set(s.get("required", [])) == {"mood", "energy", "self_narrative", "reflections"} for s in schemas)
     assert re.search(r"\bSam\b", model.history[0][0][0]["content"])
+
+
+def test_a_scheduled_pass_with_nothing_to_do_leaves_no_record(tmp_path: Path, settings: Settings) -> None:
+    store = Store(tmp_path / "data")
+    report = dreamer(store, settings).run_pass()
+    assert report.status == "idle" and store.dreams.last() is None and store.coord.events() == []

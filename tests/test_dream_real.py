@@ -9,6 +9,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from lyra_local.llm.registry import Models
 from lyra_local.mind import Dreamer, PassReport
 from lyra_local.mind.backlog import sense
 from lyra_local.store import Store
+from lyra_local.store.db import to_iso
 
 from .conftest import MODELS_DIR, LlamaServer, base_env
 from .test_dream import add_session
@@ -173,6 +175,7 @@ def test_two_dream_processes_do_each_unit_exactly_once(
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
     outputs = [p.communicate(timeout=600)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
+    assert all("dream pass" in out and "done:" in out for out in outputs)
 
     events = store.coord.events(limit=5000)
     starts = {e["instance_id"] for e in events if e["kind"] == "pass.start"}
@@ -183,4 +186,28 @@ def test_two_dream_processes_do_each_unit_exactly_once(
     doers = {e["instance_id"] for e in events if e["kind"] == "gist"}
     assert len(doers) == 2, "one process did every gist: the test did not exercise contention"
     assert store.coord.leases() == []
+    store.close()
+
+
+@pytest.mark.slow
+def test_the_dream_yields_the_shared_model_to_a_chat_turn(
+        make_settings: Callable[..., Settings], chat_model: LocalChatModel, embedder: LocalEmbedder) -> None:
+    settings = make_settings('[companion]\nuser_name = "Sam"\n[dream]\nsession_idle_s = 0\nsummary_tokens = 200\n')
+    store = Store(settings.data_dir)
+    sid = add_session(store, "the long walk", "2024-03-04", long_turns(40))
+    dreamer = Dreamer(store, chat_model, embedder, settings)
+    runner = threading.Thread(target=dreamer.summarize, args=(sense(store, settings.dream, force=True),))
+    runner.start()
+    deadline = time.monotonic() + 120
+    while not chat_model._model._lock.locked():  # the dream is generating now
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    reply = chat_model.complete([{"role": "user", "content": "Say hello."}])
+    answered_at = to_iso(datetime.now(timezone.utc))
+    runner.join(300)
+    assert reply.text
+    gist = next(e for e in store.coord.events() if e["kind"] == "gist")
+    # the dream stopped at its next token and started its summary again after the turn
+    assert gist["detail"]["preempted"] >= 1 and gist["at"] > answered_at
+    assert store.derived.gist(sid) is not None
     store.close()

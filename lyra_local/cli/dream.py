@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         dreamer.close()
         store.close()
         models.close()
-    return 0 if report.status == "done" else 3
+    return 0 if report.status in ("done", "idle") else 3
 
 
 def _print_event(console: Console, event: dict[str, Any]) -> None:
@@ -72,6 +72,9 @@ def _print_event(console: Console, event: dict[str, Any]) -> None:
 
 
 def _print_report(console: Console, report: PassReport) -> None:
+    if report.status == "idle":
+        console.print("nothing to consolidate: the memory is caught up")
+        return
     table = Table(title=f"dream pass {report.pass_id}: {report.status}" + (" (forced)" if report.forced else ""))
     table.add_column("drive")
     table.add_column("before", justify="right")

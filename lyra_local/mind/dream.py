@@ -82,9 +82,12 @@ class Dreamer:
     # -- the pass ------------------------------------------------------------------------
 
     def run_pass(self, *, force: bool = False) -> PassReport:
-        self._register()
+        """One pass; a scheduled pass with nothing to do is not recorded (status "idle")."""
         backlog = sense(self.store, self.dream, force=force)
         before = compute_drives(backlog)
+        if backlog.empty and not force:
+            return PassReport(0, "idle", False, before, before, backlog.summary(), backlog.summary())
+        self._register()
         pass_id = self.store.dreams.start(self.id, forced=force, backlog=backlog.summary(), drives=before)
         self._actions = []
         self._event("pass.start", None, forced=force, drives=before, backlog=backlog.summary())
@@ -121,26 +124,28 @@ class Dreamer:
 
     def summarize(self, backlog: Backlog) -> None:
         """Gist every ripe session of ``backlog``, ``dream.concurrency`` at a time."""
-        def one(session_id: int) -> None:
-            self._unit(f"gist:{session_id}", lambda scribe: self._gist(scribe, session_id))
+        total = len(backlog.ripe)
 
-        if self.dream.concurrency == 1 or len(backlog.ripe) < 2:
-            for session_id in backlog.ripe:
-                one(session_id)
+        def one(n: int, session_id: int) -> None:
+            self._unit(f"gist:{session_id}", lambda scribe: self._gist(scribe, session_id, f"{n}/{total}"))
+
+        if self.dream.concurrency == 1 or total < 2:
+            for n, session_id in enumerate(backlog.ripe, 1):
+                one(n, session_id)
             return
         with ThreadPoolExecutor(self.dream.concurrency, thread_name_prefix="dream") as pool:
-            results = [pool.submit(one, sid) for sid in backlog.ripe]
+            results = [pool.submit(one, n, sid) for n, sid in enumerate(backlog.ripe, 1)]
         errors = [exc for exc in (f.exception() for f in results) if exc is not None]
         if errors:
             raise errors[0]
 
-    def _gist(self, scribe: Scribe, session_id: int) -> None:
+    def _gist(self, scribe: Scribe, session_id: int, progress: str) -> None:
         draft = draft_gist(scribe, self.store, session_id)  # None: someone else caught it up already
         if draft is None:
             return
         vector = self._embed(draft.text)
         gist = self.store.derived.put_gist(session_id, draft.text, draft.covers_upto, vector, self.embedder.name)
-        self._act("gist", f"session:{session_id}", gist_id=gist.id, covers_upto=draft.covers_upto,
+        self._act("gist", f"session:{session_id}", progress=progress, gist_id=gist.id, covers_upto=draft.covers_upto,
                   turns=draft.turns, chunks=draft.chunks,
                   updated=draft.updated, calls=scribe.calls, preempted=scribe.preemptions, text=draft.text)
 
