@@ -10,13 +10,21 @@ LLAMA_CPP_VERSION := 0.3.36
 JOBS := $(shell nproc 2>/dev/null || echo 2)
 PYTEST_ARGS ?=
 
-.PHONY: run test setup models bench clean
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test setup models browser bench clean
 
 run: setup
 	$(BIN)/lyra serve
 
-test: setup
+test: setup browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The web UI tests drive Debian's chromium (through playwright, no browser download).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium for the browser tests"; \
+		$(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
 
 setup: $(STAMP) models
 

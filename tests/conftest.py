@@ -7,6 +7,7 @@ skips, so a green run always means the real components were exercised.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -144,3 +145,37 @@ def embed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     server.start()
     yield server
     server.kill()
+
+
+class Served:
+    """A running `lyra serve` process: its URL, its config file and its log."""
+
+    def __init__(self, proc: subprocess.Popen[str], url: str, config: Path, log: Path) -> None:
+        self.proc, self.url, self.config, self.log = proc, url, config, log
+
+
+@contextlib.contextmanager
+def serve_lyra(tmp_path: Path, env: dict[str, str], toml: str = "") -> Iterator[Served]:
+    """`lyra serve` in its own process on a free loopback port, as `make run` starts it."""
+    require_file(CHAT_GGUF)
+    port = free_port()
+    config = tmp_path / "lyra.toml"
+    config.write_text(toml)
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "lyra_local", "--config", str(config), "serve", "--port",
+                                 str(port)], env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+    try:
+        yield Served(proc, url, config, log)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

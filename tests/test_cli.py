@@ -20,7 +20,7 @@ from lyra_local.cli.serve import is_loopback
 from lyra_local.memory import Memory
 from lyra_local.store import Store
 
-from .conftest import CHAT_GGUF, MODELS_DIR, base_env, free_port, require_file
+from .conftest import CHAT_GGUF, MODELS_DIR, Served, base_env, free_port, require_file, serve_lyra
 from .fakes import FakeEmbedder
 from .sse import sse_events
 
@@ -98,34 +98,11 @@ def test_loopback_detection() -> None:
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
 
 
-class Served:
-    def __init__(self, proc: subprocess.Popen[str], url: str, config: Path) -> None:
-        self.proc, self.url, self.config = proc, url, config
-
-
 @pytest.fixture
 def served(tmp_path: Path, env: dict[str, str]) -> Iterator[Served]:
     """`lyra serve` in its own process, as `make run` starts it."""
-    require_file(CHAT_GGUF)
-    port = free_port()
-    config = tmp_path / "lyra.toml"
-    config.write_text("[models.chat.sampling]\nmax_tokens = 48\n")
-    log = tmp_path / "serve.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([*LYRA, "--config", str(config), "serve", "--port", str(port)], env=env,
-                                stdout=out, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            assert proc.poll() is None, log.read_text()
-            time.sleep(0.2)
-    yield Served(proc, url, config)
-    proc.terminate()
-    proc.wait(timeout=20)
+    with serve_lyra(tmp_path, env, "[models.chat.sampling]\nmax_tokens = 48\n") as served:
+        yield served
 
 
 @pytest.mark.slow

@@ -143,6 +143,9 @@ class Coordination:
                                ).fetchone()
         return int(row[0])
 
+    def last_event_id(self) -> int:
+        return int(self.store.conn().execute("SELECT coalesce(max(id), 0) FROM consolidation_log").fetchone()[0])
+
     def events(self, after_id: int = 0, limit: int = 200) -> list[dict[str, Any]]:
         rows = self.store.conn().execute("SELECT * FROM consolidation_log WHERE id > ? ORDER BY id LIMIT ?",
                                          (after_id, limit))

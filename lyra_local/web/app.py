@@ -33,7 +33,7 @@ from ..memory import Memory
 from ..mind import Dreamer
 from ..mind.scheduler import DreamScheduler
 from ..store import Store
-from . import admin, memory_api, mind_api, openai_api, sessions_api
+from . import admin, memory_api, mind_api, openai_api, sessions_api, ui
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = {"/health"}
@@ -125,6 +125,7 @@ def create_app(
     app.include_router(memory_api.router)
     app.include_router(sessions_api.router)
     app.include_router(mind_api.router)
+    app.include_router(ui.router)
 
     @app.exception_handler(LyraError)
     async def lyra_error(request: Request, exc: LyraError) -> JSONResponse:
@@ -133,7 +134,8 @@ def create_app(
     @app.middleware("http")
     async def require_token(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         token = state.settings.server.api_token
-        if token is None or request.url.path in OPEN_PATHS:
+        path = request.url.path
+        if token is None or path in OPEN_PATHS or path == "/" or path.startswith("/static/"):
             return await call_next(request)
         given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         if hmac.compare_digest(given.encode(), token.get_secret_value().encode()):

@@ -25,6 +25,7 @@ from .deps import app_state
 
 router = APIRouter(prefix="/api")
 POLL_S = 0.5
+TAIL = 50
 
 
 class FactEdit(BaseModel):
@@ -59,10 +60,13 @@ async def dream_now(request: Request, force: bool = True) -> dict[str, Any]:
 
 
 @router.get("/dream/events", response_model=None)
-async def dream_events(request: Request, after: int = Query(0, ge=0), follow: bool = True,
+async def dream_events(request: Request, after: int | None = Query(None, ge=0), follow: bool = True,
                        limit: int = Query(200, ge=1, le=1000)) -> Any:
-    """The consolidation log after ``after``: JSON, or with ``follow`` an SSE stream that stays open."""
+    """The consolidation log after ``after`` (default: its last 50 events): JSON, or with ``follow`` an
+    SSE stream that stays open."""
     store = app_state(request).store
+    if after is None:
+        after = max(0, await run_in_threadpool(store.coord.last_event_id) - TAIL)
     if not follow:
         return {"events": await run_in_threadpool(store.coord.events, after, limit)}
 

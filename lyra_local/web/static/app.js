@@ -1,0 +1,497 @@
+/* Lyra's web UI: sessions, streamed chat, the memory, the dream cycle, settings.
+ * Plain JS, no build step. Every string from the server goes into the page as
+ * text (textContent) or through LyraMarkdown, never as HTML. */
+"use strict";
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const el = (tag, props = {}, ...children) => {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(props)) {
+      if (k === "class") node.className = v;
+      else if (k === "text") node.textContent = v;
+      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+      else if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? "" : v);
+    }
+    node.append(...children.filter((c) => c !== null && c !== undefined));
+    return node;
+  };
+
+  const state = { sessions: [], current: null, streaming: null, panel: null, logAbort: null, lastEvent: null,
+                  dreaming: false, user: "You", companion: "Lyra" };
+
+  // -- HTTP ----------------------------------------------------------------------------------
+
+  function headers(extra = {}) {
+    const token = localStorage.getItem("lyra-token");
+    return token ? { ...extra, Authorization: `Bearer ${token}` } : extra;
+  }
+
+  async function api(path, options = {}) {
+    const init = { ...options, headers: headers(options.body ? { "Content-Type": "application/json" } : {}) };
+    if (options.body && typeof options.body !== "string") init.body = JSON.stringify(options.body);
+    const resp = await fetch(path, init);
+    if (resp.status === 401 && await askToken()) return api(path, options);
+    const data = resp.headers.get("content-type")?.includes("json") ? await resp.json() : null;
+    if (!resp.ok) throw new Error(describe(data, resp));
+    return data;
+  }
+
+  function describe(data, resp) {
+    const err = data && (data.error || data.detail);
+    if (err && err.message) return err.hint ? `${err.message} — ${err.hint}` : err.message;
+    if (Array.isArray(err)) return err.map((e) => e.msg).join("; ");
+    return `${resp.status} ${resp.statusText}`;
+  }
+
+  /* Server-sent events over fetch (EventSource cannot send the API token). */
+  async function sse(path, init, onEvent) {
+    const resp = await fetch(path, { ...init, headers: headers(init.body ? { "Content-Type": "application/json" } : {}) });
+    if (resp.status === 401 && await askToken()) return sse(path, init, onEvent);
+    if (!resp.ok) throw new Error(describe(await resp.json().catch(() => null), resp));
+    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let cut;
+      while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, "");
+        let event = "message";
+        const data = [];
+        for (const line of block.split(/\r?\n/)) {
+          if (line.startsWith("event:")) event = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        }
+        if (data.length) onEvent(event, JSON.parse(data.join("\n")));
+      }
+    }
+  }
+
+  function askToken() {
+    const dialog = $("token-dialog");
+    return new Promise((resolve) => {
+      dialog.addEventListener("close", () => {
+        const token = $("token-input").value.trim();
+        if (token) localStorage.setItem("lyra-token", token);
+        resolve(Boolean(token));
+      }, { once: true });
+      dialog.showModal();
+    });
+  }
+
+  function showError(message) {
+    const box = $("error");
+    box.replaceChildren(el("span", { text: message }), el("button", {
+      class: "icon-button", "aria-label": "Dismiss", text: "✕", onclick: () => { box.hidden = true; } }));
+    box.hidden = !message;
+  }
+
+  function showNotice(message) {
+    $("notice").textContent = message;
+    $("notice").hidden = !message;
+  }
+
+  // -- sessions --------------------------------------------------------------------------------
+
+  async function loadSessions() {
+    state.sessions = (await api("/api/sessions")).sessions;
+    renderSessions();
+  }
+
+  function renderSessions() {
+    const list = $("session-list");
+    list.replaceChildren(...state.sessions.map((s) => {
+      const name = el("button", { class: "session-name", text: s.name, title: s.name,
+                                  "aria-current": s.id === state.current ? "true" : null,
+                                  onclick: () => selectSession(s.id) });
+      const rename = el("button", { class: "icon-button", "aria-label": `Rename ${s.name}`, text: "✎",
+                                    onclick: () => startRename(item, s) });
+      const remove = el("button", { class: "icon-button", "aria-label": `Delete ${s.name}`, text: "✕",
+                                    onclick: () => confirmDelete(s) });
+      const item = el("li", { class: s.id === state.current ? "active" : "" }, name,
+                      el("span", { class: "session-actions" }, rename, remove));
+      return item;
+    }));
+  }
+
+  function startRename(item, session) {
+    const input = el("input", { value: session.name, "aria-label": "New name", maxlength: "200" });
+    let done = false;
+    const finish = async (save) => {
+      if (done) return;
+      done = true;
+      if (save && input.value.trim() && input.value.trim() !== session.name) {
+        try { await api(`/api/sessions/${session.id}`, { method: "PATCH", body: { name: input.value.trim() } }); }
+        catch (e) { showError(e.message); }
+      }
+      await loadSessions();
+    };
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") { e.preventDefault(); finish(true); }
+      if (e.key === "Escape") { e.preventDefault(); finish(false); }
+    });
+    input.addEventListener("blur", () => finish(true));
+    item.replaceChildren(input);
+    input.focus();
+    input.select();
+  }
+
+  function confirmDelete(session) {
+    const dialog = $("confirm-dialog");
+    $("confirm-text").textContent = `“${session.name}” is deleted with everything remembered from it.`;
+    dialog.addEventListener("close", async () => {
+      if (dialog.returnValue !== "ok") return;
+      try {
+        await api(`/api/sessions/${session.id}`, { method: "DELETE" });
+        if (state.current === session.id) { state.current = null; renderMessages([]); }
+        await loadSessions();
+      } catch (e) { showError(e.message); }
+    }, { once: true });
+    dialog.returnValue = "";
+    dialog.showModal();
+  }
+
+  async function selectSession(id) {
+    state.current = id;
+    renderSessions();
+    closeSessionsOnNarrow();
+    try {
+      renderMessages((await api(`/api/sessions/${id}/messages`)).messages);
+    } catch (e) { showError(e.message); }
+    if (state.panel === "memory") loadMemory();
+    $("composer-input").focus();
+  }
+
+  async function newSession(name) {
+    const session = await api("/api/sessions", { method: "POST", body: name ? { name } : {} });
+    state.sessions.unshift(session);
+    state.current = session.id;
+    renderSessions();
+    renderMessages([]);
+    return session;
+  }
+
+  // -- messages ---------------------------------------------------------------------------------
+
+  function renderMessages(messages) {
+    $("messages").replaceChildren(...messages.map((m) => messageItem(m.role, m.content, m.id)));
+    $("empty").hidden = messages.length > 0;
+    scrollDown();
+  }
+
+  function messageItem(role, content, id) {
+    const body = el("div", { class: "bubble" });
+    const who = role === "assistant" ? state.companion : state.user;
+    const item = el("li", { class: `message ${role}`, "data-id": id ?? "" },
+                    el("span", { class: "who", text: who }), body);
+    setContent(item, content);
+    if (role === "assistant" && id) item.append(whyToggle(id));
+    return item;
+  }
+
+  function setContent(item, text) {
+    const body = item.querySelector(".bubble");
+    if (item.classList.contains("assistant")) body.replaceChildren(window.LyraMarkdown.render(text));
+    else body.replaceChildren(...text.split("\n").flatMap((line, i) => i ? [el("br"), line] : [line]));
+  }
+
+  function whyToggle(id) {
+    const box = el("div", { class: "why", hidden: true, id: `why-${id}` });
+    const button = el("button", { class: "link-button", "aria-expanded": "false", "aria-controls": `why-${id}`,
+                                  text: "Why?" });
+    button.addEventListener("click", async () => {
+      const open = button.getAttribute("aria-expanded") !== "true";
+      button.setAttribute("aria-expanded", String(open));
+      box.hidden = !open;
+      if (open && !box.childElementCount) {
+        try {
+          const trace = await api(`/api/exchanges/${id}/trace`);
+          const memories = trace.memories.filter((m) => m.layer !== "recent");
+          box.append(el("p", { class: "muted", text: `${trace.context_tokens} tokens of context; ` +
+            (memories.length ? "memories it used:" : "no memories beyond this conversation.") }));
+          box.append(el("ul", { class: "plain" }, ...memories.map((m) => el("li", {},
+            el("span", { class: "badge", text: `${m.layer} · ${m.stage || m.kind}` }),
+            el("span", { text: " " + m.content.slice(0, 300) })))));
+        } catch (e) { box.append(el("p", { class: "muted", text: e.message })); }
+      }
+    });
+    return el("div", { class: "why-wrap" }, button, box);
+  }
+
+  function scrollDown() {
+    const list = $("messages");
+    list.scrollTop = list.scrollHeight;
+  }
+
+  async function send(text) {
+    if (!text.trim() || state.streaming) return;
+    showError("");
+    showNotice("");
+    let sessionId = state.current;
+    try {
+      if (!sessionId) sessionId = (await newSession(text.trim().slice(0, 48))).id;
+    } catch (e) { showError(e.message); return; }
+    const userItem = messageItem("user", text);
+    const reply = messageItem("assistant", "");
+    reply.classList.add("streaming");
+    $("messages").append(userItem, reply);
+    $("empty").hidden = true;
+    scrollDown();
+    const controller = new AbortController();
+    state.streaming = controller;
+    setStreaming(true);
+    let textSoFar = "";
+    let pending = false;
+    try {
+      await sse(`/api/sessions/${sessionId}/chat`, { method: "POST", body: JSON.stringify({ message: text }),
+                                                      signal: controller.signal }, (event, data) => {
+        if (event === "stored") userItem.dataset.id = data.exchange_id;
+        else if (event === "delta") {
+          textSoFar += data.text;
+          if (!pending) {
+            pending = true;
+            requestAnimationFrame(() => { pending = false; setContent(reply, textSoFar); scrollDown(); });
+          }
+        } else if (event === "notice") showNotice(data.text);
+        else if (event === "error") showError(data.text || "the model failed");
+        else if (event === "done" && data.exchange_id) {
+          reply.dataset.id = data.exchange_id;
+          reply.append(whyToggle(data.exchange_id));
+        }
+      });
+    } catch (e) {
+      if (e.name !== "AbortError") showError(e.message);
+    } finally {
+      state.streaming = null;
+      setStreaming(false);
+      reply.classList.remove("streaming");
+      setContent(reply, textSoFar);
+      if (!textSoFar) reply.remove();
+      loadSessions().catch(() => {});
+      if (state.panel === "memory") loadMemory();
+    }
+  }
+
+  function setStreaming(on) {
+    $("send").hidden = on;
+    $("stop").hidden = !on;
+    $("composer-input").setAttribute("aria-busy", String(on));
+  }
+
+  // -- panels -------------------------------------------------------------------------------------
+
+  function openPanel(name) {
+    state.panel = state.panel === name ? null : name;
+    $("panel").hidden = !state.panel;
+    document.querySelectorAll(".tab").forEach((t) => t.setAttribute("aria-pressed", String(t.dataset.panel === state.panel)));
+    document.querySelectorAll("#panel > section").forEach((s) => { s.hidden = s.dataset.panel !== state.panel; });
+    if (state.logAbort && state.panel !== "dream") { state.logAbort.abort(); state.logAbort = null; }
+    if (!state.panel) return;
+    $("panel-title").textContent = { memory: "Memory", dream: "Dream", settings: "Settings" }[state.panel];
+    ({ memory: loadMemory, dream: loadDream, settings: loadSettings })[state.panel]();
+  }
+
+  function gauges(container, drives) {
+    const names = { continuity: "Continuity", coherence: "Coherence", curiosity: "Curiosity", stability: "Stability" };
+    container.replaceChildren(...Object.entries(names).map(([key, label]) => {
+      const value = drives && typeof drives[key] === "number" ? drives[key] : 0;
+      const bar = el("div", { class: `gauge-fill ${key}` });
+      bar.style.width = `${Math.round(value * 100)}%`;
+      return el("div", { class: "gauge", role: "meter", "aria-label": label, "aria-valuemin": "0",
+                         "aria-valuemax": "1", "aria-valuenow": value.toFixed(2) },
+                el("span", { class: "gauge-label", text: label }),
+                el("div", { class: "gauge-track" }, bar),
+                el("span", { class: "gauge-value", text: value.toFixed(2) }));
+    }));
+  }
+
+  async function loadMemory() {
+    try {
+      const [self, world, profile, narrative, digests] = await Promise.all([
+        api("/api/self"), api("/api/world"), api("/api/profile"), api("/api/narrative"), api("/api/digests")]);
+      const gist = state.current ? (await api(`/api/sessions/${state.current}/gist`)).gist : null;
+      $("session-gist").textContent = gist ? gist.content : "No summary yet: the dream cycle writes one when the conversation rests.";
+      $("session-gist").classList.toggle("muted", !gist);
+      const s = self.self_state;
+      $("self-mood").textContent = s ? `Mood: ${s.mood} · energy ${Number(s.energy).toFixed(1)}. ${s.self_narrative || ""}` : "I have not reflected yet.";
+      $("reflections").replaceChildren(...((s && s.reflections) || []).map((r) => el("li", { text: r })));
+      gauges($("drives"), self.drives);
+      if (document.activeElement !== $("world-input")) $("world-input").value = world.world ? world.world.content : "";
+      renderProfile(profile.facts);
+      $("narrative").textContent = narrative.narrative || "Not written yet.";
+      $("narrative").classList.toggle("muted", !narrative.narrative);
+      renderTimeline(digests.digests);
+    } catch (e) { showError(e.message); }
+  }
+
+  function renderProfile(facts) {
+    $("profile").replaceChildren(...facts.map((f) => {
+      const value = el("input", { value: f.value, "aria-label": `Value of ${f.key}`, maxlength: "500" });
+      const save = el("button", { text: "Save", onclick: async () => {
+        try { await api("/api/profile", { method: "PUT", body: { key: f.key, value: value.value } }); loadMemory(); }
+        catch (e) { showError(e.message); } } });
+      const remove = el("button", { class: "icon-button", "aria-label": `Forget ${f.key}`, text: "✕",
+        onclick: async () => { await api(`/api/profile/${encodeURIComponent(f.key)}`, { method: "DELETE" }); loadMemory(); } });
+      return el("tr", { "data-key": f.key }, el("th", { scope: "row", text: f.key }), el("td", {}, value),
+                el("td", { class: "nowrap" }, save, remove));
+    }));
+    if (!facts.length) $("profile").append(el("tr", {}, el("td", { class: "muted", colspan: "3", text: "Nothing yet." })));
+  }
+
+  function renderTimeline(digests) {
+    const order = { month: 0, week: 1, day: 2 };
+    const sorted = [...digests].sort((a, b) => (b.period > a.period ? 1 : b.period < a.period ? -1 : order[a.granularity] - order[b.granularity]));
+    $("timeline").replaceChildren(...sorted.map((d) => el("li", { class: d.granularity },
+      el("span", { class: "badge", text: `${d.granularity} · ${d.period}` }), el("p", { text: d.content }))));
+    if (!digests.length) $("timeline").append(el("li", { class: "muted", text: "Empty so far." }));
+  }
+
+  async function loadDream() {
+    try {
+      const status = await api("/api/dream");
+      gauges($("dream-drives"), status.drives);
+      const b = status.backlog;
+      const stats = [["Sessions waiting", b.sessions_pending], ["Turns waiting", b.turns_pending],
+                     ["Gists to read", b.unprofiled], ["Digests to write", b.digest_jobs + b.obsolete_digests],
+                     ["Since last reflection", `${b.novel_turns} turns`]];
+      $("backlog").replaceChildren(...stats.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })]));
+      const last = status.last_pass;
+      $("last-pass").textContent = last ? `Last pass: ${last.status}, ${new Date(last.finished_at).toLocaleString()}` +
+        `, ${(last.actions || []).length} thing(s) done.` : "No pass yet.";
+      setDreaming(status.running);
+      if (!state.logAbort) followLog();
+    } catch (e) { showError(e.message); }
+  }
+
+  function setDreaming(on) {
+    state.dreaming = on;
+    $("dream-progress").hidden = !on;
+    $("dream-now").disabled = on;
+    $("dream-now").textContent = on ? "Dreaming…" : "Dream now";
+  }
+
+  function followLog() {
+    const controller = new AbortController();
+    state.logAbort = controller;
+    const after = state.lastEvent === null ? "" : `?after=${state.lastEvent}`;
+    sse(`/api/dream/events${after}`, { signal: controller.signal }, (event, data) => {
+      state.lastEvent = data.id;
+      logLine(data);
+      if (data.kind === "pass.start") setDreaming(true);
+      if (data.kind === "pass.end") { setDreaming(false); loadDream(); }
+    }).catch((e) => { if (e.name !== "AbortError") showError(e.message); });
+  }
+
+  function logLine(event) {
+    const d = event.detail || {};
+    const target = event.target || "";
+    const describeEvent = {
+      "pass.start": () => (d.forced ? "dream pass started (forced)" : "dream pass started"),
+      "pass.end": () => `dream pass ${d.status}: ${d.actions ?? 0} thing(s) done`,
+      gist: () => `summarized ${target}${d.progress ? ` (${d.progress})` : ""}`,
+      profile: () => `read ${target}: ${Object.keys(d.facts || {}).join(", ") || "no new facts"}`,
+      digest: () => `wrote the ${target.replace(":", " digest ")}`,
+      narrative: () => "rewrote the current arc",
+      reflect: () => `reflected: ${d.mood ?? ""}`,
+      backoff: () => `model unreachable, retrying in ${d.delay_s}s`,
+      skip: () => `${target}: another worker has it`,
+      waiting: () => `${target}: waiting for another worker`,
+      error: () => `${target}: ${d.error}`,
+    }[event.kind];
+    const what = describeEvent ? describeEvent() : `${event.kind} ${target}`;
+    const time = new Date(event.at.endsWith("Z") || event.at.includes("+") ? event.at : event.at + "Z");
+    const line = el("li", { class: `log-${event.kind.replace(".", "-")}` },
+                    el("time", { datetime: event.at, text: time.toLocaleTimeString() }), el("span", { text: " " + what }));
+    const log = $("dream-log");
+    log.append(line);
+    while (log.childElementCount > 200) log.firstElementChild.remove();
+    log.scrollTop = log.scrollHeight;
+  }
+
+  async function loadSettings() {
+    try {
+      const s = await api("/api/settings");
+      const rows = Object.entries(s.roles).map(([role, r]) => [
+        `Model: ${role}`, r.backend === "local"
+          ? `${r.model} (in-process, context ${r.n_ctx}, GPU layers ${r.n_gpu_layers})${r.shared_with ? ", shared with chat" : ""}`
+          : `${r.model} at ${r.base_url}`]);
+      rows.push(["GPU offload", s.gpu_offload ? "available" : "not in this build (CPU)"],
+                ["Data directory", s.data_dir], ["Config file", s.config_file || "none (defaults)"],
+                ["Version", s.version]);
+      $("settings").replaceChildren(...rows.map(([k, v]) => el("tr", {}, el("th", { scope: "row", text: k }), el("td", { text: v }))));
+      $("settings-how").textContent = s.how_to_change;
+    } catch (e) { showError(e.message); }
+  }
+
+  function closeSessionsOnNarrow() {
+    $("sessions").classList.remove("open");
+    $("toggle-sessions").setAttribute("aria-expanded", "false");
+  }
+
+  // -- wiring ----------------------------------------------------------------------------------------
+
+  function wire() {
+    const input = $("composer-input");
+    const autosize = () => { input.style.height = "auto"; input.style.height = `${Math.min(input.scrollHeight, 220)}px`; };
+    input.addEventListener("input", autosize);
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); }
+    });
+    $("composer").addEventListener("submit", (e) => {
+      e.preventDefault();
+      const text = input.value;
+      if (!text.trim() || state.streaming) return;
+      input.value = "";
+      autosize();
+      send(text);
+    });
+    $("stop").addEventListener("click", () => state.streaming && state.streaming.abort());
+    $("new-session").addEventListener("click", () => newSession().then(() => input.focus()).catch((e) => showError(e.message)));
+    document.querySelectorAll(".tab").forEach((t) => t.addEventListener("click", () => openPanel(t.dataset.panel)));
+    $("close-panel").addEventListener("click", () => openPanel(state.panel));
+    $("toggle-sessions").addEventListener("click", () => {
+      const open = $("sessions").classList.toggle("open");
+      $("toggle-sessions").setAttribute("aria-expanded", String(open));
+    });
+    $("world-save").addEventListener("click", async () => {
+      try {
+        await api("/api/world", { method: "PUT", body: { content: $("world-input").value } });
+        $("world-status").textContent = "Saved.";
+        setTimeout(() => { $("world-status").textContent = ""; }, 2500);
+      } catch (e) { showError(e.message); }
+    });
+    $("fact-form").addEventListener("submit", async (e) => {
+      e.preventDefault();
+      try {
+        await api("/api/profile", { method: "PUT", body: { key: $("fact-key").value, value: $("fact-value").value } });
+        $("fact-key").value = $("fact-value").value = "";
+        loadMemory();
+      } catch (err) { showError(err.message); }
+    });
+    $("dream-now").addEventListener("click", async () => {
+      try {
+        setDreaming(true);
+        const result = await api("/api/dream?force=true", { method: "POST" });
+        if (!result.started) showNotice(result.reason);
+      } catch (e) { setDreaming(false); showError(e.message); }
+    });
+  }
+
+  async function start() {
+    wire();
+    try {
+      const settings = await api("/api/settings");
+      state.companion = settings.companion.name;
+      state.user = settings.companion.user_name || "You";
+      $("companion-name").textContent = state.companion;
+      document.title = state.companion;
+      await loadSessions();
+      // open the latest conversation, unless the user already started one while we loaded
+      if (state.sessions.length && state.current === null && !state.streaming) await selectSession(state.sessions[0].id);
+    } catch (e) { showError(e.message); }
+  }
+
+  document.addEventListener("DOMContentLoaded", start);
+})();

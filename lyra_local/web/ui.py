@@ -1,0 +1,103 @@
+"""The web UI: one static page (plain HTML/CSS/JS, no build step, nothing from a CDN), and what only it needs.
+
+The page and its assets are served with a strict Content-Security-Policy: no
+inline script, no foreign origin, no plugins. Everything the page renders from
+the memory goes in as text (``textContent``), never as HTML, so the policy is a
+second wall, not the first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, Response
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from .. import __version__
+from ..config import LocalModel
+from .deps import app_state
+
+STATIC = Path(__file__).parent / "static"
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+UI_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+
+router = APIRouter()
+
+
+class WorldEdit(BaseModel):
+    content: str = Field(max_length=100_000)
+
+
+@router.get("/", include_in_schema=False)
+async def index() -> Response:
+    return FileResponse(STATIC / "index.html", headers=UI_HEADERS)
+
+
+@router.get("/static/{name}", include_in_schema=False)
+async def asset(name: str) -> Response:
+    """One flat folder of assets; a name can never reach outside it."""
+    path = (STATIC / name).resolve()
+    if path.parent != STATIC.resolve() or not path.is_file():
+        return Response("not found", status_code=404)
+    return FileResponse(path, headers={**UI_HEADERS, "Cache-Control": "no-cache"})
+
+
+@router.get("/api/settings")
+async def settings_view(request: Request) -> dict[str, Any]:
+    """Read-only: which model serves each role, GPU offload, where the data lives, how to change it."""
+    state = app_state(request)
+    settings = state.settings
+    roles = {}
+    for role in ("chat", "summary", "embed"):
+        spec = settings.role_spec(role)
+        if isinstance(spec, LocalModel):
+            roles[role] = {"backend": "local", "model": spec.path.name, "path": str(settings.model_path(spec)),
+                           "n_ctx": spec.n_ctx, "n_gpu_layers": spec.n_gpu_layers}
+        else:
+            roles[role] = {"backend": "server", "model": spec.model, "base_url": spec.base_url, "n_ctx": spec.n_ctx}
+        if role == "summary" and settings.resolved_summary() == settings.models.chat:
+            roles[role]["shared_with"] = "chat"
+    return {
+        "version": __version__,
+        "roles": roles,
+        "gpu_offload": await run_in_threadpool(_gpu_offload),
+        "data_dir": str(settings.data_dir),
+        "config_file": str(settings.config_file) if settings.config_file else None,
+        "companion": {"name": settings.companion.name, "user_name": settings.companion.user_name},
+        "how_to_change": "Edit lyra.toml (or set LYRA_* environment variables), then POST /admin/reload or send "
+                         "SIGHUP; a new data_dir takes a restart. `lyra doctor` checks the result.",
+    }
+
+
+@router.get("/api/world")
+async def world(request: Request) -> dict[str, Any]:
+    version = await run_in_threadpool(app_state(request).store.coord.world)
+    return {"world": None if version is None else dataclasses.asdict(version)}
+
+
+@router.put("/api/world")
+async def edit_world(body: WorldEdit, request: Request) -> dict[str, Any]:
+    """A new version of the core memory, by the user; every earlier version is kept."""
+    version = await run_in_threadpool(app_state(request).store.coord.write_world, body.content, "user",
+                                      "edited in the web UI")
+    return {"world": dataclasses.asdict(version)}
+
+
+@router.get("/api/world/history")
+async def world_history(request: Request) -> dict[str, Any]:
+    versions = await run_in_threadpool(app_state(request).store.coord.world_history)
+    return {"versions": [dataclasses.asdict(v) for v in versions]}
+
+
+def _gpu_offload() -> bool:
+    try:
+        from ..llm.local import gpu_offload_supported
+
+        return gpu_offload_supported()
+    except ImportError:
+        return False

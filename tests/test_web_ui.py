@@ -1,0 +1,258 @@
+"""The web UI in a real headless Chromium (Debian's, driven by playwright) against a real `lyra serve`
+with the real tiny model. Screenshots go to test-output/screenshots/ for a person to look at."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from lyra_local.store import Store
+from lyra_local.store.exchanges import NewExchange
+
+from .conftest import MODELS_DIR, REPO, Served, base_env, serve_lyra
+
+SHOTS = REPO / "test-output" / "screenshots"
+CONFIG = """
+[companion]
+user_name = "Sam"
+[dream]
+enabled = false
+summary_tokens = 64
+[models.chat.sampling]
+max_tokens = 48
+seed = 42
+"""
+XSS = "<img src=x onerror=alert(1)>"
+EVIL_LINK = "[click me](javascript:alert(1))"
+
+pytestmark = pytest.mark.slow
+
+
+def chromium() -> str:
+    path = os.environ.get("LYRA_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        pytest.fail("chromium is missing: `make test` installs Debian's chromium (apt-get install chromium)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        yield instance
+        instance.close()
+
+
+def start(tmp_path: Path) -> Iterator[Served]:
+    env = {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR)}
+    with serve_lyra(tmp_path, env, CONFIG) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    yield from start(tmp_path_factory.mktemp("ui"))
+
+
+@pytest.fixture
+def page(browser: Browser, served: Served) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 820})
+    page = context.new_page()
+    page.dialogs = []  # type: ignore[attr-defined]
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))  # type: ignore[attr-defined]
+    page.errors = []  # type: ignore[attr-defined]
+    page.on("pageerror", lambda e: page.errors.append(str(e)))  # type: ignore[attr-defined]
+    page.goto(served.url)
+    yield page
+    assert page.errors == []  # type: ignore[attr-defined]
+    context.close()
+
+
+def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def send(page: Page, text: str) -> None:
+    page.fill("#composer-input", text)
+    page.press("#composer-input", "Enter")
+
+
+def test_a_reply_streams_in_token_by_token(page: Page, served: Served) -> None:
+    send(page, "Hello! Tell me something nice about gardens.")
+    bubble = page.locator(".message.assistant .bubble").last
+    lengths = set()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        streaming = page.locator(".message.assistant.streaming").count() > 0
+        lengths.add(len(bubble.inner_text()) if bubble.count() else 0)
+        if not streaming and len(lengths) > 1:
+            break
+        time.sleep(0.03)
+    assert len(lengths - {0}) >= 3, f"the reply did not arrive in pieces: {sorted(lengths)}"
+    expect(page.locator(".message.assistant .why-wrap button")).to_have_text("Why?")
+    final = bubble.inner_text()
+    assert final.strip()
+    expect(page.locator("#stop")).to_be_hidden()
+    page.locator(".why-wrap button").last.click()
+    expect(page.locator(".why").last).to_contain_text("tokens of context")
+    shot(page, "chat")
+    page.reload()  # stored: the conversation is there after a reload
+    expect(page.locator(".message.user .bubble").first).to_have_text("Hello! Tell me something nice about gardens.")
+    expect(page.locator(".message.assistant .bubble").first).to_have_text(final)
+
+
+def test_enter_sends_and_shift_enter_makes_a_new_line(page: Page) -> None:
+    page.click("#new-session")
+    page.fill("#composer-input", "first line")
+    page.press("#composer-input", "Shift+Enter")
+    page.type("#composer-input", "second line")
+    assert page.input_value("#composer-input") == "first line\nsecond line"
+    page.press("#composer-input", "Enter")
+    expect(page.locator(".message.user .bubble").last).to_contain_text("second line")
+    assert page.locator(".message.user .bubble").last.inner_text() == "first line\nsecond line"
+    assert page.input_value("#composer-input") == ""
+
+
+def test_stop_ends_the_reply_and_keeps_what_was_said(page: Page, served: Served) -> None:
+    page.click("#new-session")
+    send(page, "Please tell me a very long story about a lighthouse keeper.")
+    expect(page.locator(".message.assistant.streaming .bubble")).not_to_have_text("", timeout=60_000)
+    page.locator("#stop").click()
+    expect(page.locator("#send")).to_be_visible(timeout=30_000)
+    shown = page.locator(".message.assistant .bubble").last.inner_text()
+    session = httpx.get(f"{served.url}/api/sessions").json()["sessions"][0]["id"]
+    time.sleep(0.5)
+    stored = httpx.get(f"{served.url}/api/sessions/{session}/messages").json()["messages"]
+    assert stored[-1]["role"] == "assistant" and stored[-1]["content"].startswith(shown.strip()[:20])
+
+
+def test_rename_and_delete_a_session(page: Page, served: Served) -> None:
+    page.click("#new-session")
+    first = page.locator(".session-list li").first
+    first.get_by_role("button", name="Rename").click()
+    page.fill(".session-list input", "Balcony garden")
+    page.press(".session-list input", "Enter")
+    expect(page.locator(".session-list .session-name").first).to_have_text("Balcony garden")
+    names = [s["name"] for s in httpx.get(f"{served.url}/api/sessions").json()["sessions"]]
+    assert "Balcony garden" in names
+
+    page.locator(".session-list li").first.get_by_role("button", name="Delete Balcony garden").click()
+    expect(page.locator("#confirm-dialog")).to_be_visible()
+    page.get_by_role("button", name="Cancel").click()
+    expect(page.locator(".session-list .session-name").first).to_have_text("Balcony garden")
+    page.locator(".session-list li").first.get_by_role("button", name="Delete Balcony garden").click()
+    page.get_by_role("button", name="Forget it").click()
+    expect(page.locator(".session-list .session-name", has_text="Balcony garden")).to_have_count(0)
+    names = [s["name"] for s in httpx.get(f"{served.url}/api/sessions").json()["sessions"]]
+    assert "Balcony garden" not in names
+
+
+def test_world_state_edits_persist_across_reload(page: Page) -> None:
+    page.click(".tab[data-panel=memory]")
+    page.fill("#world-input", "# Now\n- Sam is moving to Lisbon in May")
+    page.click("#world-save")
+    expect(page.locator("#world-status")).to_have_text("Saved.")
+    page.reload()
+    page.click(".tab[data-panel=memory]")
+    expect(page.locator("#world-input")).to_have_value("# Now\n- Sam is moving to Lisbon in May")
+
+
+def test_html_and_javascript_links_render_inert(page: Page, served: Served) -> None:
+    store = Store(Path(httpx.get(f"{served.url}/api/settings").json()["data_dir"]))
+    session = store.sessions.create("markup")
+    reply = (f"Here: {XSS} and {EVIL_LINK} and [a real one](https://example.org).\n\n"
+             "```html\n<script>alert(2)</script>\n```")
+    with store.write() as conn:
+        store.exchanges.insert(conn, [NewExchange(session.id, "user", f"look {XSS} {EVIL_LINK}"),
+                                      NewExchange(session.id, "assistant", reply)], None, None)
+    store.close()
+    page.reload()
+    page.get_by_role("button", name="markup", exact=True).click()
+    messages = page.locator("#messages")
+    expect(messages.locator(".message.assistant .bubble")).to_contain_text("a real one")
+    assert messages.locator("img").count() == 0 and messages.locator("script").count() == 0
+    assert messages.locator("a[href^='javascript']").count() == 0
+    expect(messages.locator(".message.user .bubble")).to_have_text(f"look {XSS} {EVIL_LINK}")
+    expect(messages.locator(".message.assistant .bubble")).to_contain_text(XSS)
+    expect(messages.locator(".message.assistant .bubble")).to_contain_text("click me (javascript:alert(1))")
+    assert messages.locator("a[href='https://example.org']").count() == 1
+    expect(messages.locator("pre code")).to_have_text("<script>alert(2)</script>")
+    page.wait_for_timeout(300)
+    assert page.dialogs == []  # type: ignore[attr-defined]
+
+
+def test_phone_width_and_dark_mode(browser: Browser, served: Served) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 820}, color_scheme="dark")
+    page = context.new_page()
+    page.goto(served.url)
+    expect(page.locator("#composer-input")).to_be_visible()
+    assert page.locator("#sessions").bounding_box()["x"] < 0  # type: ignore[index]  # off-canvas until asked for
+    shot(page, "phone-dark-chat")
+    page.click("#toggle-sessions")
+    expect(page.locator("#new-session")).to_be_in_viewport(ratio=1)
+    page.wait_for_timeout(400)  # the drawer's slide
+    bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert bg != "rgb(247, 245, 242)"  # the dark palette, from the system setting
+    shot(page, "phone-dark-sessions")
+    context.close()
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[Served]:
+    yield from start(tmp_path)
+
+
+def test_after_a_dream_pass_the_memory_view_shows_gist_and_profile(browser: Browser, fresh: Served) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(fresh.url)
+    send(page, "I live in Berlin with my cat Miso, and I work as a nurse at the Charité.")
+    expect(page.locator(".message.assistant .why-wrap")).to_have_count(1, timeout=120_000)  # the reply is stored
+    page.click(".tab[data-panel=dream]")
+    expect(page.locator("#backlog")).to_contain_text("Sessions waiting")
+    page.click("#dream-now")
+    expect(page.locator("#dream-log")).to_contain_text("dream pass started (forced)", timeout=30_000)
+    expect(page.locator("#dream-log")).to_contain_text("summarized session:1", timeout=120_000)
+    shot(page, "dream")
+    expect(page.locator("#dream-log")).to_contain_text("dream pass done", timeout=300_000)
+    expect(page.locator("#dream-now")).to_be_enabled()
+    page.click(".tab[data-panel=memory]")
+    expect(page.locator("#session-gist")).not_to_have_class("muted")
+    gist = httpx.get(f"{fresh.url}/api/sessions/1/gist").json()["gist"]["content"]
+    expect(page.locator("#session-gist")).to_have_text(gist)
+    facts = httpx.get(f"{fresh.url}/api/profile").json()["facts"]
+    assert facts, "the dream pass learnt no fact"
+    expect(page.locator("#profile tr")).to_have_count(len(facts))
+    expect(page.locator("#profile th").first).to_have_text(facts[0]["key"])
+    expect(page.locator("#timeline li")).not_to_have_count(0)
+    expect(page.locator("#drives [aria-label=Stability]")).to_have_attribute("aria-valuenow", "1.00")
+    shot(page, "memory")
+    page.click(".tab[data-panel=settings]")
+    expect(page.locator("#settings")).to_contain_text("SmolLM2-135M-Instruct.Q4_1.gguf")
+    shot(page, "settings")
+    context.close()
+
+
+def test_a_dead_model_shows_a_clear_error_and_keeps_the_message(browser: Browser, tmp_path: Path) -> None:
+    env = {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR)}
+    dead = ('[dream]\nenabled = false\n[models.chat]\nbackend = "server"\nbase_url = "http://127.0.0.1:9"\n'
+            'n_ctx = 2048\n[models.chat.retry]\nmax_attempts = 1\n[models.summary]\nsame_as = "chat"\n')
+    with serve_lyra(tmp_path, env, dead) as served:
+        page = browser.new_page()
+        page.goto(served.url)
+        send(page, "Are you there?")
+        expect(page.locator("#error")).to_be_visible(timeout=30_000)
+        expect(page.locator("#error")).to_contain_text("127.0.0.1:9")
+        expect(page.locator("#send")).to_be_visible()
+        shot(page, "model-down")
+        page.reload()  # the message was kept
+        expect(page.locator(".message.user .bubble")).to_have_text("Are you there?")
+        page.close()
