@@ -256,3 +256,18 @@ def test_a_dead_model_shows_a_clear_error_and_keeps_the_message(browser: Browser
         page.reload()  # the message was kept
         expect(page.locator(".message.user .bubble")).to_have_text("Are you there?")
         page.close()
+
+
+def test_every_control_has_a_name_and_tab_order_follows_the_page(page: Page) -> None:
+    order = []
+    for _ in range(5):
+        page.keyboard.press("Tab")
+        order.append(page.evaluate("document.activeElement.id || document.activeElement.className"))
+    # the skip link first, then the header's tabs, then the conversations, as the page reads
+    assert order == ["skip", "tab", "tab", "tab", "new-session"], order
+    page.click(".tab[data-panel=memory]")
+    unnamed = page.evaluate("""() => [...document.querySelectorAll('button, input, textarea, [role=meter]')]
+        .filter((e) => e.offsetParent !== null)
+        .filter((e) => !(e.getAttribute('aria-label') || e.labels?.length || e.textContent.trim()))
+        .map((e) => e.outerHTML.slice(0, 80))""")
+    assert unnamed == []
