@@ -50,9 +50,9 @@ def browser() -> Iterator[Browser]:
         instance.close()
 
 
-def start(tmp_path: Path) -> Iterator[Served]:
+def start(tmp_path: Path, config: str = CONFIG) -> Iterator[Served]:
     env = {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR)}
-    with serve_lyra(tmp_path, env, CONFIG) as served:
+    with serve_lyra(tmp_path, env, config) as served:
         yield served
 
 
@@ -121,9 +121,17 @@ def test_enter_sends_and_shift_enter_makes_a_new_line(page: Page) -> None:
     assert page.input_value("#composer-input") == ""
 
 
-def test_stop_ends_the_reply_and_keeps_what_was_said(page: Page, served: Served) -> None:
-    page.click("#new-session")
-    send(page, "Please tell me a very long story about a lighthouse keeper.")
+@pytest.fixture
+def chatty(tmp_path: Path) -> Iterator[Served]:
+    """Long replies (up to 400 tokens, ~15 s here), so there is time to stop one."""
+    yield from start(tmp_path, CONFIG.replace("max_tokens = 48", "max_tokens = 400"))
+
+
+def test_stop_ends_the_reply_and_keeps_what_was_said(browser: Browser, chatty: Served) -> None:
+    served = chatty
+    page = browser.new_page()
+    page.goto(served.url)
+    send(page, "Please tell me a very long story about a lighthouse keeper and the sea.")
     expect(page.locator(".message.assistant.streaming .bubble")).not_to_have_text("", timeout=60_000)
     page.locator("#stop").click()
     expect(page.locator("#send")).to_be_visible(timeout=30_000)
@@ -132,6 +140,8 @@ def test_stop_ends_the_reply_and_keeps_what_was_said(page: Page, served: Served)
     time.sleep(0.5)
     stored = httpx.get(f"{served.url}/api/sessions/{session}/messages").json()["messages"]
     assert stored[-1]["role"] == "assistant" and stored[-1]["content"].startswith(shown.strip()[:20])
+    assert len(httpx.get(f"{served.url}/api/sessions/{session}/messages").json()["messages"]) == 2
+    page.close()
 
 
 def test_rename_and_delete_a_session(page: Page, served: Served) -> None:
@@ -259,12 +269,14 @@ def test_a_dead_model_shows_a_clear_error_and_keeps_the_message(browser: Browser
 
 
 def test_every_control_has_a_name_and_tab_order_follows_the_page(page: Page) -> None:
+    page.wait_for_load_state("networkidle")  # the page focuses the message box once it has loaded
+    page.locator(".skip").focus()  # the first stop of the page
     order = []
-    for _ in range(5):
+    for _ in range(4):
         page.keyboard.press("Tab")
         order.append(page.evaluate("document.activeElement.id || document.activeElement.className"))
-    # the skip link first, then the header's tabs, then the conversations, as the page reads
-    assert order == ["skip", "tab", "tab", "tab", "new-session"], order
+    # after the skip link: the header's tabs, then the conversations, as the page reads
+    assert order == ["tab", "tab", "tab", "new-session"], order
     page.click(".tab[data-panel=memory]")
     unnamed = page.evaluate("""() => [...document.querySelectorAll('button, input, textarea, [role=meter]')]
         .filter((e) => e.offsetParent !== null)

@@ -250,9 +250,9 @@
         if (event === "stored") userItem.dataset.id = data.exchange_id;
         else if (event === "delta") {
           textSoFar += data.text;
-          if (!pending) {
+          if (!pending) {  // re-render at most every 40 ms however fast tokens come
             pending = true;
-            requestAnimationFrame(() => { pending = false; setContent(reply, textSoFar); scrollDown(); });
+            setTimeout(() => { pending = false; setContent(reply, textSoFar); scrollDown(); }, 40);
           }
         } else if (event === "notice") showNotice(data.text);
         else if (event === "error") showError(data.text || "the model failed");
