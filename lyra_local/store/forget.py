@@ -11,6 +11,7 @@ rebuilt those memories without it.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,8 @@ from .periods import period_keys
 
 if TYPE_CHECKING:
     from .store import Store
+
+CHUNK = 5000  # ids per statement (SQLite allows 32766 parameters)
 
 
 @dataclass(frozen=True)
@@ -97,3 +100,61 @@ def _scrub(store: Store) -> None:
     for index in store.loaded_indexes():
         index.sync()
         index.save()
+
+
+@dataclass(frozen=True)
+class ForgetPlan:
+    """What a forget would remove: whole sessions, and single turns of other sessions."""
+
+    session_ids: list[int]
+    exchange_ids: list[int]
+
+    @property
+    def empty(self) -> bool:
+        return not self.session_ids and not self.exchange_ids
+
+
+def plan_forget(store: Store, *, sessions: Sequence[str] = (), before: str | None = None,
+                matching: str | None = None) -> ForgetPlan:
+    """Select by session (id or uid), by date (turns before it), or by text (turns containing it)."""
+    conn = store.conn()
+    whole: set[int] = set()
+    for ref in sessions:
+        row = conn.execute("SELECT id FROM sessions WHERE uid = ? OR CAST(id AS TEXT) = ?", (ref, ref)).fetchone()
+        if row is None:
+            from .sessions import SessionNotFound
+            raise SessionNotFound(f"no session {ref!r}", hint="`lyra recall` and the web UI show session ids")
+        whole.add(int(row[0]))
+    clauses, args = [], []
+    if before:
+        clauses.append("created_at < ?")
+        args.append(before)
+    if matching:
+        clauses.append("content LIKE ? ESCAPE '\\'")
+        args.append("%" + matching.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+    turns: set[int] = set()
+    if clauses:
+        rows = conn.execute(f"SELECT id, session_id FROM exchanges WHERE {' OR '.join(clauses)}", args).fetchall()
+        by_session: dict[int, set[int]] = {}
+        for turn, sid in rows:
+            by_session.setdefault(sid, set()).add(turn)
+        for sid, ids in by_session.items():
+            if sid in whole:
+                continue
+            total = conn.execute("SELECT count(*) FROM exchanges WHERE session_id = ?", (sid,)).fetchone()[0]
+            if total == len(ids):  # a session left with no turn goes whole
+                whole.add(sid)
+            else:
+                turns |= ids
+    return ForgetPlan(sorted(whole), sorted(turns))
+
+
+def forget(store: Store, plan: ForgetPlan) -> Forgotten:
+    """Carry out a plan, in chunks that stay within SQLite's limit on query parameters."""
+    total = Forgotten(0, 0, 0, 0)
+    for ids, forget_some in ((plan.session_ids, forget_sessions), (plan.exchange_ids, forget_exchanges)):
+        for start in range(0, len(ids), CHUNK):
+            done = forget_some(store, ids[start:start + CHUNK])
+            total = Forgotten(total.sessions + done.sessions, total.exchanges + done.exchanges,
+                              total.stale_digests + done.stale_digests, total.forgotten_facts + done.forgotten_facts)
+    return total

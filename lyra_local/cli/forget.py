@@ -1,0 +1,76 @@
+"""``lyra forget``: delete a session, everything before a date, or every turn containing a text.
+
+Forgetting removes the rows, vectors and full-text entries, deletes the facts
+learnt from what goes, and marks the summaries built from it stale: the next
+dream pass rebuilds them without it. ``--dry-run`` lists what would go.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..config import load_settings
+from ..errors import LyraError
+from ..store import Store
+from ..store.db import from_iso
+from ..store.forget import ForgetPlan, forget, plan_forget
+
+SAMPLES = 3
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("forget", help="forget a session, everything before a date, or turns containing a text")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--session", action="append", metavar="ID", help="a session id or uid (repeatable)")
+    what.add_argument("--before", metavar="DATE", help="every turn before this date (YYYY-MM-DD or ISO time, UTC)")
+    what.add_argument("--matching", metavar="TEXT", help="every turn containing TEXT (case-insensitive)")
+    p.add_argument("--dry-run", action="store_true", help="only list what would be forgotten")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    before = None
+    if args.before:
+        try:
+            before = from_iso(args.before if "T" in args.before else args.before + "T00:00:00+00:00").isoformat()
+        except ValueError as exc:
+            raise LyraError(f"--before {args.before!r} is not a date", hint="write it as YYYY-MM-DD") from exc
+    settings = load_settings(args.config)
+    store = Store(settings.data_dir)
+    try:
+        plan = plan_forget(store, sessions=args.session or (), before=before, matching=args.matching)
+        if plan.empty:
+            print("nothing matches: nothing to forget")
+            return 0
+        _describe(store, plan)
+        if args.dry_run:
+            print("dry run: nothing was forgotten")
+            return 0
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise LyraError("not forgetting without confirmation", hint="add --yes (or --dry-run to look first)")
+            if input("Forget this for good? [y/N] ").strip().lower() not in ("y", "yes"):
+                print("nothing was forgotten")
+                return 0
+        done = forget(store, plan)
+    finally:
+        store.close()
+    print(f"forgot {done.sessions} session(s) and {done.exchanges} turn(s); {done.forgotten_facts} profile fact(s) "
+          f"deleted, {done.stale_digests} digest(s) to rebuild (the next dream pass does it: `lyra dream`)")
+    return 0
+
+
+def _describe(store: Store, plan: ForgetPlan) -> None:
+    conn = store.conn()
+    for sid in plan.session_ids:
+        row = conn.execute("SELECT s.id, s.name, count(e.id) FROM sessions s LEFT JOIN exchanges e "
+                           "ON e.session_id = s.id WHERE s.id = ? GROUP BY s.id", (sid,)).fetchone()
+        print(f"session {row[0]} \u201c{row[1]}\u201d: all {row[2]} turn(s)")
+    if plan.exchange_ids:
+        print(f"{len(plan.exchange_ids)} turn(s) of other sessions, for example:")
+        for turn in plan.exchange_ids[:SAMPLES]:
+            e = store.exchanges.get(turn)
+            if e is not None:
+                print(f"  {e.created_at[:16]} {e.role}: {' '.join(e.content.split())[:100]}")

@@ -1,0 +1,134 @@
+"""``lyra import | export | backup | restore``: the user's history in and out.
+
+Import shows a progress bar (messages/s, time left); what could not be
+imported is listed with where and why, and the rest is imported anyway
+(exit code 1 then). Export writes ``sessions.jsonl`` and ``memory.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from ..config import load_settings, missing_model_files
+from ..errors import ConfigError, LyraError
+from ..llm.registry import Models
+from ..store import Store
+from ..transfer.backup import backup, restore
+from ..transfer.importer import ImportReport, import_conversations
+from ..transfer.lyra_format import write_sessions
+from ..transfer.memory_file import has_derived_memory, restore_memory, write_memory
+from ..transfer.sources import MEMORY_FILE, SESSIONS_FILE, open_source
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("import", help="import a ChatGPT export (.zip or conversations.json) or a Lyra export")
+    p.add_argument("path", type=Path, help="the file, or a folder written by `lyra export`")
+    p.add_argument("--format", choices=("auto", "chatgpt", "lyra"), default="auto", help="default: detected")
+    p.set_defaults(run=run_import)
+    p = sub.add_parser("export", help="write every session (JSON Lines) and the derived memory (JSON) to a folder")
+    p.add_argument("path", type=Path, help="folder to write sessions.jsonl and memory.json into")
+    p.set_defaults(run=run_export)
+    p = sub.add_parser("backup", help="a consistent copy of the database, safe while the server runs")
+    p.add_argument("path", type=Path, help="the backup file to write (never overwritten)")
+    p.set_defaults(run=run_backup)
+    p = sub.add_parser("restore", help="replace the memory with a backup (the current one is kept beside it)")
+    p.add_argument("path", type=Path, help="a file written by `lyra backup`")
+    p.add_argument("--force", action="store_true", help="even if a server or dream worker seems to be running")
+    p.set_defaults(run=run_restore)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config)
+    missing = missing_model_files(settings, roles=("embed",))
+    if missing:
+        raise ConfigError("cannot import:\n  " + "\n  ".join(missing))
+    source = open_source(args.path, args.format)
+    console = Console(highlight=False)
+    store = Store(settings.data_dir)
+    models = Models(settings)
+    try:
+        with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TextColumn("messages"),
+                      TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=console) as bar:
+            task = bar.add_task("import", total=None, rate="")
+
+            def advance(done: int, total: int) -> None:
+                speed = bar.tasks[0].speed
+                bar.update(task, completed=done, total=total, rate=f"{speed:,.0f}/s" if speed else "")
+
+            report = import_conversations(store, models.embed, source.read(), progress=advance)
+        _print_report(console, report, source.format)
+        if source.memory is not None:
+            _restore_memory(console, store, models, source.memory)
+    finally:
+        store.close()
+        models.close()
+    return 1 if report.problems else 0
+
+
+def _print_report(console: Console, report: ImportReport, fmt: str) -> None:
+    console.print(f"{fmt}: {report.sessions_new} new session(s), {report.sessions_updated} updated, "
+                  f"{report.sessions_unchanged} already here; {report.messages:,} message(s) in "
+                  f"{report.total_s:.1f}s ({report.messages_per_s:,.0f}/s, embedding {report.embed_s:.1f}s)")
+    if report.skipped:
+        console.print("skipped: " + ", ".join(f"{n} {what}" for what, n in report.skipped.most_common()))
+    for problem in report.problems:
+        console.print(f"[red]not imported[/] {problem}")
+    if report.messages:
+        console.print("the dream cycle will summarize the new history by its real dates (`lyra dream`)")
+
+
+def _restore_memory(console: Console, store: Store, models: Models, path: Path) -> None:
+    if has_derived_memory(store):
+        console.print(f"{path.name} not applied: this memory already has its own summaries and profile; "
+                      "the dream cycle builds them for the imported sessions")
+        return
+    try:
+        restored = restore_memory(store, models.embed, json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise LyraError(f"{path} is not a Lyra memory file: {exc}", hint="it is written by `lyra export`") from exc
+    console.print("memory: " + ", ".join(f"{n} {k}" for k, n in restored.items()))
+
+
+def run_export(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config)
+    folder: Path = args.path.expanduser()
+    folder.mkdir(parents=True, exist_ok=True)
+    store = Store(settings.data_dir)
+    try:
+        sessions_tmp = folder / f".{SESSIONS_FILE}.partial"
+        with sessions_tmp.open("w", encoding="utf-8") as out:
+            sessions, messages = write_sessions(store, out)
+        memory_tmp = folder / f".{MEMORY_FILE}.partial"
+        write_memory(store, memory_tmp)
+        os.replace(sessions_tmp, folder / SESSIONS_FILE)
+        os.replace(memory_tmp, folder / MEMORY_FILE)
+    finally:
+        store.close()
+    print(f"exported {sessions} session(s), {messages} message(s) and the derived memory to {folder}")
+    return 0
+
+
+def run_backup(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config)
+    store = Store(settings.data_dir)
+    try:
+        size = backup(store, args.path)
+    finally:
+        store.close()
+    print(f"backed up {settings.data_dir} to {args.path} ({size / 1e6:.1f} MB); `lyra restore {args.path}` restores it")
+    return 0
+
+
+def run_restore(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config)
+    kept = restore(args.path, settings.data_dir, force=args.force)
+    print(f"restored {args.path} into {settings.data_dir}; the vector indexes rebuild on first use")
+    if kept.name != "lyra.db":
+        print(f"the memory it replaced is kept as {kept}")
+    return 0

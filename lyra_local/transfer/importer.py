@@ -1,0 +1,143 @@
+"""The bulk path: conversations in, embedded in batches, whole conversations per transaction.
+
+A batch of conversations is embedded in one go (the fast path of the
+embedder), then written in one transaction: a crash loses at most the batch
+in flight, never part of a conversation. Conversations already stored are
+recognised by their ids (session uid, or source and source id; messages by
+their source id, else by position), so an interrupted import simply runs
+again, and a newer export adds only what is new.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..llm.base import Embedder
+from ..store import Session, Store
+from ..store.exchanges import NewExchange
+from .records import ImportedConversation, ImportedMessage, ImportProblem
+
+BATCH_MESSAGES = 256
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class ImportReport:
+    sessions_new: int = 0
+    sessions_updated: int = 0
+    sessions_unchanged: int = 0
+    messages: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    problems: list[ImportProblem] = field(default_factory=list)
+    embed_s: float = 0.0
+    total_s: float = 0.0
+
+    @property
+    def messages_per_s(self) -> float:
+        return self.messages / self.total_s if self.total_s else 0.0
+
+    def summary(self) -> dict[str, object]:
+        return {"sessions_new": self.sessions_new, "sessions_updated": self.sessions_updated,
+                "sessions_unchanged": self.sessions_unchanged, "messages": self.messages,
+                "skipped": dict(self.skipped), "problems": [str(p) for p in self.problems],
+                "seconds": round(self.total_s, 2), "embed_seconds": round(self.embed_s, 2)}
+
+
+@dataclass
+class _Pending:
+    conversation: ImportedConversation
+    session: Session | None
+    messages: list[ImportedMessage]  # the ones to store
+
+
+def import_conversations(store: Store, embedder: Embedder, items: Iterable[ImportedConversation | ImportProblem],
+                         *, progress: Progress | None = None, batch_messages: int = BATCH_MESSAGES) -> ImportReport:
+    """Store what is new in ``items``; ``progress(done, total)`` counts the input's messages."""
+    started = time.perf_counter()
+    report = ImportReport()
+    conversations: list[ImportedConversation] = []
+    for item in items:
+        if isinstance(item, ImportProblem):
+            report.problems.append(item)
+        else:
+            conversations.append(item)
+    total = sum(len(c.messages) for c in conversations)
+    processed = 0
+    batch: list[_Pending] = []
+    seen: set[tuple[str, str]] = set()
+
+    def tick() -> None:
+        if progress:
+            progress(processed, total)
+
+    def flush() -> None:
+        nonlocal processed
+        t0 = time.perf_counter()
+        vectors = embedder.embed([m.content for p in batch for m in p.messages])
+        report.embed_s += time.perf_counter() - t0
+        row = 0
+        with store.write() as conn:  # whole conversations, or nothing of them
+            for p in batch:
+                c = p.conversation
+                session = p.session or store.sessions.create(c.name, created_at=c.created_at, source=c.source,
+                                                             source_id=c.source_id, uid=c.uid, conn=conn)
+                news = [NewExchange(session.id, m.role, m.content, m.created_at, source_id=m.source_id)
+                        for m in p.messages]
+                store.exchanges.insert(conn, news, vectors[row:row + len(news)], embedder.name)
+                row += len(news)
+        for p in batch:
+            report.messages += len(p.messages)
+            report.sessions_new += p.session is None
+            report.sessions_updated += p.session is not None
+            processed += len(p.conversation.messages)
+        batch.clear()
+        tick()
+
+    for c in conversations:
+        key = (c.source, c.source_id) if c.source_id else ("uid", c.uid or "")
+        if key[1] and key in seen:
+            report.problems.append(ImportProblem(f"\u201c{c.name}\u201d", "appears twice in the input; "
+                                                 "the first copy was imported"))
+            processed += len(c.messages)
+            continue
+        seen.add(key)
+        report.skipped.update(c.skipped)
+        session = _existing(store, c)
+        new = _new_messages(store, session, c)
+        if session is not None and not new:
+            report.sessions_unchanged += 1
+            processed += len(c.messages)
+            tick()
+            continue
+        batch.append(_Pending(c, session, new))
+        if sum(len(p.messages) for p in batch) >= batch_messages:
+            flush()
+    if batch:
+        flush()
+    tick()
+    report.total_s = time.perf_counter() - started
+    return report
+
+
+def _existing(store: Store, c: ImportedConversation) -> Session | None:
+    if c.uid:
+        found = store.sessions.find(uid=c.uid)
+        if found is not None:
+            return found
+    if c.source_id:
+        return store.sessions.find(source=c.source, source_id=c.source_id)
+    return None
+
+
+def _new_messages(store: Store, session: Session | None, c: ImportedConversation) -> list[ImportedMessage]:
+    """Messages not stored yet: by source id where they have one, else those past the stored count."""
+    if session is None:
+        return list(c.messages)
+    rows = store.conn().execute("SELECT source_id FROM exchanges WHERE session_id = ?", (session.id,)).fetchall()
+    known = {r[0] for r in rows if r[0]}
+    if any(m.source_id for m in c.messages):
+        return [m for m in c.messages if not m.source_id or m.source_id not in known]
+    return list(c.messages[len(rows):])

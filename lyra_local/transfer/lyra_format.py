@@ -1,0 +1,87 @@
+"""Lyra's portable format: JSON Lines, one session per line (also what ``lyra export`` writes).
+
+    {"id": "...", "name": "...", "messages": [{"role": "user"|"assistant", "content": "...",
+     "created_at": "2023-05-08T13:56:00+00:00"}, ...]}
+
+Optional keys keep a round trip lossless: the session's ``created_at``,
+``source`` and ``source_id`` (where it was imported from), and a message's
+``source_id``. Ids are kept, so importing the same file again adds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from ..store import Store
+from ..store.db import from_iso
+from .records import ImportedConversation, ImportedMessage, ImportFormatError, ImportProblem
+
+ROLES = ("user", "assistant")
+
+
+def read_lyra_jsonl(path: Path) -> Iterator[ImportedConversation | ImportProblem]:
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise ImportFormatError(f"cannot read {path}: {exc}") from exc
+    with handle:
+        for n, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+                if n == 1 and not (isinstance(raw, dict) and "messages" in raw):
+                    raise ImportFormatError(f"{path} is not Lyra JSON Lines: its first line is not a session",
+                                            hint="one JSON object per line: {\"id\", \"name\", \"messages\"}")
+                yield parse_session(raw)
+            except json.JSONDecodeError as exc:
+                if n == 1:
+                    raise ImportFormatError(f"{path} is not Lyra JSON Lines: line 1: {exc.msg}",
+                                            hint="one JSON object per line: {\"id\", \"name\", \"messages\"}") from exc
+                yield ImportProblem(f"{path.name} line {n}", f"not valid JSON: {exc.msg} at column {exc.colno}")
+            except (ValueError, TypeError, KeyError) as exc:
+                yield ImportProblem(f"{path.name} line {n}", str(exc))
+            except UnicodeDecodeError as exc:
+                raise ImportFormatError(f"{path} is not UTF-8 text: {exc}") from exc
+
+
+def parse_session(raw: Any) -> ImportedConversation:
+    if not isinstance(raw, dict):
+        raise ValueError("a line must be a JSON object")
+    uid, name, messages = raw.get("id"), raw.get("name", ""), raw.get("messages")
+    if not isinstance(uid, str) or not uid.strip():
+        raise ValueError("'id' must be a non-empty string")
+    if not isinstance(messages, list):
+        raise ValueError("'messages' must be a list")
+    out = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
+            raise ValueError(f"message {i + 1} needs a role (user or assistant) and a content string")
+        at = str(m.get("created_at", ""))
+        from_iso(at)  # raises ValueError on a bad date
+        out.append(ImportedMessage(m["role"], m["content"], at, m.get("source_id")))
+    created = str(raw.get("created_at") or (out[0].created_at if out else ""))
+    from_iso(created)
+    source = str(raw.get("source") or "lyra")
+    return ImportedConversation(str(name), created, out, source, raw.get("source_id"), uid)
+
+
+def write_sessions(store: Store, out: IO[str]) -> tuple[int, int]:
+    """Every session as one line, in a stable order; returns (sessions, messages)."""
+    conn = store.conn()
+    sessions = messages = 0
+    for s in conn.execute("SELECT * FROM sessions ORDER BY created_at, uid"):
+        rows = conn.execute("SELECT role, content, created_at, source_id FROM exchanges WHERE session_id = ? "
+                            "AND role IN ('user', 'assistant') ORDER BY id", (s["id"],)).fetchall()
+        line: dict[str, Any] = {"id": s["uid"], "name": s["name"], "created_at": s["created_at"]}
+        if s["source"] != "lyra" or s["source_id"]:
+            line.update(source=s["source"], source_id=s["source_id"])
+        line["messages"] = [{"role": r["role"], "content": r["content"], "created_at": r["created_at"],
+                             **({"source_id": r["source_id"]} if r["source_id"] else {})} for r in rows]
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        sessions += 1
+        messages += len(rows)
+    return sessions, messages
