@@ -57,3 +57,9 @@ class BadRequest(LyraError):
     """A client sent something we cannot act on."""
 
     status_code = 400
+
+
+class NotFound(LyraError):
+    """The thing a request names does not exist."""
+
+    status_code = 404

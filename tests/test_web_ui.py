@@ -4,6 +4,7 @@ with the real tiny model. Screenshots go to test-output/screenshots/ for a perso
 from __future__ import annotations
 
 import os
+import zipfile
 import shutil
 import time
 from collections.abc import Iterator
@@ -283,3 +284,22 @@ def test_every_control_has_a_name_and_tab_order_follows_the_page(page: Page) -> 
         .filter((e) => !(e.getAttribute('aria-label') || e.labels?.length || e.textContent.trim()))
         .map((e) => e.outerHTML.slice(0, 80))""")
     assert unnamed == []
+
+
+def test_import_a_chatgpt_export_and_download_an_export_from_the_page(page: Page, tmp_path: Path) -> None:
+    from .chatgpt_export import conversation, write_export
+
+    convs = [conversation(f"trip-{i}", f"Trip to Porto, day {i}", [("user", f"Day {i}: we walked by the Douro"),
+                                                                   ("assistant", "Sounds lovely")]) for i in range(12)]
+    export = write_export(tmp_path / "chatgpt-export.zip", convs)
+    page.click(".tab[data-panel=settings]")
+    page.set_input_files("#import-file", str(export))
+    page.click("#import-start")
+    expect(page.locator("#import-status")).to_contain_text("Imported 24 messages: 12 new conversations",
+                                                           timeout=60_000)
+    expect(page.locator(".session-list")).to_contain_text("Trip to Porto, day 11")
+    shot(page, "import")
+    with page.expect_download() as download:
+        page.click("#export")
+    with zipfile.ZipFile(download.value.path()) as archive:
+        assert "Trip to Porto, day 3" in archive.read("sessions.jsonl").decode()

@@ -8,7 +8,6 @@ imported is listed with where and why, and the rest is imported anyway
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
@@ -16,13 +15,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..config import load_settings, missing_model_files
-from ..errors import ConfigError, LyraError
+from ..errors import ConfigError
 from ..llm.registry import Models
 from ..store import Store
 from ..transfer.backup import backup, restore
-from ..transfer.importer import ImportReport, import_conversations
+from ..transfer.importer import ImportReport, import_source
 from ..transfer.lyra_format import write_sessions
-from ..transfer.memory_file import has_derived_memory, restore_memory, write_memory
+from ..transfer.memory_file import write_memory
 from ..transfer.sources import MEMORY_FILE, SESSIONS_FILE, open_source
 
 
@@ -61,10 +60,10 @@ def run_import(args: argparse.Namespace) -> int:
                 speed = bar.tasks[0].speed
                 bar.update(task, completed=done, total=total, rate=f"{speed:,.0f}/s" if speed else "")
 
-            report = import_conversations(store, models.embed, source.read(), progress=advance)
+            report, memory_note = import_source(store, models.embed, source, progress=advance)
         _print_report(console, report, source.format)
-        if source.memory is not None:
-            _restore_memory(console, store, models, source.memory)
+        if memory_note:
+            console.print(memory_note)
     finally:
         store.close()
         models.close()
@@ -81,18 +80,6 @@ def _print_report(console: Console, report: ImportReport, fmt: str) -> None:
         console.print(f"[red]not imported[/] {problem}")
     if report.messages:
         console.print("the dream cycle will summarize the new history by its real dates (`lyra dream`)")
-
-
-def _restore_memory(console: Console, store: Store, models: Models, path: Path) -> None:
-    if has_derived_memory(store):
-        console.print(f"{path.name} not applied: this memory already has its own summaries and profile; "
-                      "the dream cycle builds them for the imported sessions")
-        return
-    try:
-        restored = restore_memory(store, models.embed, json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise LyraError(f"{path} is not a Lyra memory file: {exc}", hint="it is written by `lyra export`") from exc
-    console.print("memory: " + ", ".join(f"{n} {k}" for k, n in restored.items()))
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -60,6 +60,10 @@ class DreamScheduler:
                                     next_run_time=first)
         self._scheduler.start()
 
+    def every(self, seconds: float, job: Callable[[], None]) -> None:
+        """Another small periodic job on the same scheduler (the server's heartbeat)."""
+        self._scheduler.add_job(job, "interval", seconds=seconds, next_run_time=datetime.now())
+
     def shutdown(self) -> None:
         self.stop.set()  # a pass in progress ends "deferred" at its next model call
         self._scheduler.shutdown(wait=True)

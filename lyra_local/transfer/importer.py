@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from ..llm.base import Embedder
 from ..store import Session, Store
 from ..store.exchanges import NewExchange
-from .records import ImportedConversation, ImportedMessage, ImportProblem
+from .memory_file import has_derived_memory, restore_memory
+from .records import ImportedConversation, ImportedMessage, ImportFormatError, ImportProblem
+from .sources import Source
 
 BATCH_MESSAGES = 256
 Progress = Callable[[int, int], None]
@@ -141,3 +143,21 @@ def _new_messages(store: Store, session: Session | None, c: ImportedConversation
     if any(m.source_id for m in c.messages):
         return [m for m in c.messages if not m.source_id or m.source_id not in known]
     return list(c.messages[len(rows):])
+
+
+def import_source(store: Store, embedder: Embedder, source: Source,
+                  progress: Progress | None = None) -> tuple[ImportReport, str | None]:
+    """Import a source's conversations, then its derived memory if it has one and the store has none."""
+    report = import_conversations(store, embedder, source.read(), progress=progress)
+    memory = source.memory()
+    if memory is None:
+        return report, None
+    if has_derived_memory(store):
+        return report, (f"the derived memory of {source.path.name} was not applied: this data directory has its "
+                        "own summaries and profile; the dream cycle builds them for the imported sessions")
+    try:
+        restored = restore_memory(store, embedder, memory)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ImportFormatError(f"the memory file of {source.path} is not usable: {exc}",
+                                hint="it is written by `lyra export`") from exc
+    return report, "memory restored: " + ", ".join(f"{n} {k}" for k, n in restored.items())

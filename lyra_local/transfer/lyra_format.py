@@ -11,7 +11,7 @@ Optional keys keep a round trip lossless: the session's ``created_at``,
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,24 +28,31 @@ def read_lyra_jsonl(path: Path) -> Iterator[ImportedConversation | ImportProblem
     except OSError as exc:
         raise ImportFormatError(f"cannot read {path}: {exc}") from exc
     with handle:
-        for n, line in enumerate(handle, 1):
+        yield from read_lyra_lines(handle, path.name)
+
+
+def read_lyra_lines(lines: Iterable[str], name: str) -> Iterator[ImportedConversation | ImportProblem]:
+    """Sessions from JSON Lines; a bad line is a problem naming it, a bad first line means a wrong file."""
+    hint = 'one JSON object per line: {"id", "name", "messages"}'
+    try:
+        for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 raw = json.loads(line)
-                if n == 1 and not (isinstance(raw, dict) and "messages" in raw):
-                    raise ImportFormatError(f"{path} is not Lyra JSON Lines: its first line is not a session",
-                                            hint="one JSON object per line: {\"id\", \"name\", \"messages\"}")
-                yield parse_session(raw)
             except json.JSONDecodeError as exc:
                 if n == 1:
-                    raise ImportFormatError(f"{path} is not Lyra JSON Lines: line 1: {exc.msg}",
-                                            hint="one JSON object per line: {\"id\", \"name\", \"messages\"}") from exc
-                yield ImportProblem(f"{path.name} line {n}", f"not valid JSON: {exc.msg} at column {exc.colno}")
+                    raise ImportFormatError(f"{name} is not Lyra JSON Lines: line 1: {exc.msg}", hint=hint) from exc
+                yield ImportProblem(f"{name} line {n}", f"not valid JSON: {exc.msg} at column {exc.colno}")
+                continue
+            if n == 1 and not (isinstance(raw, dict) and "messages" in raw):
+                raise ImportFormatError(f"{name} is not Lyra JSON Lines: its first line is not a session", hint=hint)
+            try:
+                yield parse_session(raw)
             except (ValueError, TypeError, KeyError) as exc:
-                yield ImportProblem(f"{path.name} line {n}", str(exc))
-            except UnicodeDecodeError as exc:
-                raise ImportFormatError(f"{path} is not UTF-8 text: {exc}") from exc
+                yield ImportProblem(f"{name} line {n}", str(exc))
+    except UnicodeDecodeError as exc:
+        raise ImportFormatError(f"{name} is not UTF-8 text: {exc}") from exc
 
 
 def parse_session(raw: Any) -> ImportedConversation:

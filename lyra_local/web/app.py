@@ -33,10 +33,11 @@ from ..memory import Memory
 from ..mind import Dreamer
 from ..mind.scheduler import DreamScheduler
 from ..store import Store
-from . import admin, memory_api, mind_api, openai_api, sessions_api, ui
+from . import admin, memory_api, mind_api, openai_api, sessions_api, transfer_api, ui
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = {"/health"}
+HEARTBEAT_S = 30.0  # `lyra restore` refuses while a server heartbeats
 
 
 @dataclass
@@ -51,6 +52,8 @@ class AppState:
     _memory: Memory | None = None
     _companion: Companion | None = None
     dreams: DreamScheduler | None = None
+    imports: transfer_api.ImportJobs = field(default_factory=transfer_api.ImportJobs)
+    instance_id: str = field(default_factory=lambda: f"server-{socket.gethostname()}-{os.getpid()}")
 
     def dreamer(self, stop: threading.Event) -> Dreamer:
         """A dreamer on the current models; one instance id per server process."""
@@ -107,12 +110,15 @@ def create_app(
         if handle_sighup:
             _install_sighup(state)
         threading.Thread(target=_catch_up_embeddings, args=(state,), name="reembed", daemon=True).start()
+        state.store.coord.register(state.instance_id, "server", "web UI and API (lyra serve)")
         state.dreams = DreamScheduler(state.dreamer, state.settings.dream, state.last_chat)
+        state.dreams.every(HEARTBEAT_S, lambda: state.store.coord.heartbeat(state.instance_id))
         state.dreams.start()
         try:
             yield
         finally:
             await run_in_threadpool(state.dreams.shutdown)
+            await run_in_threadpool(state.store.coord.complete, state.instance_id, "stopped")
             if state._companion is not None:
                 await run_in_threadpool(state._companion.close)
             await run_in_threadpool(state.models.close)
@@ -125,6 +131,7 @@ def create_app(
     app.include_router(memory_api.router)
     app.include_router(sessions_api.router)
     app.include_router(mind_api.router)
+    app.include_router(transfer_api.router)
     app.include_router(ui.router)
 
     @app.exception_handler(LyraError)

@@ -470,6 +470,13 @@
         loadMemory();
       } catch (err) { showError(err.message); }
     });
+    $("import-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      const file = $("import-file").files[0];
+      if (file) importFile(file);
+    });
+    $("export").addEventListener("click", () => download("/api/export"));
+    $("backup").addEventListener("click", () => download("/api/backup"));
     $("dream-now").addEventListener("click", async () => {
       try {
         setDreaming(true);
@@ -477,6 +484,55 @@
         if (!result.started) showNotice(result.reason);
       } catch (e) { setDreaming(false); showError(e.message); }
     });
+  }
+
+  // -- your data: import with progress, export, backup ---------------------------------------------
+
+  async function importFile(file) {
+    const status = $("import-status");
+    const bar = $("import-progress");
+    $("import-start").disabled = true;
+    bar.hidden = false;
+    bar.removeAttribute("value");
+    status.textContent = `Uploading ${file.name}…`;
+    try {
+      const resp = await fetch(`/api/import?filename=${encodeURIComponent(file.name)}`,
+                               { method: "PUT", body: file, headers: headers() });
+      const body = await resp.json();
+      if (!resp.ok) throw new Error(describe(body, resp));
+      await sse(`/api/import/${body.job}/events`, {}, (event, job) => {
+        if (job.total) { bar.max = job.total; bar.value = job.done; }
+        status.textContent = `Importing ${job.filename}: ${job.done.toLocaleString()} of ${job.total.toLocaleString()} messages`;
+        if (event === "done") {
+          const r = job.report;
+          status.textContent = `Imported ${r.messages.toLocaleString()} messages: ${r.sessions_new} new conversations, ` +
+            `${r.sessions_updated} updated, ${r.sessions_unchanged} already here.` +
+            (r.problems.length ? ` Not imported: ${r.problems.join("; ")}` : "") + (r.memory ? ` ${r.memory}.` : "");
+          loadSessions();
+        }
+        if (event === "failed") showError(job.error);
+      });
+    } catch (e) {
+      showError(e.message);
+      status.textContent = "";
+    } finally {
+      bar.hidden = true;
+      $("import-start").disabled = false;
+    }
+  }
+
+  async function download(path) {
+    try {
+      const resp = await fetch(path, { headers: headers() });
+      if (!resp.ok) throw new Error(describe(await resp.json().catch(() => null), resp));
+      const name = /filename="?([^";]+)"?/.exec(resp.headers.get("content-disposition") || "")?.[1] || "lyra-download";
+      const url = URL.createObjectURL(await resp.blob());
+      const a = el("a", { href: url, download: name });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (e) { showError(e.message); }
   }
 
   async function start() {

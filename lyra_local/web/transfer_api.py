@@ -1,0 +1,180 @@
+"""Import (upload with progress), export and backup over HTTP, for the web UI.
+
+An upload is streamed to ``<data_dir>/imports/`` (never a path the request
+names), imported in a background thread, and deleted afterwards; its progress
+is read as JSON or as server-sent events. Export and backup are downloads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import tempfile
+import threading
+import time
+import uuid
+import zipfile
+from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import FileResponse, Response
+from sse_starlette.sse import EventSourceResponse
+from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import BadRequest, LyraError, NotFound
+from ..llm.base import Embedder
+from ..store import Store
+from ..transfer.backup import backup
+from ..transfer.importer import import_source
+from ..transfer.lyra_format import write_sessions
+from ..transfer.memory_file import dump_memory
+from ..transfer.sources import MEMORY_FILE, SESSIONS_FILE, open_source
+from .deps import app_state
+
+router = APIRouter(prefix="/api")
+MAX_UPLOAD = 2 * 1024**3
+POLL_S = 0.25
+
+
+@dataclass
+class ImportJob:
+    id: str
+    filename: str
+    status: str = "running"
+    done: int = 0
+    total: int = 0
+    report: dict[str, Any] | None = None
+    error: str | None = None
+    started_at: float = field(default_factory=time.time)
+
+
+class ImportJobs:
+    """Imports running in this server, by id; one at a time (they share the embedder)."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, ImportJob] = {}
+        self._one = threading.Lock()
+
+    def start(self, path: Path, filename: str, fmt: str, store: Store, embedder: Embedder) -> ImportJob:
+        job = ImportJob(uuid.uuid4().hex[:12], filename)
+        self.jobs[job.id] = job
+        threading.Thread(target=self._run, args=(job, path, fmt, store, embedder), name=f"import-{job.id}",
+                         daemon=True).start()
+        return job
+
+    def _run(self, job: ImportJob, path: Path, fmt: str, store: Store, embedder: Embedder) -> None:
+        def progress(done: int, total: int) -> None:
+            job.done, job.total = done, total
+
+        try:
+            with self._one:
+                source = open_source(path, fmt)  # type: ignore[arg-type]
+                report, memory_note = import_source(store, embedder, source, progress=progress)
+            job.report, job.status = {**report.summary(), "memory": memory_note}, "done"
+        except LyraError as exc:
+            job.error, job.status = str(exc), "failed"
+        except Exception as exc:  # the thread must report, not vanish
+            job.error, job.status = f"{type(exc).__name__}: {exc}", "failed"
+        finally:
+            path.unlink(missing_ok=True)  # the upload is not kept: the memory is
+
+
+@router.put("/import", status_code=202)
+async def upload(request: Request, filename: str = Query(min_length=1, max_length=255),
+                 format: Literal["auto", "chatgpt", "lyra"] = "auto") -> dict[str, Any]:
+    """The request body is the file (a ChatGPT export .zip/.json, or Lyra .jsonl / export .zip)."""
+    state = app_state(request)
+    folder = state.store.data_dir / "imports"
+    folder.mkdir(exist_ok=True)
+    safe = re.sub(r"[^\w.-]", "_", Path(filename).name).lstrip(".")[-120:] or "upload"
+    dest = folder / f"{uuid.uuid4().hex}-{safe}"
+    size = 0
+    try:
+        with dest.open("wb") as out:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_UPLOAD:
+                    raise BadRequest("the upload is larger than 2 GiB", hint="use `lyra import PATH` instead")
+                out.write(chunk)
+    except BaseException:
+        dest.unlink(missing_ok=True)
+        raise
+    if size == 0:
+        dest.unlink(missing_ok=True)
+        raise BadRequest("the upload is empty", hint="choose the export file again")
+    job = state.imports.start(dest, filename, format, state.store, state.models.embed)
+    return {"job": job.id}
+
+
+@router.get("/import/{job_id}")
+async def import_status(job_id: str, request: Request) -> dict[str, Any]:
+    return asdict(_job(request, job_id))
+
+
+@router.get("/import/{job_id}/events")
+async def import_events(job_id: str, request: Request) -> EventSourceResponse:
+    job = _job(request, job_id)
+
+    async def stream() -> AsyncIterator[dict[str, str]]:
+        last = None
+        while not await request.is_disconnected():
+            now = (job.status, job.done, job.total)
+            if now != last:
+                last = now
+                yield {"event": "progress" if job.status == "running" else job.status, "data": json.dumps(asdict(job))}
+            if job.status != "running":
+                return
+            await asyncio.sleep(POLL_S)
+
+    return EventSourceResponse(stream(), ping=15)
+
+
+@router.get("/export")
+async def export(request: Request) -> Response:
+    """Every session (JSON Lines) and the derived memory (JSON), as one zip: `lyra import` reads it back."""
+    store = app_state(request).store
+
+    def build() -> bytes:
+        sessions = io.StringIO()
+        write_sessions(store, sessions)
+        memory = json.dumps(dump_memory(store), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(SESSIONS_FILE, sessions.getvalue())
+            archive.writestr(MEMORY_FILE, memory)
+        return buffer.getvalue()
+
+    body = await run_in_threadpool(build)
+    name = f"lyra-export-{datetime.now():%Y%m%d-%H%M}.zip"
+    return Response(body, media_type="application/zip",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+@router.get("/backup")
+async def download_backup(request: Request) -> FileResponse:
+    """A consistent copy of the database, taken now (safe while chatting and dreaming)."""
+    store = app_state(request).store
+    folder = Path(tempfile.mkdtemp(prefix="backup-", dir=store.data_dir))
+    path = folder / f"lyra-backup-{datetime.now():%Y%m%d-%H%M}.db"
+    await run_in_threadpool(backup, store, path)
+
+    def cleanup() -> None:
+        path.unlink(missing_ok=True)
+        folder.rmdir()
+
+    return FileResponse(path, media_type="application/vnd.sqlite3", filename=path.name,
+                        background=BackgroundTask(cleanup))
+
+
+def _job(request: Request, job_id: str) -> ImportJob:
+    job = app_state(request).imports.jobs.get(job_id)
+    if job is None:
+        raise NotFound(f"no import {job_id}", hint="the id comes from PUT /api/import; jobs live until a restart")
+    return job
