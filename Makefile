@@ -53,6 +53,7 @@ bench: setup $(VENV)/llama-server/bin/llama-server
 	$(BIN)/python scripts/bench_recall.py
 	$(BIN)/python scripts/bench_chat.py
 	$(BIN)/python scripts/bench_dream.py
+	$(BIN)/python scripts/bench_import.py
 
 # llama.cpp's own server (parallel slots) for bench_dream, from the pinned sources.
 $(VENV)/llama-server/bin/llama-server: $(STAMP)
