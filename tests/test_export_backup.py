@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from lyra_local.mind import Dreamer
 from lyra_local.store import Store
 
 from .chatgpt_export import conversation, write_export
-from .conftest import MODELS_DIR, REPO
+from .conftest import MODELS_DIR, REPO, base_env
 from .fakes import FakeChatModel, FakeEmbedder
 from .test_dream import add_session, respond
 
@@ -166,4 +167,39 @@ def test_forget_by_session_date_or_text_with_a_dry_run_first(
     assert [s.id for s in store.sessions.list()] == [mixed]
     assert [e.content for e in store.exchanges.history(mixed)] == ["ok", "nice weather"]
     assert old not in [s.id for s in store.sessions.list()]
+    store.close()
+
+
+@pytest.mark.slow
+def test_lyra_import_killed_mid_way_keeps_whole_conversations_and_resumes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    convs = [conversation(f"k{i}", f"chat {i}", [("user" if j % 2 == 0 else "assistant",
+                                                  f"message {j} of conversation {i} about the harbour and the rain")
+                                                 for j in range(9)]) for i in range(150)]
+    export = write_export(tmp_path / "export.zip", convs)
+    data = tmp_path / "data"
+    env = {**base_env(tmp_path), "LYRA_DATA_DIR": str(data), "LYRA_MODELS_DIR": str(MODELS_DIR)}
+    proc = subprocess.Popen([sys.executable, "-m", "lyra_local", "import", str(export)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while True:  # wait until some batches are in, then pull the plug
+        assert time.monotonic() < deadline and proc.poll() is None, "the import ended before it could be killed"
+        if (data / "lyra.db").exists():
+            conn = sqlite3.connect(data / "lyra.db", timeout=10)
+            stored = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+            conn.close()
+            if stored >= 30:
+                break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    conn = sqlite3.connect(data / "lyra.db")
+    counts = [r[0] for r in conn.execute("SELECT count(e.id) FROM sessions s LEFT JOIN exchanges e "
+                                         "ON e.session_id = s.id GROUP BY s.id")]
+    conn.close()
+    assert 30 <= len(counts) < 150 and set(counts) == {9}  # whole conversations only
+    use(monkeypatch, data)
+    assert main(["import", str(export)]) == 0  # resumes: the rest comes in, nothing twice
+    store = Store(data)
+    assert store.sessions.count() == 150 and store.exchanges.count() == 150 * 9
     store.close()

@@ -33,6 +33,8 @@ SEED = {
     6: [],
     7: ["INSERT INTO dream_passes (instance_id, started_at, status, drives_after) VALUES "
         "('dream-1', '2023-05-09T00:00:00+00:00', 'done', '{\"continuity\": 0.0}')"],
+    8: ["INSERT INTO world_state (content, author, status, created_at, decided_at, decided_by) VALUES "
+        "('# Later', 'agent:coder', 'accepted', '2023-05-10T00:00:00+00:00', '2023-05-11T00:00:00+00:00', 'user')"],
 }
 
 

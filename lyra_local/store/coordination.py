@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from ..errors import NotFound
 from .db import to_iso, utc_now
 
 if TYPE_CHECKING:
@@ -45,6 +47,13 @@ class WorldVersion:
     reason: str | None
     status: str
     created_at: str
+    decided_at: str | None = None
+    decided_by: str | None = None
+
+
+def _world(row: sqlite3.Row) -> WorldVersion:
+    return WorldVersion(row["id"], row["content"], row["author"], row["reason"], row["status"], row["created_at"],
+                        row["decided_at"], row["decided_by"])
 
 
 class Coordination:
@@ -65,6 +74,20 @@ class Coordination:
                          "excluded.acquired_at, expires_at = excluded.expires_at, note = excluded.note",
                          (resource, holder, to_iso(now), expires, note))
             return LeaseResult(True, Lease(resource, holder, to_iso(now), expires, note))
+
+    def renew(self, resource: str, holder: str, ttl_s: float) -> LeaseResult:
+        """Extend our lease; refused (with the holder) if it lapsed and someone else took it."""
+        now = datetime.now(timezone.utc)
+        with self.store.write() as conn:
+            row = conn.execute("SELECT * FROM locks WHERE resource = ?", (resource,)).fetchone()
+            if row is None or (row["holder"] != holder and row["expires_at"] > to_iso(now)):
+                return LeaseResult(False, Lease(*row) if row else Lease(resource, "", "", "", "not held"))
+            expires = to_iso(now + timedelta(seconds=ttl_s))
+            conn.execute("INSERT INTO locks (resource, holder, acquired_at, expires_at, note) VALUES (?, ?, ?, ?, ?) "
+                         "ON CONFLICT(resource) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at",
+                         (resource, holder, to_iso(now), expires, row["note"] if row else None))
+            fresh = conn.execute("SELECT * FROM locks WHERE resource = ?", (resource,)).fetchone()
+        return LeaseResult(True, Lease(*fresh))
 
     def release(self, resource: str, holder: str) -> bool:
         with self.store.write() as conn:
@@ -106,6 +129,19 @@ class Coordination:
             conn.execute("UPDATE instances SET completed_at = ?, heartbeat_at = ?, status = ?, result = ? "
                          "WHERE id = ?", (now, now, status, result, instance_id))
 
+    def log(self, instance_id: str, message: str) -> None:
+        """A progress entry (also a heartbeat)."""
+        self.heartbeat(instance_id, message)
+
+    def instances(self, *, include_completed_s: float = 3600.0) -> list[dict[str, Any]]:
+        """Running instances, and those completed within ``include_completed_s``, newest first."""
+        since = to_iso(datetime.now(timezone.utc) - timedelta(seconds=include_completed_s))
+        rows = self.store.conn().execute(
+            "SELECT i.*, (SELECT message FROM instance_log l WHERE l.instance_id = i.id ORDER BY l.id DESC LIMIT 1) "
+            "AS last_message FROM instances i WHERE i.completed_at IS NULL OR i.completed_at > ? "
+            "ORDER BY i.heartbeat_at DESC", (since,))
+        return [dict(r) for r in rows]
+
     def instance(self, instance_id: str) -> dict[str, Any] | None:
         row = self.store.conn().execute("SELECT * FROM instances WHERE id = ?", (instance_id,)).fetchone()
         if row is None:
@@ -123,6 +159,20 @@ class Coordination:
                                "VALUES (?, ?, ?, ?, ?) RETURNING *", (content, author, reason, status, utc_now())
                                ).fetchone()
         return WorldVersion(*row)
+
+    def decide(self, version_id: int, accept: bool, author: str) -> WorldVersion:
+        """Accept a proposed version (it becomes the world state from now) or reject it; both stay in history."""
+        with self.store.write() as conn:
+            row = conn.execute("UPDATE world_state SET status = ?, decided_at = ?, decided_by = ? "
+                               "WHERE id = ? AND status = 'proposed' RETURNING *",
+                               ("accepted" if accept else "rejected", utc_now(), author, version_id)).fetchone()
+        if row is None:
+            raise NotFound(f"no open proposal {version_id}", hint="`lyra world proposals` lists them")
+        return _world(row)
+
+    def proposals(self) -> list[WorldVersion]:
+        rows = self.store.conn().execute("SELECT * FROM world_state WHERE status = 'proposed' ORDER BY id")
+        return [_world(r) for r in rows]
 
     def world(self) -> WorldVersion | None:
         row = self.store.conn().execute(

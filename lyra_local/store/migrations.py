@@ -296,3 +296,14 @@ CREATE TABLE dream_passes (
 );
 CREATE INDEX consolidation_log_by_kind ON consolidation_log(kind, target);
 """)
+
+
+@migration
+def m008_world_reviews(conn: sqlite3.Connection) -> None:
+    """Who accepted or rejected a proposed world-state version, and when (it counts from then)."""
+    _script(conn, """
+ALTER TABLE world_state ADD COLUMN decided_at TEXT;
+ALTER TABLE world_state ADD COLUMN decided_by TEXT;
+UPDATE world_state SET decided_at = created_at, decided_by = author WHERE status != 'proposed';
+CREATE INDEX instances_by_heartbeat ON instances(heartbeat_at);
+""")

@@ -41,17 +41,21 @@ def dump_memory(store: Store) -> dict[str, Any]:
     narrative = conn.execute("SELECT content, created_at, basis FROM narrative WHERE stale = 0 "
                              "ORDER BY id DESC LIMIT 1").fetchone()
     state = conn.execute("SELECT state, created_at FROM self_state ORDER BY id DESC LIMIT 1").fetchone()
-    world = [dict(w) for w in conn.execute("SELECT content, author, reason, status, created_at FROM world_state "
-                                           "ORDER BY id")]
+    world = [dict(w) for w in conn.execute("SELECT content, author, reason, status, created_at, decided_at, "
+                                           "decided_by FROM world_state ORDER BY id")]
     return {"format": FORMAT, "version": VERSION, "gists": gists, "profile": profile, "digests": digests,
             "narrative": dict(narrative) if narrative else None,
             "self_state": {"state": json.loads(state["state"]), "created_at": state["created_at"]} if state else None,
             "world": world}
 
 
+def memory_json(store: Store) -> str:
+    """The file's text: stable key order, so two exports of the same memory are identical."""
+    return json.dumps(dump_memory(store), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+
+
 def write_memory(store: Store, path: Path) -> None:
-    path.write_text(json.dumps(dump_memory(store), ensure_ascii=False, indent=1, sort_keys=True) + "\n",
-                    encoding="utf-8")
+    path.write_text(memory_json(store), encoding="utf-8")
 
 
 def has_derived_memory(store: Store) -> bool:
@@ -102,6 +106,7 @@ def restore_memory(store: Store, embedder: Embedder, data: dict[str, Any]) -> di
             w.execute("INSERT INTO self_state (state, created_at) VALUES (?, ?)",
                       (json.dumps(data["self_state"]["state"]), data["self_state"]["created_at"]))
         for v in data["world"]:
-            w.execute("INSERT INTO world_state (content, author, reason, status, created_at) VALUES (?, ?, ?, ?, ?)",
-                      (v["content"], v["author"], v["reason"], v["status"], v["created_at"]))
+            w.execute("INSERT INTO world_state (content, author, reason, status, created_at, decided_at, decided_by) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?)", (v["content"], v["author"], v["reason"], v["status"],
+                                                       v["created_at"], v.get("decided_at"), v.get("decided_by")))
     return {"gists": len(gists), "facts": len(ids), "digests": len(data["digests"]), "world": len(data["world"])}

@@ -34,7 +34,7 @@ from ..store import Store
 from ..transfer.backup import backup
 from ..transfer.importer import import_source
 from ..transfer.lyra_format import write_sessions
-from ..transfer.memory_file import dump_memory
+from ..transfer.memory_file import memory_json
 from ..transfer.sources import MEMORY_FILE, SESSIONS_FILE, open_source
 from .deps import app_state
 
@@ -144,7 +144,7 @@ async def export(request: Request) -> Response:
     def build() -> bytes:
         sessions = io.StringIO()
         write_sessions(store, sessions)
-        memory = json.dumps(dump_memory(store), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+        memory = memory_json(store)
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
             archive.writestr(SESSIONS_FILE, sessions.getvalue())
