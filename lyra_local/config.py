@@ -196,6 +196,15 @@ class DreamSettings(_Strict):
         return value
 
 
+class CoordinationSettings(_Strict):
+    """Instances and world-state proposals shared by every Lyra process and local agent."""
+
+    stale_after_s: float = Field(120.0, ge=5, le=86400, description="An instance silent this long is stale.")
+    world_updates: Literal["propose", "auto", "off"] = Field(
+        "propose", description="Dream-cycle world-state changes: kept for review, accepted at once, or none.")
+    sitrep_chars: int = Field(3000, ge=500, le=50000, description="Longest sitrep, so it is safe in a context.")
+
+
 class Settings(_Strict):
     """Everything `lyra` is configured with."""
 
@@ -204,6 +213,7 @@ class Settings(_Strict):
     server: ServerSettings = ServerSettings()
     companion: CompanionSettings = CompanionSettings()
     dream: DreamSettings = DreamSettings()
+    coordination: CoordinationSettings = CoordinationSettings()
     models: ModelsConfig
     config_file: Path | None = Field(None, description="The lyra.toml that was read, if any.")
 

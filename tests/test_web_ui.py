@@ -174,6 +174,22 @@ def test_world_state_edits_persist_across_reload(page: Page) -> None:
     page.reload()
     page.click(".tab[data-panel=memory]")
     expect(page.locator("#world-input")).to_have_value("# Now\n- Sam is moving to Lisbon in May")
+    expect(page.locator("#sitrep")).to_contain_text("- Sam is moving to Lisbon in May")  # the sitrep shows it too
+
+
+def test_a_proposed_world_change_is_accepted_in_the_page(page: Page, served: Served) -> None:
+    proposal = httpx.post(f"{served.url}/api/world/proposals",
+                          json={"agent": "coder", "content": "# Now\n- Sam moved to Lisbon", "reason": "Sam said so"})
+    assert proposal.status_code == 201
+    page.click(".tab[data-panel=memory]")
+    item = page.locator("#world-proposals li")
+    expect(item).to_contain_text("Proposed by agent:coder")
+    expect(item).to_contain_text("Sam said so")
+    expect(page.locator("#sitrep")).to_contain_text("Proposed changes waiting for review")
+    shot(page, "memory-proposal")
+    item.get_by_role("button", name="Accept").click()
+    expect(page.locator("#world-proposals li")).to_have_count(0)
+    expect(page.locator("#world-input")).to_have_value("# Now\n- Sam moved to Lisbon")
 
 
 def test_html_and_javascript_links_render_inert(page: Page, served: Served) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import LyraError
-from . import chat, doctor, dream, forget, models, recall, reindex, serve, transfer
+from . import chat, doctor, dream, forget, mcp, models, recall, reindex, serve, transfer, world
 
-COMMANDS = (serve, chat, dream, recall, transfer, forget, reindex, models, doctor)
+COMMANDS = (serve, chat, dream, recall, world, transfer, forget, mcp, reindex, models, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -31,7 +31,7 @@ from ..llm.base import ChatModel, Embedder
 from ..llm.retry import backoff_delays
 from ..memory.gather import user_name
 from ..store import Store
-from . import digests
+from . import digests, world
 from .backlog import sense
 from .drives import Backlog, compute_drives
 from .gists import draft_gist
@@ -39,6 +39,7 @@ from .narrative import narrative_basis, narrative_due, write_narrative
 from .profile import extract_facts
 from .reflect import novelty, reflect
 from .scribe import Scribe, Stopped
+from .world import draft_world
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -78,6 +79,7 @@ class Dreamer:
         self._registered = False
         self._actions: list[dict[str, Any]] = []
         self._actions_lock = threading.Lock()
+        self._narrative_written = False
 
     # -- the pass ------------------------------------------------------------------------
 
@@ -90,6 +92,7 @@ class Dreamer:
         self._register()
         pass_id = self.store.dreams.start(self.id, forced=force, backlog=backlog.summary(), drives=before)
         self._actions = []
+        self._narrative_written = False
         self._event("pass.start", None, forced=force, drives=before, backlog=backlog.summary())
         status, error = "done", None
         try:
@@ -160,6 +163,8 @@ class Dreamer:
             self.store.derived.delete_digests(obsolete)
             self._act("digests.deleted", None, periods=[f"{g}:{p}" for g, p in obsolete])
         self._unit("narrative", self._narrative, wait=True)
+        if self._narrative_written and self.settings.coordination.world_updates != "off":
+            self._unit("world", self._world, wait=True)
 
     def _profile(self, scribe: Scribe) -> None:
         # Gists that land while we work (another dreamer's) are read too, before the lease goes.
@@ -194,7 +199,17 @@ class Dreamer:
             return
         text, basis = write_narrative(scribe, self.store, self.settings.companion.timeline_days)
         self.store.derived.set_narrative(text, basis)
+        self._narrative_written = True
         self._act("narrative", None, basis=basis, text=text)
+
+    def _world(self, scribe: Scribe) -> None:
+        text = draft_world(scribe, self.store)
+        if text is None:
+            return
+        auto = self.settings.coordination.world_updates == "auto"
+        reason = "the dream cycle saw the arc change: " + ((self.store.derived.narrative() or "").split(". ")[0])[:200]
+        version = self.store.coord.write_world(text, world.AUTHOR, reason, status="accepted" if auto else "proposed")
+        self._act("world", None, version=version.id, status=version.status, basis=version.id)
 
     # -- curiosity: reflection ---------------------------------------------------------------------
 

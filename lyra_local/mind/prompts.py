@@ -37,3 +37,8 @@ what would be worth bringing up again."""
 REFLECT = """Above is what happened lately between {name}, a companion, and {user}. As {name}, reflect
 on it. Answer in JSON: your mood (one or two words), your energy from 0 to 1, a short first-person
 self-narrative (two sentences), and up to three short reflections."""
+
+WORLD = """Above are {name}'s core memory of {user}'s world (a short Markdown document), the current arc, and
+the standing facts. Write the updated core memory: a short Markdown document of what matters now (people,
+places, ongoing plans, commitments). Keep every line that is still true, change what the arc shows has
+changed, and add nothing the material does not say. Answer with the document only."""

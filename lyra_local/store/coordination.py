@@ -154,11 +154,15 @@ class Coordination:
 
     def write_world(self, content: str, author: str, reason: str | None = None,
                     status: str = "accepted") -> WorldVersion:
+        """A new version: ``accepted`` (the user's edit) or ``proposed`` (waiting for review)."""
+        now = utc_now()
+        decided = now if status == "accepted" else None
         with self.store.write() as conn:
-            row = conn.execute("INSERT INTO world_state (content, author, reason, status, created_at) "
-                               "VALUES (?, ?, ?, ?, ?) RETURNING *", (content, author, reason, status, utc_now())
+            row = conn.execute("INSERT INTO world_state (content, author, reason, status, created_at, decided_at, "
+                               "decided_by) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *",
+                               (content, author, reason, status, now, decided, author if decided else None)
                                ).fetchone()
-        return WorldVersion(*row)
+        return _world(row)
 
     def decide(self, version_id: int, accept: bool, author: str) -> WorldVersion:
         """Accept a proposed version (it becomes the world state from now) or reject it; both stay in history."""
@@ -175,12 +179,14 @@ class Coordination:
         return [_world(r) for r in rows]
 
     def world(self) -> WorldVersion | None:
+        """The version accepted last (a proposal counts from when it was accepted)."""
         row = self.store.conn().execute(
-            "SELECT * FROM world_state WHERE status = 'accepted' ORDER BY id DESC LIMIT 1").fetchone()
-        return None if row is None else WorldVersion(*row)
+            "SELECT * FROM world_state WHERE status = 'accepted' "
+            "ORDER BY coalesce(decided_at, created_at) DESC, id DESC LIMIT 1").fetchone()
+        return None if row is None else _world(row)
 
     def world_history(self) -> list[WorldVersion]:
-        return [WorldVersion(*r) for r in self.store.conn().execute("SELECT * FROM world_state ORDER BY id")]
+        return [_world(r) for r in self.store.conn().execute("SELECT * FROM world_state ORDER BY id")]
 
     # -- consolidation log --------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from ..memory import Memory
 from ..mind import Dreamer
 from ..mind.scheduler import DreamScheduler
 from ..store import Store
-from . import admin, memory_api, mind_api, openai_api, sessions_api, transfer_api, ui
+from . import admin, coord_api, memory_api, mind_api, openai_api, sessions_api, transfer_api, ui
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = {"/health"}
@@ -132,6 +132,7 @@ def create_app(
     app.include_router(sessions_api.router)
     app.include_router(mind_api.router)
     app.include_router(transfer_api.router)
+    app.include_router(coord_api.router)
     app.include_router(ui.router)
 
     @app.exception_handler(LyraError)

@@ -31,7 +31,8 @@
     if (options.body && typeof options.body !== "string") init.body = JSON.stringify(options.body);
     const resp = await fetch(path, init);
     if (resp.status === 401 && await askToken()) return api(path, options);
-    const data = resp.headers.get("content-type")?.includes("json") ? await resp.json() : null;
+    const type = resp.headers.get("content-type") || "";
+    const data = type.includes("json") ? await resp.json() : type.startsWith("text/plain") ? await resp.text() : null;
     if (!resp.ok) throw new Error(describe(data, resp));
     return data;
   }
@@ -309,8 +310,11 @@
 
   async function loadMemory() {
     try {
-      const [self, world, profile, narrative, digests] = await Promise.all([
-        api("/api/self"), api("/api/world"), api("/api/profile"), api("/api/narrative"), api("/api/digests")]);
+      const [self, world, profile, narrative, digests, sitrep, proposals] = await Promise.all([
+        api("/api/self"), api("/api/world"), api("/api/profile"), api("/api/narrative"), api("/api/digests"),
+        api("/api/sitrep?format=text"), api("/api/world/proposals")]);
+      $("sitrep").textContent = sitrep;
+      renderProposals(proposals.proposals);
       const gist = state.current ? (await api(`/api/sessions/${state.current}/gist`)).gist : null;
       $("session-gist").textContent = gist ? gist.content : "No summary yet: the dream cycle writes one when the conversation rests.";
       $("session-gist").classList.toggle("muted", !gist);
@@ -324,6 +328,20 @@
       $("narrative").classList.toggle("muted", !narrative.narrative);
       renderTimeline(digests.digests);
     } catch (e) { showError(e.message); }
+  }
+
+  function renderProposals(proposals) {
+    $("world-proposals").replaceChildren(...proposals.map((p) => {
+      const decide = (how) => async () => {
+        try { await api(`/api/world/proposals/${p.id}/${how}`, { method: "POST", body: { by: "user" } }); loadMemory(); }
+        catch (e) { showError(e.message); }
+      };
+      return el("li", { class: "proposal" },
+        el("p", {}, el("strong", { text: `Proposed by ${p.author}` }), el("span", { class: "muted", text: ` — ${p.reason || ""}` })),
+        el("pre", { text: p.content }),
+        el("div", { class: "row" }, el("button", { text: "Accept", onclick: decide("accept") }),
+           el("button", { text: "Reject", onclick: decide("reject") })));
+    }));
   }
 
   function renderProfile(facts) {

@@ -1,0 +1,33 @@
+"""``lyra mcp``: serve Lyra's memory to a local agent over MCP (stdio)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from ..config import load_settings
+from ..coord import Coordinator, agent_name
+from ..llm.registry import Models
+from ..mcp_server import build_server
+from ..memory import Memory
+from ..store import Store
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("mcp", help="serve the memory to a local agent over MCP (stdio)")
+    p.add_argument("--agent", default="agent", help="name the writes are attributed to (default: agent)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.getLogger().setLevel(logging.WARNING)  # stdout is the protocol: logs go to stderr only
+    settings = load_settings(args.config)
+    store = Store(settings.data_dir)
+    models = Models(settings)
+    try:
+        server = build_server(Coordinator(store, settings, Memory(store, models.embed)), agent_name(args.agent))
+        server.run("stdio")
+    finally:
+        store.close()
+        models.close()
+    return 0

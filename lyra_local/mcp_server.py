@@ -1,0 +1,97 @@
+"""``lyra mcp``: Lyra's memory for local agents over the Model Context Protocol (stdio).
+
+Built with the official ``mcp`` SDK. Local only by construction (stdio: the
+agent starts this process). Every write is attributed to the agent named with
+``--agent`` (or per call): notes land in that agent's own session, world-state
+changes are proposals for the user to review.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.fastmcp import FastMCP
+
+from .coord import Coordinator
+from .errors import LyraError
+
+INSTRUCTIONS = """Lyra is the user's long-term memory and the coordination point of their local processes.
+Call sitrep first. Register an instance for your task, heartbeat while you work, complete it when done.
+Take a lock before touching a shared resource; a refused lock says who holds it. Recall before asking
+the user something they may have said already; remember what the user would want kept."""
+
+
+def build_server(coordinator: Coordinator, agent: str) -> FastMCP:
+    mcp = FastMCP("lyra", instructions=INSTRUCTIONS)
+
+    def who(name: str | None) -> str:
+        return name or agent
+
+    def safe(call: Any, *args: Any) -> Any:
+        try:
+            return call(*args)
+        except LyraError as exc:  # a tool error the agent can read and act on
+            raise ValueError(str(exc)) from exc
+
+    @mcp.tool()
+    def sitrep() -> str:
+        """A short report: world state, running and stale instances, held locks, what changed recently."""
+        return str(safe(coordinator.sitrep_text))
+
+    @mcp.tool()
+    def recall(query: str, k: int = 8) -> list[dict[str, Any]]:
+        """Search the user's memory (vectors and full text fused); best first."""
+        return list(safe(coordinator.recall, query, k))
+
+    @mcp.tool()
+    def remember(content: str, agent_name: str | None = None) -> dict[str, Any]:
+        """Keep a note in the memory, attributed to this agent (its own session)."""
+        return dict(safe(coordinator.remember, who(agent_name), content))
+
+    @mcp.tool()
+    def world_read() -> dict[str, Any]:
+        """The core memory (world state) as it stands, and the changes proposed for review."""
+        return dict(safe(coordinator.world))
+
+    @mcp.tool()
+    def world_propose(content: str, reason: str, agent_name: str | None = None) -> dict[str, Any]:
+        """Propose a new version of the whole world-state document; the user accepts or rejects it."""
+        return dict(safe(coordinator.propose_world, who(agent_name), content, reason))
+
+    @mcp.tool()
+    def instance_register(summary: str, kind: str = "agent", instance_id: str | None = None) -> dict[str, Any]:
+        """Register this task as a running instance; returns its id for heartbeats."""
+        return dict(safe(coordinator.register, kind, f"{who(None)}: {summary}", instance_id))
+
+    @mcp.tool()
+    def instance_heartbeat(instance_id: str, message: str | None = None) -> dict[str, Any]:
+        """Say the instance is alive, optionally with a progress entry."""
+        return dict(safe(coordinator.heartbeat, instance_id, message))
+
+    @mcp.tool()
+    def instance_complete(instance_id: str, result: str, status: str = "done") -> dict[str, Any]:
+        """Mark the instance finished with a one-line result (status done, failed or cancelled)."""
+        return dict(safe(coordinator.complete, instance_id, result, status))
+
+    @mcp.tool()
+    def lock_acquire(resource: str, ttl_s: float = 300.0, note: str | None = None,
+                     holder: str | None = None) -> dict[str, Any]:
+        """Take a lease on a resource; if someone else holds it, ok is false and held_by says who."""
+        return dict(safe(coordinator.acquire, resource, who(holder), ttl_s, note))
+
+    @mcp.tool()
+    def lock_renew(resource: str, ttl_s: float = 300.0, holder: str | None = None) -> dict[str, Any]:
+        """Extend a lease this agent holds."""
+        return dict(safe(coordinator.renew, resource, who(holder), ttl_s))
+
+    @mcp.tool()
+    def lock_release(resource: str, holder: str | None = None) -> dict[str, Any]:
+        """Give a lease back."""
+        return dict(safe(coordinator.release, resource, who(holder)))
+
+    @mcp.tool()
+    def lock_check(resource: str) -> dict[str, Any]:
+        """Whether a resource is leased, and by whom until when."""
+        return dict(safe(coordinator.check, resource))
+
+    return mcp

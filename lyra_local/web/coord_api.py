@@ -1,0 +1,137 @@
+"""Coordination over HTTP: sitrep, world-state proposals, instances, locks, and agent recall/remember.
+
+The same operations as the MCP server (both call ``coord.Coordinator``);
+protected by the API token like the rest of the API when it is set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from ..coord import Coordinator
+from .deps import app_state
+
+router = APIRouter(prefix="/api")
+
+
+class Proposal(BaseModel):
+    agent: str = Field(min_length=1, max_length=60)
+    content: str = Field(max_length=100_000)
+    reason: str = Field(min_length=1, max_length=1000)
+
+
+class Decision(BaseModel):
+    by: str = Field("user", min_length=1, max_length=60)
+
+
+class NewInstance(BaseModel):
+    kind: str = Field(min_length=1, max_length=40)
+    summary: str = Field(min_length=1, max_length=300)
+    id: str | None = Field(None, max_length=120)
+
+
+class Beat(BaseModel):
+    message: str | None = Field(None, max_length=2000)
+
+
+class Done(BaseModel):
+    result: str = Field(min_length=1, max_length=4000)
+    status: str = Field("done", pattern="^(done|failed|cancelled)$")
+
+
+class LockRequest(BaseModel):
+    resource: str = Field(min_length=1, max_length=300)
+    holder: str = Field(min_length=1, max_length=120)
+    ttl_s: float = Field(60.0, gt=0, le=86400)
+    note: str | None = Field(None, max_length=300)
+
+
+class Note(BaseModel):
+    agent: str = Field(min_length=1, max_length=60)
+    content: str = Field(min_length=1, max_length=20_000)
+
+
+def coordinator(request: Request) -> Coordinator:
+    state = app_state(request)
+    return Coordinator(state.store, state.settings, state.memory)
+
+
+@router.get("/sitrep", response_model=None)
+async def sitrep(request: Request, format: str = "json") -> Any:
+    c = coordinator(request)
+    if format == "text":
+        return PlainTextResponse(await run_in_threadpool(c.sitrep_text))
+    data = await run_in_threadpool(c.sitrep)
+    return {**data, "text": await run_in_threadpool(c.sitrep_text)}
+
+
+@router.get("/world/proposals")
+async def proposals(request: Request) -> dict[str, Any]:
+    return await run_in_threadpool(coordinator(request).world)
+
+
+@router.post("/world/proposals", status_code=201)
+async def propose(body: Proposal, request: Request) -> dict[str, Any]:
+    return await run_in_threadpool(coordinator(request).propose_world, body.agent, body.content, body.reason)
+
+
+@router.post("/world/proposals/{version_id}/{decision}")
+async def decide(version_id: int, decision: Literal["accept", "reject"], body: Decision,
+                 request: Request) -> dict[str, Any]:
+    version = await run_in_threadpool(app_state(request).store.coord.decide, version_id, decision == "accept",
+                                      body.by)
+    return dataclasses.asdict(version)
+
+
+@router.get("/instances")
+async def instances(request: Request) -> dict[str, Any]:
+    return {"instances": (await run_in_threadpool(coordinator(request).sitrep))["instances"]}
+
+
+@router.post("/instances", status_code=201)
+async def register(body: NewInstance, request: Request) -> dict[str, Any]:
+    return await run_in_threadpool(coordinator(request).register, body.kind, body.summary, body.id)
+
+
+@router.post("/instances/{instance_id}/heartbeat")
+async def heartbeat(instance_id: str, body: Beat, request: Request) -> dict[str, Any]:
+    return await run_in_threadpool(coordinator(request).heartbeat, instance_id, body.message)
+
+
+@router.post("/instances/{instance_id}/complete")
+async def complete(instance_id: str, body: Done, request: Request) -> dict[str, Any]:
+    return await run_in_threadpool(coordinator(request).complete, instance_id, body.result, body.status)
+
+
+@router.get("/locks")
+async def locks(request: Request, resource: str | None = None) -> dict[str, Any]:
+    c = coordinator(request)
+    if resource is not None:
+        return await run_in_threadpool(c.check, resource)
+    return {"locks": (await run_in_threadpool(c.sitrep))["locks"]}
+
+
+@router.post("/locks/{action}", response_model=None)
+async def lock(action: Literal["acquire", "renew", "release"], body: LockRequest, request: Request) -> Any:
+    """``acquire``, ``renew`` or ``release``; a refused lease is 409 and says who holds it."""
+    c = coordinator(request)
+    if action == "release":
+        return await run_in_threadpool(c.release, body.resource, body.holder)
+    call = c.acquire if action == "acquire" else c.renew
+    args = (body.resource, body.holder, body.ttl_s) + ((body.note,) if action == "acquire" else ())
+    result = await run_in_threadpool(call, *args)
+    return result if result["ok"] else JSONResponse(
+        {**result, "error": {"message": f"{body.resource} is held by {result['held_by']} until {result['until']}",
+                             "type": "LockHeld", "hint": "wait for it to be released or to expire"}},
+        status_code=409)
+
+
+@router.post("/remember", status_code=201)
+async def remember(body: Note, request: Request) -> dict[str, Any]:
+    return await run_in_threadpool(coordinator(request).remember, body.agent, body.content)
