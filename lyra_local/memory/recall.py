@@ -7,6 +7,7 @@ have filled. Each hit says which stages found it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -17,12 +18,19 @@ import numpy.typing as npt
 
 from ..errors import BadRequest
 from ..store import Hit, Store
-from ..store.db import from_iso
+from ..store.db import from_iso, to_iso
+from .dates import date_range
 from ..store.records import TIERS
 from .fusion import fts_match, query_words, recency_factor, rrf
 
 Mode = Literal["hybrid", "dense", "bm25"]
 CANDIDATES = 50
+WEIGHTS = {"dense": 1.0, "bm25": 1.0, "rare": 1.0, "date": 1.0}
+NEIGHBOUR_SOURCES = 10
+NEIGHBOUR_AFTER, NEIGHBOUR_BEFORE = 0.5, 0.3
+CURRENT = re.compile(r"\b(now|currently|these days|nowadays|at the moment|anymore|still|today)\b", re.IGNORECASE)
+CURRENT_WEIGHT = 1.0
+CURRENT_HALF_LIFE_DAYS = 120.0
 RARE_DF = 25
 COMMON_DF = 1000
 
@@ -40,6 +48,11 @@ class RecallQuery:
     recency_weight: float = 0.0
     neighbours: int = 0
     mode: Mode = "hybrid"
+    # Techniques of the hybrid mode, each measured by scripts/eval_recall.py (off = ablation):
+    rare_words: bool = True  # a rare word the question shares with a turn gets a ranking of its own
+    dates: bool = True  # "in March", "last spring": a ranking of the turns from that period
+    neighbours_rank: bool = True  # the turns next to a strong hit rank with it (answers follow questions)
+    currentness: bool = False  # "now", "these days": newer turns rank higher; measured: no gain yet, off
 
     def __post_init__(self) -> None:
         if self.tier not in TIERS:
@@ -108,22 +121,32 @@ class Recall:
             if not useful and q.mode == "bm25":
                 useful = list(df)  # full text was asked for explicitly: pay for the common words
             rankings["bm25"] = self._bm25(q, fts_match(" ".join(useful)), where, args, n)
-            if q.mode == "hybrid":
+            if q.mode == "hybrid" and q.rare_words:
                 # A rare word (a name, a number) that the question shares with a turn is
                 # strong evidence that vectors blur: it gets a ranking of its own.
                 rare = [w for w, count in df.items() if 0 < count <= RARE_DF]
                 rankings["rare"] = self._bm25(q, fts_match(" ".join(rare)), where, args, n)
-        fused = rrf({name: ranking for name, ranking in rankings.items() if ranking})
-        rows = self._rows(q.tier, list(fused))
         now = datetime.now(timezone.utc)
+        period = date_range(q.text, now) if q.mode == "hybrid" and q.dates and q.tier == "exchange" else None
+        if period is not None and query_vector is not None and model is not None:
+            dated = replace(q, since=to_iso(period[0]) if not q.since else q.since,
+                            until=to_iso(period[1]) if not q.until else q.until)
+            dated_where, dated_args = _filters(dated)
+            rankings["date"] = self._dense(dated, query_vector, model, dated_where, dated_args, n)
+        fused = rrf({name: ranking for name, ranking in rankings.items() if ranking}, WEIGHTS)
+        if q.mode == "hybrid" and q.neighbours_rank and q.tier == "exchange":
+            fused = self._neighbours_rank(fused, q.tier, where, args)
+        recency = q.recency_weight or (CURRENT_WEIGHT if q.mode == "hybrid" and q.currentness
+                                       and CURRENT.search(q.text) else 0.0)
+        rows = self._rows(q.tier, list(fused))
         hits = []
         for item_id, score in fused.items():
             row = rows.get(item_id)
             if row is None:
                 continue  # forgotten since the index was read
-            if q.recency_weight:
-                score *= 1.0 + q.recency_weight * recency_factor(_when(row), now)
-            stages = tuple(name for name, ranking in rankings.items() if item_id in ranking)
+            if recency:
+                score *= 1.0 + recency * recency_factor(_when(row), now, CURRENT_HALF_LIFE_DAYS)
+            stages = tuple(name for name, ranking in rankings.items() if item_id in ranking) or ("neighbour",)
             hits.append(Hit(q.tier, item_id, row.get("session_id"), row.get("role"), row["content"],
                             row["created_at"], score, stages))
         hits.sort(key=lambda h: h.score, reverse=True)
@@ -131,6 +154,25 @@ class Recall:
         if q.neighbours and q.tier == "exchange":
             hits = [self._with_context(h, q.neighbours) for h in hits]
         return hits
+
+    def _neighbours_rank(self, fused: dict[int, float], tier: str, where: str, args: list[object]) -> dict[int, float]:
+        """Give the turns right after and before the strongest hits a share of their score."""
+        top = sorted(fused, key=lambda i: fused[i], reverse=True)[:NEIGHBOUR_SOURCES]
+        if not top:
+            return fused
+        marks = ",".join("?" * len(top))
+        rows = self.store.conn().execute(
+            f"SELECT e.id, (SELECT max(p.id) FROM exchanges p WHERE p.session_id = e.session_id AND p.id < e.id), "
+            f"(SELECT min(n.id) FROM exchanges n WHERE n.session_id = e.session_id AND n.id > e.id) "
+            f"FROM exchanges e WHERE e.id IN ({marks})", top).fetchall()
+        offers = {(other, item, share) for item, before, after in rows
+                  for other, share in ((after, NEIGHBOUR_AFTER), (before, NEIGHBOUR_BEFORE)) if other is not None}
+        allowed = set(self._passing(tier, [o for o, _, _ in offers], where, args)) if where else None
+        out = dict(fused)
+        for other, item, share in offers:
+            if allowed is None or other in allowed:  # a neighbour must pass the query's filters too
+                out[other] = max(out.get(other, 0.0), fused[item] * share)
+        return out
 
     def _dense(self, q: RecallQuery, vector: npt.NDArray[np.float32], model: str, where: str,
                args: list[object], n: int) -> list[int]:

@@ -123,9 +123,10 @@ async def lock(action: Literal["acquire", "renew", "release"], body: LockRequest
     c = coordinator(request)
     if action == "release":
         return await run_in_threadpool(c.release, body.resource, body.holder)
-    call = c.acquire if action == "acquire" else c.renew
-    args = (body.resource, body.holder, body.ttl_s) + ((body.note,) if action == "acquire" else ())
-    result = await run_in_threadpool(call, *args)
+    if action == "acquire":
+        result = await run_in_threadpool(c.acquire, body.resource, body.holder, body.ttl_s, body.note)
+    else:
+        result = await run_in_threadpool(c.renew, body.resource, body.holder, body.ttl_s)
     return result if result["ok"] else JSONResponse(
         {**result, "error": {"message": f"{body.resource} is held by {result['held_by']} until {result['until']}",
                              "type": "LockHeld", "hint": "wait for it to be released or to expire"}},
