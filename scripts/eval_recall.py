@@ -76,9 +76,10 @@ def strategies() -> dict[str, Strategy]:
 
     out: dict[str, Strategy] = {"dense only": plain("dense"), "BM25 only": plain("bm25"), "RRF (dense+BM25)": fused,
                                 "Lyra full recall": lyra()}
-    for technique in ("rare_words", "neighbours_rank", "dates"):
+    for technique in ("rare_words", "dates", "diversity"):  # on in Lyra's recall: each switched off
         out[f"Lyra without {technique.replace('_', ' ')}"] = lyra(**{technique: False})
-    out["Lyra with currentness"] = lyra(currentness=True)
+    for technique in ("neighbours_rank", "currentness"):  # tried and measured, off by default: each switched on
+        out[f"Lyra with {technique.replace('_', ' ')}"] = lyra(**{technique: True})
     return out
 
 

@@ -30,6 +30,7 @@ NEIGHBOUR_SOURCES = 10
 NEIGHBOUR_AFTER, NEIGHBOUR_BEFORE = 0.5, 0.3
 CURRENT = re.compile(r"\b(now|currently|these days|nowadays|at the moment|anymore|still|today)\b", re.IGNORECASE)
 CURRENT_WEIGHT = 1.0
+REPEAT_NORMAL = re.compile(r"[\W\d_]+")
 CURRENT_HALF_LIFE_DAYS = 120.0
 RARE_DF = 25
 COMMON_DF = 1000
@@ -51,7 +52,8 @@ class RecallQuery:
     # Techniques of the hybrid mode, each measured by scripts/eval_recall.py (off = ablation):
     rare_words: bool = True  # a rare word the question shares with a turn gets a ranking of its own
     dates: bool = True  # "in March", "last spring": a ranking of the turns from that period
-    neighbours_rank: bool = True  # the turns next to a strong hit rank with it (answers follow questions)
+    neighbours_rank: bool = False  # the turns next to a strong hit rank with it; measured: hurts, off
+    diversity: bool = True  # a repeated message ("work was busy today") adds no evidence: repeats go last
     currentness: bool = False  # "now", "these days": newer turns rank higher; measured: no gain yet, off
 
     def __post_init__(self) -> None:
@@ -150,6 +152,8 @@ class Recall:
             hits.append(Hit(q.tier, item_id, row.get("session_id"), row.get("role"), row["content"],
                             row["created_at"], score, stages))
         hits.sort(key=lambda h: h.score, reverse=True)
+        if q.mode == "hybrid" and q.diversity:
+            hits = _repeats_last(hits)
         hits = hits[:q.k]
         if q.neighbours and q.tier == "exchange":
             hits = [self._with_context(h, q.neighbours) for h in hits]
@@ -255,6 +259,17 @@ class Recall:
         if exchange is None:
             return hit
         return replace(hit, context=self.store.exchanges.neighbours(exchange, radius))
+
+
+def _repeats_last(hits: list[Hit]) -> list[Hit]:
+    """Keep the best of each repeated text in place and move its repeats after every distinct hit."""
+    seen: set[str] = set()
+    first, repeats = [], []
+    for hit in hits:
+        key = " ".join(REPEAT_NORMAL.sub(" ", hit.content.lower()).split())
+        (repeats if key in seen else first).append(hit)
+        seen.add(key)
+    return first + repeats
 
 
 def common_limit(size: int) -> int:
