@@ -137,8 +137,10 @@ def test_client_disconnect_stops_generation(served: Served) -> None:
     # and what was said before the hang-up was kept
     session = httpx.get(f"{served.url}/api/sessions").json()["sessions"][0]
     history = httpx.get(f"{served.url}/api/sessions/{session['id']}/messages").json()["messages"]
-    assert history[0]["content"] == "Write a long essay." and history[1]["role"] == "assistant"
-    assert history[1]["content"].strip()
+    # the partial essay may be stored after "hi" arrived (the hang-up is noticed asynchronously)
+    assert [m["content"] for m in history if m["role"] == "user"] == ["Write a long essay.", "hi"]
+    replies = [m for m in history if m["role"] == "assistant"]
+    assert len(replies) == 2 and all(m["content"].strip() for m in replies)
 
 
 @pytest.mark.slow
