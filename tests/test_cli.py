@@ -20,7 +20,7 @@ from lyra_local.cli.serve import is_loopback
 from lyra_local.memory import Memory
 from lyra_local.store import Store
 
-from .conftest import CHAT_GGUF, MODELS_DIR, Served, base_env, free_port, require_file, serve_lyra
+from .conftest import CHAT_GGUF, MODELS_DIR, Served, base_env, require_file, serve_lyra
 from .fakes import FakeEmbedder
 from .sse import sse_events
 

@@ -16,7 +16,6 @@ from fastapi.testclient import TestClient
 from lyra_local.config import Settings
 from lyra_local.coord import Coordinator, render_sitrep
 from lyra_local.llm.registry import Models
-from lyra_local.memory import Memory
 from lyra_local.mind import Dreamer
 from lyra_local.store import Store
 from lyra_local.web import create_app
