@@ -51,6 +51,22 @@ PEOPLE = [
      "artist": "Caetano Veloso", "dish": "feijoada", "colleague": "Marta", "book": "Blindness",
      "city_from": "Braga", "city_to": "Faro", "home_old": "Madrid", "home_new": "Valencia", "work_old": "Telefónica",
      "work_new": "a school in the old town", "holiday": "surfing in Morocco", "race": "first marathon"},
+    {"name": "Noor", "dentist": "Dr. Brennan", "car": "a silver Volvo estate", "allergy": "cat hair",
+     "sister": "Yasmin", "sister_job": "a civil engineer", "pet": ("rabbit", "Clover"), "tea": "mint tea",
+     "artist": "Fairuz", "dish": "lentil soup", "colleague": "Declan", "book": "Small Things Like These",
+     "city_from": "Cork", "city_to": "Galway", "home_old": "Dublin", "home_new": "Edinburgh",
+     "work_old": "a call centre", "work_new": "the city library", "holiday": "island hopping in Greece",
+     "race": "first 10k race"},
+    {"name": "Ben", "dentist": "Dr. Nakamura", "car": "a white Renault Zoe", "allergy": "pollen", "sister": "Clara",
+     "sister_job": "a veterinarian", "pet": ("tortoise", "Humphrey"), "tea": "oolong", "artist": "Bon Iver",
+     "dish": "pad thai", "colleague": "Sophie", "book": "Klara and the Sun", "city_from": "Leeds",
+     "city_to": "York", "home_old": "Manchester", "home_new": "Bristol", "work_old": "an insurance firm",
+     "work_new": "a climbing gym", "holiday": "camping in the Highlands", "race": "first cycling sportive"},
+    {"name": "Elena", "dentist": "Dr. Moreau", "car": "a yellow Citroën 2CV", "allergy": "latex", "sister": "Irina",
+     "sister_job": "a translator", "pet": ("hamster", "Nugget"), "tea": "jasmine tea", "artist": "Chopin",
+     "dish": "borscht", "colleague": "Luca", "book": "War and Peace", "city_from": "Odesa", "city_to": "Kraków",
+     "home_old": "Lyon", "home_new": "Bordeaux", "work_old": "a bank", "work_new": "a vineyard",
+     "holiday": "skiing in the Alps", "race": "first swim across the lake"},
 ]
 
 
