@@ -66,6 +66,8 @@ def test_export_then_import_into_an_empty_store_then_export_gives_identical_file
     assert main(["import", str(tmp_path / "out1")]) == 0
     store = Store(second)
     assert store.sessions.count() == 4 and store.exchanges.count() == 4
+    imports = [i for i in store.coord.instances() if i["kind"] == "cli"]  # each import registered itself
+    assert len(imports) == 2 and all(i["status"] == "done" and "messages" in i["result"] for i in imports)
     store.close()
 
 

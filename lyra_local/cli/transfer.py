@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
+import time
+import uuid
 from pathlib import Path
 
 from rich.console import Console
@@ -23,6 +26,9 @@ from ..transfer.importer import ImportReport, import_source
 from ..transfer.lyra_format import write_sessions
 from ..transfer.memory_file import write_memory
 from ..transfer.sources import MEMORY_FILE, SESSIONS_FILE, open_source
+
+
+HEARTBEAT_S = 5.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -51,6 +57,10 @@ def run_import(args: argparse.Namespace) -> int:
     console = Console(highlight=False)
     store = Store(settings.data_dir)
     models = Models(settings)
+    instance = f"cli-import-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    store.coord.register(instance, "cli", f"lyra import {source.path.name}")  # visible in `lyra sitrep`
+    beat = [0.0]
+    status, result = "failed", "interrupted"
     try:
         with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TextColumn("messages"),
                       TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=console) as bar:
@@ -59,12 +69,18 @@ def run_import(args: argparse.Namespace) -> int:
             def advance(done: int, total: int) -> None:
                 speed = bar.tasks[0].speed
                 bar.update(task, completed=done, total=total, rate=f"{speed:,.0f}/s" if speed else "")
+                if time.monotonic() - beat[0] > HEARTBEAT_S:
+                    beat[0] = time.monotonic()
+                    store.coord.heartbeat(instance, f"{done:,} of {total:,} messages")
 
             report, memory_note = import_source(store, models.embed, source, progress=advance)
+        status = "done"
+        result = f"{report.messages:,} messages, {report.sessions_new} new sessions, {len(report.problems)} problems"
         _print_report(console, report, source.format)
         if memory_note:
             console.print(memory_note)
     finally:
+        store.coord.complete(instance, result, status)
         store.close()
         models.close()
     return 1 if report.problems else 0
