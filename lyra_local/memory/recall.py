@@ -264,7 +264,8 @@ class Recall:
 def _repeats_last(hits: list[Hit]) -> list[Hit]:
     """Keep the best of each repeated text in place and move its repeats after every distinct hit."""
     seen: set[str] = set()
-    first, repeats = [], []
+    first: list[Hit] = []
+    repeats: list[Hit] = []
     for hit in hits:
         key = " ".join(REPEAT_NORMAL.sub(" ", hit.content.lower()).split())
         (repeats if key in seen else first).append(hit)
