@@ -144,9 +144,10 @@ def _message(message: dict[str, Any], skipped: Counter[str]) -> tuple[str, str] 
     elif kind == "multimodal_text":
         parts = content.get("parts") or []
         text = "\n".join(p for p in parts if isinstance(p, str))
-        others = [p for p in parts if not isinstance(p, str)]
-        for part in others:
-            skipped[f"{(part or {}).get('content_type', 'non-text') if isinstance(part, dict) else 'non-text'} parts"] += 1
+        for part in parts:  # images, audio, files: counted, not kept
+            if not isinstance(part, str):
+                kind_of_part = part.get("content_type") if isinstance(part, dict) else None
+                skipped[f"{kind_of_part or 'non-text'} parts"] += 1
     elif kind == "code":
         code = str(content.get("text") or "")
         text = f"```{content.get('language') or ''}\n{code}\n```" if code.strip() else ""
