@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .config import Settings
-from .errors import BadRequest
+from .errors import BadRequest, NotFound
 from .memory import Memory, RecallQuery
 from .store import Store
 from .store.db import from_iso, to_iso
@@ -41,15 +41,8 @@ class Coordinator:
     def sitrep(self, *, now: datetime | None = None) -> dict[str, Any]:
         """World state, instances (running, stale, recently done), held locks, open proposals, what changed."""
         now = now or datetime.now(timezone.utc)
-        stale_after = self.settings.coordination.stale_after_s
         coord, conn = self.store.coord, self.store.conn()
-        instances = []
-        for i in coord.instances():
-            silent = (now - from_iso(i["heartbeat_at"])).total_seconds()
-            state = i["status"] if i["completed_at"] else ("stale" if silent > stale_after else "running")
-            instances.append({"id": i["id"], "kind": i["kind"], "summary": i["summary"], "state": state,
-                              "heartbeat_at": i["heartbeat_at"], "last_message": i["last_message"],
-                              "result": i["result"]})
+        instances = self.instances(now=now)
         day = to_iso(now - timedelta(days=1))
         week = to_iso(now - timedelta(days=7))
         world = coord.world()
@@ -74,6 +67,18 @@ class Coordinator:
                     "actions": len(last_pass["actions"] or [])},
             },
         }
+
+    def instances(self, *, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Running, stale (silent past ``stale_after_s``) and recently completed instances, newest first."""
+        now = now or datetime.now(timezone.utc)
+        stale_after = self.settings.coordination.stale_after_s
+        out = []
+        for i in self.store.coord.instances():
+            silent = (now - from_iso(i["heartbeat_at"])).total_seconds()
+            state = i["status"] if i["completed_at"] else ("stale" if silent > stale_after else "running")
+            out.append({"id": i["id"], "kind": i["kind"], "summary": i["summary"], "state": state,
+                        "heartbeat_at": i["heartbeat_at"], "last_message": i["last_message"], "result": i["result"]})
+        return out
 
     def sitrep_text(self, *, now: datetime | None = None) -> str:
         return render_sitrep(self.sitrep(now=now), self.settings.coordination.sitrep_chars)
@@ -154,7 +159,6 @@ class Coordinator:
 
     def _instance(self, instance_id: str) -> None:
         if self.store.coord.instance(instance_id) is None:
-            from .errors import NotFound
             raise NotFound(f"no instance {instance_id}", hint="register first; its id comes back")
 
 

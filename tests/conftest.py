@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+from fastapi.testclient import TestClient
 import pytest
 
 from lyra_local.config import DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE, Settings, load_settings
@@ -179,3 +180,16 @@ def serve_lyra(tmp_path: Path, env: dict[str, str], toml: str = "") -> Iterator[
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+@contextlib.contextmanager
+def fake_client(settings: Settings, *, chat: object = None, embed: object = None) -> Iterator[TestClient]:
+    """The real app (store, scheduler, routes) on scripted fake models, through FastAPI's test client."""
+    from lyra_local.llm.registry import Models
+    from lyra_local.web import create_app
+
+    from .fakes import FakeChatModel, FakeEmbedder
+
+    models = Models(settings, chat=chat or FakeChatModel(), embed=embed or FakeEmbedder())  # type: ignore[arg-type]
+    with TestClient(create_app(settings, models=models)) as client:
+        yield client

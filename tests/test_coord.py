@@ -15,12 +15,10 @@ from fastapi.testclient import TestClient
 
 from lyra_local.config import Settings
 from lyra_local.coord import Coordinator, render_sitrep
-from lyra_local.llm.registry import Models
 from lyra_local.mind import Dreamer
 from lyra_local.store import Store
-from lyra_local.web import create_app
 
-from .conftest import REPO
+from .conftest import REPO, fake_client
 from .fakes import FakeChatModel, FakeEmbedder
 from .test_dream import add_session, respond
 
@@ -157,9 +155,7 @@ def test_sitrep_is_bounded_so_it_is_safe_in_a_context(make_settings: Callable[..
 
 @pytest.fixture
 def client(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
-    settings = make_settings()
-    app = create_app(settings, models=Models(settings, chat=FakeChatModel(), embed=FakeEmbedder()))
-    with TestClient(app) as test_client:
+    with fake_client(make_settings()) as test_client:
         yield test_client
 
 

@@ -15,6 +15,7 @@ from lyra_local.llm.registry import Models
 from lyra_local.mind import Dreamer
 from lyra_local.web import create_app
 
+from .conftest import fake_client
 from .fakes import FakeChatModel, FakeEmbedder
 from .test_dream import add_session, respond
 
@@ -22,8 +23,7 @@ from .test_dream import add_session, respond
 @pytest.fixture
 def client(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
     settings = make_settings('[companion]\nuser_name = "Sam"\n')
-    app = create_app(settings, models=Models(settings, chat=FakeChatModel(respond=respond), embed=FakeEmbedder()))
-    with TestClient(app) as test_client:
+    with fake_client(settings, chat=FakeChatModel(respond=respond)) as test_client:
         yield test_client
 
 

@@ -14,19 +14,15 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lyra_local.config import Settings
-from lyra_local.llm.registry import Models
-from lyra_local.web import create_app
 
 from .chatgpt_export import conversation, write_export
-from .fakes import FakeChatModel, FakeEmbedder
+from .conftest import fake_client
 from .sse import sse_events
 
 
 @pytest.fixture
 def client(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
-    settings = make_settings()
-    app = create_app(settings, models=Models(settings, chat=FakeChatModel(), embed=FakeEmbedder()))
-    with TestClient(app) as test_client:
+    with fake_client(make_settings()) as test_client:
         yield test_client
 
 

@@ -8,17 +8,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lyra_local.config import Settings
-from lyra_local.llm.registry import Models
-from lyra_local.web import create_app
 
-from .fakes import FakeChatModel, FakeEmbedder
+from .conftest import fake_client
 
 
 @pytest.fixture
 def client(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
-    settings = make_settings('[companion]\nname = "Vega"\nuser_name = "Sam"\n')
-    app = create_app(settings, models=Models(settings, chat=FakeChatModel(), embed=FakeEmbedder()))
-    with TestClient(app) as test_client:
+    with fake_client(make_settings('[companion]\nname = "Vega"\nuser_name = "Sam"\n')) as test_client:
         yield test_client
 
 
@@ -58,9 +54,7 @@ def test_world_state_versions_are_all_kept(client: TestClient) -> None:
 
 
 def test_with_a_token_the_page_loads_but_the_api_asks_for_it(make_settings: Callable[..., Settings]) -> None:
-    settings = make_settings('[server]\napi_token = "s3cret"\n')
-    app = create_app(settings, models=Models(settings, chat=FakeChatModel(), embed=FakeEmbedder()))
-    with TestClient(app) as client:
+    with fake_client(make_settings('[server]\napi_token = "s3cret"\n')) as client:
         assert client.get("/").status_code == 200 and client.get("/static/app.js").status_code == 200
         assert client.get("/api/sessions").status_code == 401
         assert client.get("/api/sessions", headers={"Authorization": "Bearer s3cret"}).status_code == 200

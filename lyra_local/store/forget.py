@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from .db import from_iso
 from .periods import period_keys
+from .sessions import SessionNotFound
 
 if TYPE_CHECKING:
     from .store import Store
@@ -122,7 +123,6 @@ def plan_forget(store: Store, *, sessions: Sequence[str] = (), before: str | Non
     for ref in sessions:
         row = conn.execute("SELECT id FROM sessions WHERE uid = ? OR CAST(id AS TEXT) = ?", (ref, ref)).fetchone()
         if row is None:
-            from .sessions import SessionNotFound
             raise SessionNotFound(f"no session {ref!r}", hint="`lyra recall` and the web UI show session ids")
         whole.add(int(row[0]))
     clauses, args = [], []

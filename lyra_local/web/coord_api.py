@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from ..coord import Coordinator
+from ..coord import Coordinator, render_sitrep
 from .deps import app_state
 
 router = APIRouter(prefix="/api")
@@ -68,7 +68,7 @@ async def sitrep(request: Request, format: str = "json") -> Any:
     if format == "text":
         return PlainTextResponse(await run_in_threadpool(c.sitrep_text))
     data = await run_in_threadpool(c.sitrep)
-    return {**data, "text": await run_in_threadpool(c.sitrep_text)}
+    return {**data, "text": render_sitrep(data, c.settings.coordination.sitrep_chars)}
 
 
 @router.get("/world/proposals")
@@ -91,7 +91,7 @@ async def decide(version_id: int, decision: Literal["accept", "reject"], body: D
 
 @router.get("/instances")
 async def instances(request: Request) -> dict[str, Any]:
-    return {"instances": (await run_in_threadpool(coordinator(request).sitrep))["instances"]}
+    return {"instances": await run_in_threadpool(coordinator(request).instances)}
 
 
 @router.post("/instances", status_code=201)
@@ -114,7 +114,8 @@ async def locks(request: Request, resource: str | None = None) -> dict[str, Any]
     c = coordinator(request)
     if resource is not None:
         return await run_in_threadpool(c.check, resource)
-    return {"locks": (await run_in_threadpool(c.sitrep))["locks"]}
+    leases = await run_in_threadpool(c.store.coord.leases)
+    return {"locks": [dataclasses.asdict(lease) for lease in leases]}
 
 
 @router.post("/locks/{action}", response_model=None)
