@@ -7,25 +7,31 @@ all-MiniLM-L6-v2 embeddings, dated so the last session was yesterday. Every
 question is asked of each strategy; the score is the share of its evidence
 turns found in the top k (recall@5/10/25), per question type, plus latency.
 Strategies: dense only, BM25 only, a plain reciprocal-rank fusion of the two,
-and Lyra's full recall, with each of its techniques switched off in turn.
+and Lyra's full recall, with each of its techniques switched off in turn (or on,
+for those measured and left off), other fusion weights, and query rewriting by
+the local chat model (the configured one: SmolLM2-135M by default), whose time
+counts in that row's latency.
 
-    python scripts/eval_recall.py [--set eval/recall_set.json]
+    python scripts/eval_recall.py [--set eval/recall_set.json] [--no-rewrite]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from lyra_local.config import load_settings
+from lyra_local.llm.base import ChatModel, GenerationOptions
 from lyra_local.llm.registry import Models
 from lyra_local.memory import Memory, RecallQuery
 from lyra_local.memory.fusion import rrf
@@ -35,7 +41,22 @@ from lyra_local.store.exchanges import NewExchange
 REPO = Path(__file__).resolve().parents[1]
 KS = (5, 10, 25)
 TYPES = ("single", "preference", "multi", "temporal", "changed")
-Strategy = Callable[[Memory, str, Any], list[int]]
+REWRITE_PROMPT = ("Rewrite this question as a short list of search keywords that the answer would contain. "
+                  "Reply with the keywords only.\n\nQuestion: {q}")
+
+
+@dataclass
+class Question:
+    """One question as each strategy sees it: text and vector, and the local model's rewrite of it."""
+
+    text: str
+    vector: Any
+    rewritten: str = ""
+    rewritten_vector: Any = None
+    rewrite_ms: float = 0.0
+
+
+Strategy = Callable[[Memory, Question], list[int]]
 
 
 def load_person(memory: Memory, person: dict[str, Any], today: datetime) -> dict[tuple[int, int], int]:
@@ -61,39 +82,61 @@ def month_question(person: dict[str, Any], today: datetime) -> dict[str, Any]:
     return {"type": "temporal", "question": f"What was I up to in {day:%B %Y}?", "evidence": evidence}
 
 
-def strategies() -> dict[str, Strategy]:
-    def plain(mode: str) -> Strategy:
-        return lambda m, q, v: [h.id for h in m.recall(RecallQuery(q, k=25, mode=mode), vector=v)]  # type: ignore[arg-type]
+def strategies(rewrite: bool) -> dict[str, Strategy]:
+    def ids(m: Memory, q: RecallQuery, v: Any) -> list[int]:
+        return [h.id for h in m.recall(q, vector=v)]
 
-    def fused(m: Memory, q: str, v: Any) -> list[int]:
-        dense = [h.id for h in m.recall(RecallQuery(q, k=50, mode="dense"), vector=v)]
-        bm25 = [h.id for h in m.recall(RecallQuery(q, k=50, mode="bm25"), vector=v)]
+    def plain(mode: Any) -> Strategy:
+        return lambda m, q: ids(m, RecallQuery(q.text, k=25, mode=mode), q.vector)
+
+    def fused(m: Memory, q: Question) -> list[int]:
+        dense = ids(m, RecallQuery(q.text, k=50, mode="dense"), q.vector)
+        bm25 = ids(m, RecallQuery(q.text, k=50, mode="bm25"), q.vector)
         ranked = rrf({"dense": dense, "bm25": bm25})
         return sorted(ranked, key=lambda i: ranked[i], reverse=True)[:25]
 
-    def lyra(**off: bool) -> Strategy:
-        return lambda m, q, v: [h.id for h in m.recall(RecallQuery(q, k=25, **off), vector=v)]
+    def lyra(**options: Any) -> Strategy:
+        return lambda m, q: ids(m, RecallQuery(q.text, k=25, **options), q.vector)
+
+    def rewritten(m: Memory, q: Question) -> list[int]:
+        return ids(m, RecallQuery(f"{q.text} {q.rewritten}", k=25), q.rewritten_vector)
 
     out: dict[str, Strategy] = {"dense only": plain("dense"), "BM25 only": plain("bm25"), "RRF (dense+BM25)": fused,
                                 "Lyra full recall": lyra()}
-    for technique in ("rare_words", "dates", "diversity"):  # on in Lyra's recall: each switched off
+    for technique in ("lexical_trust", "answers", "rare_words", "dates", "diversity"):  # on: each switched off
         out[f"Lyra without {technique.replace('_', ' ')}"] = lyra(**{technique: False})
-    for technique in ("neighbours_rank", "currentness"):  # tried and measured, off by default: each switched on
+    for technique in ("currentness",):  # tried and measured, off by default: switched on
         out[f"Lyra with {technique.replace('_', ' ')}"] = lyra(**{technique: True})
+    # fusion weights fixed for every question, instead of the lexical trust
+    for weight in (0.5, 0.3):
+        out[f"Lyra, BM25 weighted {weight} (fixed)"] = lyra(lexical_trust=False, weights=(("bm25", weight),))
+    out["Lyra, answers weighted 0.5"] = lyra(weights=(("answer", 0.5),))
+    if rewrite:
+        out["Lyra + query rewriting (local model)"] = rewritten
     return out
+
+
+def rewrite_question(chat: ChatModel, question: str) -> str:
+    """The local chat model's keywords for a question (greedy, short)."""
+    reply = chat.complete([{"role": "user", "content": REWRITE_PROMPT.format(q=question)}],
+                          GenerationOptions(max_tokens=24, temperature=0.0))
+    return " ".join(reply.text.split())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", type=Path, default=REPO / "eval" / "recall_set.json")
+    parser.add_argument("--no-rewrite", action="store_true", help="leave out the query-rewriting row (no chat model)")
     args = parser.parse_args()
+    rewrite = not args.no_rewrite
+    examples: list[tuple[str, str]] = []
     data = json.loads(args.set.read_text(encoding="utf-8"))
     today = datetime.now(timezone.utc).replace(hour=9, minute=0, second=0, microsecond=0)
     found: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     latency: dict[str, list[float]] = defaultdict(list)
     count: dict[str, int] = defaultdict(int)
     with tempfile.TemporaryDirectory() as tmp:
-        settings = load_settings(None, env={"LYRA_DATA_DIR": tmp})
+        settings = load_settings(None, env={**os.environ, "LYRA_DATA_DIR": tmp})
         models = Models(settings)
         for person in data["people"]:
             store = Store(Path(tmp) / person["person"])
@@ -101,12 +144,19 @@ def main() -> None:
             ids = load_person(memory, person, today)
             for q in [*person["questions"], month_question(person, today)]:
                 evidence = {ids[(s, t)] for s, t in q["evidence"]}
-                vector = models.embed.embed([q["question"]])[0]
-                count[q["type"]] += 1
-                for name, strategy in strategies().items():
+                question = Question(q["question"], models.embed.embed([q["question"]])[0])
+                if rewrite:
                     t0 = time.perf_counter()
-                    ranked = strategy(memory, q["question"], vector)
-                    latency[name].append((time.perf_counter() - t0) * 1000)
+                    question.rewritten = rewrite_question(models.chat, question.text)
+                    question.rewritten_vector = models.embed.embed([f"{question.text} {question.rewritten}"])[0]
+                    question.rewrite_ms = (time.perf_counter() - t0) * 1000
+                    examples.append((question.text, question.rewritten))
+                count[q["type"]] += 1
+                for name, strategy in strategies(rewrite).items():
+                    t0 = time.perf_counter()
+                    ranked = strategy(memory, question)
+                    spent = (time.perf_counter() - t0) * 1000
+                    latency[name].append(spent + (question.rewrite_ms if "rewriting" in name else 0.0))
                     for k in KS:
                         found[name][q["type"]][k].append(len(evidence & set(ranked[:k])) / len(evidence))
             store.close()
@@ -116,11 +166,15 @@ def main() -> None:
           f"({', '.join(f'{t} {count[t]}' for t in TYPES)}); all-MiniLM-L6-v2 over raw turns\n")
     print("| strategy | " + " | ".join(f"{t} @10" for t in TYPES) + " | all @5 | all @10 | all @25 | p50 ms |")
     print("|---|" + "---:|" * (len(TYPES) + 4))
-    for name in strategies():
+    for name in strategies(rewrite):
         per_type = [statistics.mean(found[name][t][10]) for t in TYPES]
         overall = {k: statistics.mean(v for t in TYPES for v in found[name][t][k]) for k in KS}
         print(f"| {name} | " + " | ".join(f"{x:.2f}" for x in per_type) + " | " +
               " | ".join(f"{overall[k]:.2f}" for k in KS) + f" | {statistics.median(latency[name]):.1f} |")
+    if examples:
+        print("\nThe local model's rewrites, first five:")
+        for question, keywords in examples[:5]:
+            print(f"- {question} -> {keywords}")
 
 
 if __name__ == "__main__":

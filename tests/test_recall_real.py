@@ -49,7 +49,7 @@ def test_hybrid_finds_a_rare_number_that_dense_recall_misses(tmp_path: Path, emb
     dense = [h.content for h in memory.recall(RecallQuery(question, k=10, mode="dense"))]
     hybrid = memory.recall(RecallQuery(question, k=10))
     assert TARGET not in dense
-    assert hybrid[0].content == TARGET and "rare" in hybrid[0].stages
+    assert hybrid[0].content == TARGET and "bm25" in hybrid[0].stages
     memory.store.close()
 
 
@@ -60,4 +60,47 @@ def test_meaning_is_found_without_shared_words(tmp_path: Path, embedder) -> None
         "Our dog Bruno got sick and we spent the night at the vet."]])
     hits = memory.recall(RecallQuery("pet illness emergency", k=3))
     assert hits[0].content.startswith("Our dog Bruno") and "dense" in hits[0].stages
+    memory.store.close()
+
+
+CONVERSATION = [
+    ("user", "Long week. We adopted a cat on Saturday!"), ("assistant", "How lovely! What did you name him?"),
+    ("user", "Pixel, the kids chose it."), ("assistant", "What a lovely name."),
+]
+CHATTER = ["The heating is clicking again, I should call the landlord.", "Work was busy, lots of meetings.",
+           "I went for a walk by the river, it was calm.", "My sister called, she's stressed about work.",
+           "The neighbours' cat got into our garden again.", "I baked bread, it came out well."]
+REPLIES = ["I see.", "That sounds calm.", "Nice, take care.", "How did that feel?"]  # a companion asks sometimes
+
+
+def test_the_turn_answering_a_hit_is_recalled_with_its_stage(tmp_path: Path, embedder) -> None:
+    """The name is in the reply to the companion's question, a turn that shares no word with the question."""
+    memory = Memory(Store(tmp_path), embedder)
+    rng = random.Random(3)
+    for day in range(30):
+        session = memory.store.sessions.create(f"day {day}")
+        turns = [(role, rng.choice(CHATTER if role == "user" else REPLIES)) for role in ("user", "assistant") * 4]
+        if day == 17:
+            turns[2:6] = CONVERSATION
+        memory.remember_many([NewExchange(session.id, role, text) for role, text in turns])
+    question = "What is my cat called?"
+    with_answers = memory.recall(RecallQuery(question, k=5))
+    without = [h.content for h in memory.recall(RecallQuery(question, k=5, answers=False))]
+    found = next(h for h in with_answers if h.content.startswith("Pixel"))
+    assert "answer" in found.stages
+    assert not any(text.startswith("Pixel") for text in without)
+    memory.store.close()
+
+
+def test_everyday_words_do_not_outvote_the_vectors(tmp_path: Path, embedder) -> None:
+    """A question of common words ('work', 'now') trusts its full-text matches less than a dense hit."""
+    memory = Memory(Store(tmp_path), embedder)
+    session = memory.store.sessions.create("life")
+    common = [f"Work was {adj} now and then, {n} meetings." for n in range(60) for adj in ("busy", "slow")]
+    target = "First week at my new job in a small bike shop, very different."
+    memory.remember_many([NewExchange(session.id, "user", t) for t in [*common, target]])
+    question = "Where do I work now?"
+    trusted = [h.content for h in memory.recall(RecallQuery(question, k=3))]
+    flat = [h.content for h in memory.recall(RecallQuery(question, k=3, lexical_trust=False))]
+    assert trusted[0] == target and flat[0] != target
     memory.store.close()

@@ -29,6 +29,42 @@ def rrf(rankings: Mapping[str, Sequence[int]], weights: Mapping[str, float] | No
     return scores
 
 
+def specificity(document_frequencies: Mapping[str, int], size: int) -> float:
+    """How specific a query's words are, on average: 1 when each is in one row, 0 when in every row.
+
+    Each word found scores ``log(size / df) / log(size)``, its IDF on a 0-1
+    scale. A question about a named person or place scores high, and full-text
+    matches on it are strong evidence; one made of everyday words ("my sister",
+    "now", "work") matches many unrelated rows, and its full-text rankings
+    deserve less trust than the vectors'.
+    """
+    found = [df for df in document_frequencies.values() if df > 0]
+    if not found or size < 2:
+        return 1.0
+    return sum(max(0.0, min(1.0, math.log(size / df) / math.log(size))) for df in found) / len(found)
+
+
+def asks(text: str) -> bool:
+    """Whether a turn ends by asking something, so that the next turn answers it."""
+    return text.rstrip().rstrip(")\"'”’ ").endswith("?")
+
+
+def answers_to(chains: Sequence[Sequence[tuple[int, str]]]) -> list[int]:
+    """The turns that answer each chain's first turn, in the chains' order.
+
+    A chain is a hit followed by the next turns of its session, as (id, text).
+    Conversation comes in question-answer pairs: a hit that asks is answered by
+    the turn after it, and a hit that the other side asks about ("We adopted a
+    cat!" -> "What did you name him?") is elaborated by the turn after that.
+    """
+    out: list[int] = []
+    for chain in chains:
+        for (_, question), (answer, _) in zip(chain[:2], chain[1:3]):
+            if asks(question) and answer not in out:
+                out.append(answer)
+    return out
+
+
 def recency_factor(created_at: datetime, now: datetime, half_life_days: float = 30.0) -> float:
     """1.0 for now, 0.5 one half-life ago, tending to 0 for the distant past."""
     age_days = max(0.0, (now - created_at).total_seconds() / 86400)

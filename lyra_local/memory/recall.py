@@ -21,18 +21,19 @@ from ..store import Hit, Store
 from ..store.db import from_iso, to_iso
 from .dates import date_range
 from ..store.records import TIERS
-from .fusion import fts_match, query_words, recency_factor, rrf
+from .fusion import answers_to, fts_match, query_words, recency_factor, rrf, specificity
 
 Mode = Literal["hybrid", "dense", "bm25"]
 CANDIDATES = 50
-WEIGHTS = {"dense": 1.0, "bm25": 1.0, "rare": 1.0, "date": 1.0}
-NEIGHBOUR_SOURCES = 10
-NEIGHBOUR_AFTER, NEIGHBOUR_BEFORE = 0.5, 0.3
+WEIGHTS = {"dense": 1.0, "bm25": 1.0, "rare": 1.0, "date": 1.0, "answer": 1.0}
+ANSWER_SOURCES = 10
+LEXICAL_POWER = 2.0
 CURRENT = re.compile(r"\b(now|currently|these days|nowadays|at the moment|anymore|still|today)\b", re.IGNORECASE)
 CURRENT_WEIGHT = 1.0
 REPEAT_NORMAL = re.compile(r"[\W\d_]+")
 CURRENT_HALF_LIFE_DAYS = 120.0
 RARE_DF = 25
+RARE_SHARE = 0.002
 COMMON_DF = 1000
 
 
@@ -50,11 +51,13 @@ class RecallQuery:
     neighbours: int = 0
     mode: Mode = "hybrid"
     # Techniques of the hybrid mode, each measured by scripts/eval_recall.py (off = ablation):
-    rare_words: bool = True  # a rare word the question shares with a turn gets a ranking of its own
+    rare_words: bool = True  # a rare word (a name, a number) shared with a turn gets a ranking of its own
+    lexical_trust: bool = True  # full-text rankings weigh as much as the question's words are specific
     dates: bool = True  # "in March", "last spring": a ranking of the turns from that period
-    neighbours_rank: bool = False  # the turns next to a strong hit rank with it; measured: hurts, off
+    answers: bool = True  # a hit that asks, or is asked about, brings the turn that answers it
     diversity: bool = True  # a repeated message ("work was busy today") adds no evidence: repeats go last
     currentness: bool = False  # "now", "these days": newer turns rank higher; measured: no gain yet, off
+    weights: tuple[tuple[str, float], ...] = ()  # per-stage fusion weights over WEIGHTS, for measuring
 
     def __post_init__(self) -> None:
         if self.tier not in TIERS:
@@ -113,6 +116,7 @@ class Recall:
         rankings: dict[str, list[int]] = {}
         if q.mode in ("hybrid", "dense") and query_vector is not None and model is not None:
             rankings["dense"] = self._dense(q, query_vector, model, where, args, n)
+        lexical = 1.0
         if q.mode in ("hybrid", "bm25") and q.tier in FTS:
             # Words in a large share of all rows say little and cost a scoring pass over
             # every row they are in: BM25 leaves them to the dense stage.
@@ -126,8 +130,10 @@ class Recall:
             if q.mode == "hybrid" and q.rare_words:
                 # A rare word (a name, a number) that the question shares with a turn is
                 # strong evidence that vectors blur: it gets a ranking of its own.
-                rare = [w for w, count in df.items() if 0 < count <= RARE_DF]
+                rare = [w for w, count in df.items() if 0 < count <= rare_limit(size)]
                 rankings["rare"] = self._bm25(q, fts_match(" ".join(rare)), where, args, n)
+            if q.mode == "hybrid" and q.lexical_trust:
+                lexical = specificity(df, size) ** LEXICAL_POWER
         now = datetime.now(timezone.utc)
         period = date_range(q.text, now) if q.mode == "hybrid" and q.dates and q.tier == "exchange" else None
         if period is not None and query_vector is not None and model is not None:
@@ -135,12 +141,21 @@ class Recall:
                             until=to_iso(period[1]) if not q.until else q.until)
             dated_where, dated_args = _filters(dated)
             rankings["date"] = self._dense(dated, query_vector, model, dated_where, dated_args, n)
-        fused = rrf({name: ranking for name, ranking in rankings.items() if ranking}, WEIGHTS)
-        if q.mode == "hybrid" and q.neighbours_rank and q.tier == "exchange":
-            fused = self._neighbours_rank(fused, q.tier, where, args)
+        weights = {**WEIGHTS, "bm25": WEIGHTS["bm25"] * lexical, "rare": WEIGHTS["rare"] * lexical,
+                   **dict(q.weights)}
+        fused = rrf({name: ranking for name, ranking in rankings.items() if ranking}, weights)
+        rows = self._rows(q.tier, list(fused))
+        if q.mode == "hybrid" and q.answers and q.tier == "exchange":
+            # The evidence is often the turn that answers a hit ("What did you name him?" ->
+            # "Pixel, the kids chose it"), which shares no word with the question. Sources are
+            # distinct texts: a message repeated thirty times is one source, not thirty.
+            ranked = sorted((i for i in fused if i in rows), key=lambda i: fused[i], reverse=True)
+            top = _distinct(ranked, rows)[:ANSWER_SOURCES]
+            rankings["answer"] = self._answers(top, where, args)
+            fused = rrf({name: ranking for name, ranking in rankings.items() if ranking}, weights)
+            rows.update(self._rows(q.tier, [i for i in fused if i not in rows]))
         recency = q.recency_weight or (CURRENT_WEIGHT if q.mode == "hybrid" and q.currentness
                                        and CURRENT.search(q.text) else 0.0)
-        rows = self._rows(q.tier, list(fused))
         hits = []
         for item_id, score in fused.items():
             row = rows.get(item_id)
@@ -159,24 +174,28 @@ class Recall:
             hits = [self._with_context(h, q.neighbours) for h in hits]
         return hits
 
-    def _neighbours_rank(self, fused: dict[int, float], tier: str, where: str, args: list[object]) -> dict[int, float]:
-        """Give the turns right after and before the strongest hits a share of their score."""
-        top = sorted(fused, key=lambda i: fused[i], reverse=True)[:NEIGHBOUR_SOURCES]
-        if not top:
-            return fused
-        marks = ",".join("?" * len(top))
+    def _answers(self, sources: list[int], where: str, args: list[object]) -> list[int]:
+        """The turns answering the ``sources`` (in their order) that pass the query's filters."""
+        if not sources:
+            return []
+        first = self._next_turns(sources)
+        second = self._next_turns(list(first.values()))
+        wanted = [*sources, *first.values(), *second.values()]
+        text = {r[0]: r[1] for r in self.store.conn().execute(
+            f"SELECT id, content FROM exchanges WHERE id IN ({','.join('?' * len(wanted))})", wanted)}
+        chains = [[(i, text.get(i, "")) for i in (src, first.get(src), second.get(first.get(src, -1)))
+                   if i is not None] for src in sources]
+        found = answers_to(chains)
+        return self._passing("exchange", found, where, args) if where else found
+
+    def _next_turns(self, ids: list[int]) -> dict[int, int]:
+        """Each turn's successor in its session, where it has one."""
+        if not ids:
+            return {}
         rows = self.store.conn().execute(
-            f"SELECT e.id, (SELECT max(p.id) FROM exchanges p WHERE p.session_id = e.session_id AND p.id < e.id), "
-            f"(SELECT min(n.id) FROM exchanges n WHERE n.session_id = e.session_id AND n.id > e.id) "
-            f"FROM exchanges e WHERE e.id IN ({marks})", top).fetchall()
-        offers = {(other, item, share) for item, before, after in rows
-                  for other, share in ((after, NEIGHBOUR_AFTER), (before, NEIGHBOUR_BEFORE)) if other is not None}
-        allowed = set(self._passing(tier, [o for o, _, _ in offers], where, args)) if where else None
-        out = dict(fused)
-        for other, item, share in offers:
-            if allowed is None or other in allowed:  # a neighbour must pass the query's filters too
-                out[other] = max(out.get(other, 0.0), fused[item] * share)
-        return out
+            "SELECT e.id, (SELECT min(n.id) FROM exchanges n WHERE n.session_id = e.session_id AND n.id > e.id) "
+            f"FROM exchanges e WHERE e.id IN ({','.join('?' * len(ids))})", ids)
+        return {src: nxt for src, nxt in rows if nxt is not None}
 
     def _dense(self, q: RecallQuery, vector: npt.NDArray[np.float32], model: str, where: str,
                args: list[object], n: int) -> list[int]:
@@ -267,10 +286,32 @@ def _repeats_last(hits: list[Hit]) -> list[Hit]:
     first: list[Hit] = []
     repeats: list[Hit] = []
     for hit in hits:
-        key = " ".join(REPEAT_NORMAL.sub(" ", hit.content.lower()).split())
+        key = repeat_key(hit.content)
         (repeats if key in seen else first).append(hit)
         seen.add(key)
     return first + repeats
+
+
+def _distinct(ids: list[int], rows: dict[int, dict[str, Any]]) -> list[int]:
+    """The ids whose text does not repeat an earlier one's, in order."""
+    seen: set[str] = set()
+    out = []
+    for item_id in ids:
+        key = repeat_key(rows[item_id]["content"])
+        if key not in seen:
+            seen.add(key)
+            out.append(item_id)
+    return out
+
+
+def repeat_key(text: str) -> str:
+    """What two texts share when one repeats the other: their words, without digits or punctuation."""
+    return " ".join(REPEAT_NORMAL.sub(" ", text.lower()).split())
+
+
+def rare_limit(size: int) -> int:
+    """Rows a word may appear in and still count as rare: a name or a number, not a topic."""
+    return max(1, min(RARE_DF, int(size * RARE_SHARE)))
 
 
 def common_limit(size: int) -> int:
