@@ -1,9 +1,13 @@
 # The two commands: `make run` and `make test`. Both set everything up first,
 # idempotently: a second run rebuilds and re-downloads nothing.
 #   make run GPU=1   builds llama-cpp-python with CUDA (needs the CUDA toolkit).
+# The Docker images run this same `make setup`, with their own paths and no test extras:
+#   make setup VENV=/opt/lyra MODELS_DIR=/models EXTRAS=
 
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
+MODELS_DIR ?= models
+EXTRAS ?= test
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LLAMA_CPP_VERSION := 0.3.36
@@ -32,7 +36,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "error: Python >= 3.11 is needed (set PYTHON=python3.11 or newer)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(BIN)/pip install --disable-pip-version-check -e '.[test]'
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(BIN)/pip install --disable-pip-version-check -e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	touch $@
 
 ifeq ($(GPU),1)
@@ -46,7 +50,7 @@ $(VENV)/.gpu: $(STAMP)
 endif
 
 models: $(STAMP)
-	$(BIN)/lyra models fetch --models-dir models
+	$(BIN)/lyra models fetch --models-dir $(MODELS_DIR)
 
 bench: setup $(VENV)/llama-server/bin/llama-server
 	$(BIN)/python scripts/bench_models.py

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import tempfile
 import time
@@ -91,7 +92,7 @@ def main() -> None:
         work = Path(tmp)
         export = work / "chatgpt-export.zip"
         total = make_export(export, args.conversations, args.messages)
-        settings = load_settings(None, env={"LYRA_DATA_DIR": str(work / "data")})
+        settings = load_settings(None, env={**os.environ, "LYRA_DATA_DIR": str(work / "data")})
         models = Models(settings)
         embedder = models.embed
         embedder.embed(["warm up"])

@@ -214,7 +214,7 @@ def main() -> None:
     chat = LocalChatModel(chat_path, chat_spec)
     chat_rows = bench_local_chat(chat, max_tokens, repeats)
     chat.close()
-    with llama_server(chat_path, "chat", n_ctx=chat_spec.n_ctx) as url:
+    with llama_server(chat_path, "chat", n_ctx=chat_spec.n_ctx, n_gpu_layers=chat_spec.n_gpu_layers) as url:
         backend = ServerBackend(ServerModel(backend="server", base_url=url, model="chat"), "chat")
         chat_rows += bench_server_chat(backend, url, "chat", max_tokens, repeats)
         backend.close()
@@ -228,7 +228,8 @@ def main() -> None:
     table(f"Local embeddings/s by micro-batch, all {len(texts)} texts in one call", ["n_ubatch", "texts/s"],
           bench_ubatch(embed_path, embed_spec, texts, repeats))
 
-    with llama_server(embed_path, "embed", embedding=True, n_ctx=512, n_batch=256, n_ubatch=256) as url:
+    with llama_server(embed_path, "embed", embedding=True, n_ctx=512, n_batch=256, n_ubatch=256,
+                      n_gpu_layers=embed_spec.n_gpu_layers) as url:
         backend = ServerBackend(ServerModel(backend="server", base_url=url, model="embed"), "embed")
         table("Server embeddings/s", ["calls", "texts/s", "x naive"],
               bench_server_embed(backend, url, "embed", texts, repeats))
