@@ -1,17 +1,21 @@
 """Hybrid recall: dense vectors (FAISS) fused with BM25 (SQLite FTS5).
 
-Filters (a session only or excluded, a time range, a role) are applied inside
-both searches, so a filter never empties a result that a wider search would
-have filled. Each hit says which stages found it.
+Stages, each a ranking fused by weighted reciprocal rank: ``dense``; ``bm25``
+and ``rare`` (full text, weighted by how specific the question's words are);
+``date`` (the dense ranking of the period a question names); ``answer`` (the
+turns answering the top hits). Filters (a session only or excluded, a time
+range, a role) are applied inside every stage, so a filter never empties a
+result that a wider search would have filled. Each hit says which stages found
+it. What each stage is worth is measured by ``scripts/eval_recall.py``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +28,7 @@ from ..store.records import TIERS
 from .fusion import answers_to, fts_match, query_words, recency_factor, rrf, specificity
 
 Mode = Literal["hybrid", "dense", "bm25"]
+T = TypeVar("T")
 CANDIDATES = 50
 WEIGHTS = {"dense": 1.0, "bm25": 1.0, "rare": 1.0, "date": 1.0, "answer": 1.0}
 ANSWER_SOURCES = 10
@@ -150,8 +155,8 @@ class Recall:
             # "Pixel, the kids chose it"), which shares no word with the question. Sources are
             # distinct texts: a message repeated thirty times is one source, not thirty.
             ranked = sorted((i for i in fused if i in rows), key=lambda i: fused[i], reverse=True)
-            top = _distinct(ranked, rows)[:ANSWER_SOURCES]
-            rankings["answer"] = self._answers(top, where, args)
+            top, _ = split_repeats(ranked, lambda i: rows[i]["content"])
+            rankings["answer"] = self._answers(top[:ANSWER_SOURCES], rows, where, args)
             fused = rrf({name: ranking for name, ranking in rankings.items() if ranking}, weights)
             rows.update(self._rows(q.tier, [i for i in fused if i not in rows]))
         recency = q.recency_weight or (CURRENT_WEIGHT if q.mode == "hybrid" and q.currentness
@@ -174,15 +179,18 @@ class Recall:
             hits = [self._with_context(h, q.neighbours) for h in hits]
         return hits
 
-    def _answers(self, sources: list[int], where: str, args: list[object]) -> list[int]:
+    def _answers(self, sources: list[int], rows: dict[int, dict[str, Any]], where: str,
+                 args: list[object]) -> list[int]:
         """The turns answering the ``sources`` (in their order) that pass the query's filters."""
         if not sources:
             return []
         first = self._next_turns(sources)
         second = self._next_turns(list(first.values()))
-        wanted = [*sources, *first.values(), *second.values()]
-        text = {r[0]: r[1] for r in self.store.conn().execute(
-            f"SELECT id, content FROM exchanges WHERE id IN ({','.join('?' * len(wanted))})", wanted)}
+        text = {i: rows[i]["content"] for i in sources}
+        wanted = [i for i in (*first.values(), *second.values()) if i not in text]
+        if wanted:
+            text.update(self.store.conn().execute(
+                f"SELECT id, content FROM exchanges WHERE id IN ({','.join('?' * len(wanted))})", wanted).fetchall())
         chains = [[(i, text.get(i, "")) for i in (src, first.get(src), second.get(first.get(src, -1)))
                    if i is not None] for src in sources]
         found = answers_to(chains)
@@ -282,26 +290,20 @@ class Recall:
 
 def _repeats_last(hits: list[Hit]) -> list[Hit]:
     """Keep the best of each repeated text in place and move its repeats after every distinct hit."""
-    seen: set[str] = set()
-    first: list[Hit] = []
-    repeats: list[Hit] = []
-    for hit in hits:
-        key = repeat_key(hit.content)
-        (repeats if key in seen else first).append(hit)
-        seen.add(key)
+    first, repeats = split_repeats(hits, lambda hit: hit.content)
     return first + repeats
 
 
-def _distinct(ids: list[int], rows: dict[int, dict[str, Any]]) -> list[int]:
-    """The ids whose text does not repeat an earlier one's, in order."""
+def split_repeats(items: list[T], text: Callable[[T], str]) -> tuple[list[T], list[T]]:
+    """The items whose text does not repeat an earlier one's, and the repeats, each in order."""
     seen: set[str] = set()
-    out = []
-    for item_id in ids:
-        key = repeat_key(rows[item_id]["content"])
-        if key not in seen:
-            seen.add(key)
-            out.append(item_id)
-    return out
+    first: list[T] = []
+    repeats: list[T] = []
+    for item in items:
+        key = repeat_key(text(item))
+        (repeats if key in seen else first).append(item)
+        seen.add(key)
+    return first, repeats
 
 
 def repeat_key(text: str) -> str:
