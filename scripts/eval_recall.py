@@ -82,7 +82,16 @@ def month_question(person: dict[str, Any], today: datetime) -> dict[str, Any]:
     return {"type": "temporal", "question": f"What was I up to in {day:%B %Y}?", "evidence": evidence}
 
 
-def strategies(rewrite: bool) -> dict[str, Strategy]:
+def store_gists(memory: Memory, ids: dict[tuple[int, int], int], texts: list[str]) -> None:
+    """Each session's gist, embedded, as the dream cycle would have stored it."""
+    vectors = memory.embedder.embed(texts)
+    for si, (text, vector) in enumerate(zip(texts, vectors)):
+        last = max(ids[key] for key in ids if key[0] == si)
+        session_id = memory.store.exchanges.get(last).session_id  # type: ignore[union-attr]
+        memory.store.derived.put_gist(session_id, text, last, vector, memory.embedder.name)
+
+
+def strategies(rewrite: bool, gists: bool = False) -> dict[str, Strategy]:
     def ids(m: Memory, q: RecallQuery, v: Any) -> list[int]:
         return [h.id for h in m.recall(q, vector=v)]
 
@@ -111,6 +120,8 @@ def strategies(rewrite: bool) -> dict[str, Strategy]:
     for weight in (0.5, 0.3):
         out[f"Lyra, BM25 weighted {weight} (fixed)"] = lyra(lexical_trust=False, weights=(("bm25", weight),))
     out["Lyra, answers weighted 0.5"] = lyra(weights=(("answer", 0.5),))
+    if gists:
+        out["Lyra with gists (session stage)"] = lyra(gists=True)
     if rewrite:
         out["Lyra + query rewriting (local model)"] = rewritten
     return out
@@ -127,8 +138,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", type=Path, default=REPO / "eval" / "recall_set.json")
     parser.add_argument("--no-rewrite", action="store_true", help="leave out the query-rewriting row (no chat model)")
+    parser.add_argument("--gists", type=Path, default=REPO / "eval" / "recall_gists.json",
+                        help="the sessions' gists, written by make_eval_gists.py (the gist-stage row needs them)")
     args = parser.parse_args()
     rewrite = not args.no_rewrite
+    gists = json.loads(args.gists.read_text(encoding="utf-8")) if args.gists.exists() else None
     examples: list[tuple[str, str]] = []
     data = json.loads(args.set.read_text(encoding="utf-8"))
     today = datetime.now(timezone.utc).replace(hour=9, minute=0, second=0, microsecond=0)
@@ -142,6 +156,8 @@ def main() -> None:
             store = Store(Path(tmp) / person["person"])
             memory = Memory(store, models.embed)
             ids = load_person(memory, person, today)
+            if gists is not None:
+                store_gists(memory, ids, gists["people"][person["person"]])
             for q in [*person["questions"], month_question(person, today)]:
                 evidence = {ids[(s, t)] for s, t in q["evidence"]}
                 question = Question(q["question"], models.embed.embed([q["question"]])[0])
@@ -152,7 +168,7 @@ def main() -> None:
                     question.rewrite_ms = (time.perf_counter() - t0) * 1000
                     examples.append((question.text, question.rewritten))
                 count[q["type"]] += 1
-                for name, strategy in strategies(rewrite).items():
+                for name, strategy in strategies(rewrite, gists is not None).items():
                     t0 = time.perf_counter()
                     ranked = strategy(memory, question)
                     spent = (time.perf_counter() - t0) * 1000
@@ -162,11 +178,13 @@ def main() -> None:
             store.close()
         models.close()
     turns = sum(len(s["turns"]) for p in data["people"] for s in p["sessions"])
+    if gists is not None:
+        print(f"gists by {gists['model']} from {args.gists.name}")
     print(f"Recall evaluation: {len(data['people'])} people, {turns} turns, {sum(count.values())} questions "
           f"({', '.join(f'{t} {count[t]}' for t in TYPES)}); all-MiniLM-L6-v2 over raw turns\n")
     print("| strategy | " + " | ".join(f"{t} @10" for t in TYPES) + " | all @5 | all @10 | all @25 | p50 ms |")
     print("|---|" + "---:|" * (len(TYPES) + 4))
-    for name in strategies(rewrite):
+    for name in strategies(rewrite, gists is not None):
         per_type = [statistics.mean(found[name][t][10]) for t in TYPES]
         overall = {k: statistics.mean(v for t in TYPES for v in found[name][t][k]) for k in KS}
         print(f"| {name} | " + " | ".join(f"{x:.2f}" for x in per_type) + " | " +

@@ -3,7 +3,8 @@
 Stages, each a ranking fused by weighted reciprocal rank: ``dense``; ``bm25``
 and ``rare`` (full text, weighted by how specific the question's words are);
 ``date`` (the dense ranking of the period a question names); ``answer`` (the
-turns answering the top hits). Filters (a session only or excluded, a time
+turns answering the top hits); ``session`` (the turns of the sessions whose
+gists match, off by default). Filters (a session only or excluded, a time
 range, a role) are applied inside every stage, so a filter never empties a
 result that a wider search would have filled. Each hit says which stages found
 it. What each stage is worth is measured by ``scripts/eval_recall.py``.
@@ -30,8 +31,9 @@ from .fusion import answers_to, fts_match, query_words, recency_factor, rrf, spe
 Mode = Literal["hybrid", "dense", "bm25"]
 T = TypeVar("T")
 CANDIDATES = 50
-WEIGHTS = {"dense": 1.0, "bm25": 1.0, "rare": 1.0, "date": 1.0, "answer": 1.0}
+WEIGHTS = {"dense": 1.0, "bm25": 1.0, "rare": 1.0, "date": 1.0, "answer": 1.0, "session": 1.0}
 ANSWER_SOURCES = 10
+SESSION_SOURCES = 3
 LEXICAL_POWER = 2.0
 CURRENT = re.compile(r"\b(now|currently|these days|nowadays|at the moment|anymore|still|today)\b", re.IGNORECASE)
 CURRENT_WEIGHT = 1.0
@@ -62,6 +64,7 @@ class RecallQuery:
     answers: bool = True  # a hit that asks, or is asked about, brings the turn that answers it
     diversity: bool = True  # a repeated message ("work was busy today") adds no evidence: repeats go last
     currentness: bool = False  # "now", "these days": newer turns rank higher; measured: no gain yet, off
+    gists: bool = False  # find the sessions by their gists, then rank those sessions' turns; see eval_recall.py
     weights: tuple[tuple[str, float], ...] = ()  # per-stage fusion weights over WEIGHTS, for measuring
 
     def __post_init__(self) -> None:
@@ -146,6 +149,8 @@ class Recall:
                             until=to_iso(period[1]) if not q.until else q.until)
             dated_where, dated_args = _filters(dated)
             rankings["date"] = self._dense(dated, query_vector, model, dated_where, dated_args, n)
+        if q.mode == "hybrid" and q.gists and q.tier == "exchange" and query_vector is not None and model:
+            rankings["session"] = self._by_session(q, query_vector, model, where, args, n)
         weights = {**WEIGHTS, "bm25": WEIGHTS["bm25"] * lexical, "rare": WEIGHTS["rare"] * lexical,
                    **dict(q.weights)}
         fused = rrf({name: ranking for name, ranking in rankings.items() if ranking}, weights)
@@ -195,6 +200,23 @@ class Recall:
                    if i is not None] for src in sources]
         found = answers_to(chains)
         return self._passing("exchange", found, where, args) if where else found
+
+    def _by_session(self, q: RecallQuery, vector: npt.NDArray[np.float32], model: str, where: str,
+                    args: list[object], n: int) -> list[int]:
+        """The turns of the sessions whose gists match best, by their vectors: first the session, then the turn."""
+        gist_query = RecallQuery(q.text, k=SESSION_SOURCES, tier="gist", session_id=q.session_id,
+                                 exclude_session_id=q.exclude_session_id)
+        gist_where, gist_args = _filters(gist_query)
+        gist_ids = self._dense(gist_query, vector, model, gist_where, gist_args, SESSION_SOURCES)
+        if not gist_ids:
+            return []
+        conn = self.store.conn()
+        sessions = [r[0] for r in conn.execute(
+            f"SELECT session_id FROM gists WHERE id IN ({','.join('?' * len(gist_ids))})", gist_ids)]
+        clauses = " AND ".join(filter(None, [f"t.session_id IN ({','.join('?' * len(sessions))})", where]))
+        allowed = np.asarray([r[0] for r in conn.execute(f"SELECT t.id FROM exchanges t WHERE {clauses}",
+                                                         [*sessions, *args])], dtype=np.int64)
+        return [i for i, _ in self.store.index(q.tier, model).search(vector, n, allowed)] if len(allowed) else []
 
     def _next_turns(self, ids: list[int]) -> dict[int, int]:
         """Each turn's successor in its session, where it has one."""
