@@ -191,8 +191,8 @@ def main() -> None:
               " | ".join(f"{overall[k]:.2f}" for k in KS) + f" | {statistics.median(latency[name]):.1f} |")
     if examples:
         print("\nThe local model's rewrites, first five:")
-        for question, keywords in examples[:5]:
-            print(f"- {question} -> {keywords}")
+        for asked, keywords in examples[:5]:
+            print(f"- {asked} -> {keywords}")
 
 
 if __name__ == "__main__":
