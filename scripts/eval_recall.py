@@ -152,6 +152,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(None, env={**os.environ, "LYRA_DATA_DIR": tmp})
         models = Models(settings)
+        embed_model = models.embed.name
         for person in data["people"]:
             store = Store(Path(tmp) / person["person"])
             memory = Memory(store, models.embed)
@@ -181,7 +182,7 @@ def main() -> None:
     if gists is not None:
         print(f"gists by {gists['model']} from {args.gists.name}")
     print(f"Recall evaluation: {len(data['people'])} people, {turns} turns, {sum(count.values())} questions "
-          f"({', '.join(f'{t} {count[t]}' for t in TYPES)}); all-MiniLM-L6-v2 over raw turns\n")
+          f"({', '.join(f'{t} {count[t]}' for t in TYPES)}); {embed_model} over raw turns\n")
     print("| strategy | " + " | ".join(f"{t} @10" for t in TYPES) + " | all @5 | all @10 | all @25 | p50 ms |")
     print("|---|" + "---:|" * (len(TYPES) + 4))
     for name in strategies(rewrite, gists is not None):
