@@ -193,9 +193,7 @@ class Recall:
         second = self._next_turns(list(first.values()))
         text = {i: rows[i]["content"] for i in sources}
         wanted = [i for i in (*first.values(), *second.values()) if i not in text]
-        if wanted:
-            text.update(self.store.conn().execute(
-                f"SELECT id, content FROM exchanges WHERE id IN ({','.join('?' * len(wanted))})", wanted).fetchall())
+        text.update((i, row["content"]) for i, row in self._rows("exchange", wanted).items())
         chains = [[(i, text.get(i, "")) for i in (src, first.get(src), second.get(first.get(src, -1)))
                    if i is not None] for src in sources]
         found = answers_to(chains)
@@ -210,12 +208,10 @@ class Recall:
         gist_ids = self._dense(gist_query, vector, model, gist_where, gist_args, SESSION_SOURCES)
         if not gist_ids:
             return []
-        conn = self.store.conn()
-        sessions = [r[0] for r in conn.execute(
+        sessions = [r[0] for r in self.store.conn().execute(
             f"SELECT session_id FROM gists WHERE id IN ({','.join('?' * len(gist_ids))})", gist_ids)]
         clauses = " AND ".join(filter(None, [f"t.session_id IN ({','.join('?' * len(sessions))})", where]))
-        allowed = np.asarray([r[0] for r in conn.execute(f"SELECT t.id FROM exchanges t WHERE {clauses}",
-                                                         [*sessions, *args])], dtype=np.int64)
+        allowed = self._allowed(q, clauses, [*sessions, *args])
         return [i for i, _ in self.store.index(q.tier, model).search(vector, n, allowed)] if len(allowed) else []
 
     def _next_turns(self, ids: list[int]) -> dict[int, int]:
