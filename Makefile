@@ -16,13 +16,19 @@ PYTEST_ARGS ?=
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test setup models browser bench clean
+.PHONY: run test lint setup models browser bench clean
 
 run: setup
 	$(BIN)/lyra serve
 
-test: setup browser
+test: setup browser lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Lint (ruff.toml: pycodestyle, pyflakes, import order, bugbear) and strict types with
+# pydantic's plugin (mypy.ini); `make test` runs both before the tests.
+lint: $(STAMP)
+	$(BIN)/ruff check lyra_local
+	$(BIN)/mypy lyra_local
 
 # The web UI tests drive Debian's chromium (through playwright, no browser download).
 browser:

@@ -179,7 +179,7 @@ def render_sitrep(data: dict[str, Any], max_chars: int = 3000) -> str:
     world = (data["world"] or "(no core memory yet)").strip()
     lines += ["", "World state:", world if len(world) <= max_chars // 2 else world[: max_chars // 2] + " …"]
     if data["world_proposals"]:
-        lines.append(f"Proposed changes waiting for review: " + ", ".join(
+        lines.append("Proposed changes waiting for review: " + ", ".join(
             f"#{p['id']} by {p['author']} ({p['reason']})" for p in data["world_proposals"][:5]))
     lines += ["", "Instances:"]
     shown = [i for i in data["instances"] if i["state"] in ("running", "stale")] or []

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from datetime import time as clock
 
-from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
+from apscheduler.schedulers.background import BackgroundScheduler
 
 from ..config import DreamSettings
 from .dream import Dreamer, PassReport
