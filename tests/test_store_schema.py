@@ -35,6 +35,12 @@ SEED = {
         "('dream-1', '2023-05-09T00:00:00+00:00', 'done', '{\"continuity\": 0.0}')"],
     8: ["INSERT INTO world_state (content, author, status, created_at, decided_at, decided_by) VALUES "
         "('# Later', 'agent:coder', 'accepted', '2023-05-10T00:00:00+00:00', '2023-05-11T00:00:00+00:00', 'user')"],
+    9: ["INSERT INTO provenance (kind, item_id, source_kind, source_id) VALUES ('gist', 1, 'exchange', 1)"],
+    10: ["INSERT INTO exchanges (session_id, role, content, created_at) VALUES "
+         "(1, 'assistant', 'How many hives?', '2023-05-08T13:57:00+00:00')"],
+    11: ["UPDATE gists SET method = 'extractive' WHERE session_id = 1"],
+    12: ["INSERT INTO dismissed (kind, target, basis, dismissed_at) VALUES ('gist', '1', '1', "
+         "'2023-05-10T00:00:00+00:00')"],
 }
 
 

@@ -133,7 +133,7 @@ def test_forget_removes_content_everywhere(tmp_path: Path) -> None:
     assert any("Quixotic" in h.content for h in memory.recall(RecallQuery("Quixotic-7781 PIN")))
 
     forgotten = memory.forget_session(secret.id)
-    assert forgotten.exchanges == 2 and forgotten.stale_digests == 1 and forgotten.forgotten_facts == 1
+    assert forgotten.exchanges == 2 and forgotten.derived["digest"] == 1 and forgotten.derived["fact"] == 1
 
     for mode in ("hybrid", "dense", "bm25"):
         assert not any("Quixotic" in h.content for h in memory.recall(RecallQuery("Quixotic-7781 PIN", k=50, mode=mode)))

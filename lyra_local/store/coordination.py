@@ -11,12 +11,15 @@ import json
 import os
 import socket
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFound
+from . import provenance
 from .db import to_iso, utc_now
+from .provenance import Ref, strip_text
 
 if TYPE_CHECKING:
     from .store import Store
@@ -84,7 +87,8 @@ class Coordination:
                 return LeaseResult(False, Lease(*row) if row else Lease(resource, "", "", "", "not held"))
             expires = to_iso(now + timedelta(seconds=ttl_s))
             conn.execute("INSERT INTO locks (resource, holder, acquired_at, expires_at, note) VALUES (?, ?, ?, ?, ?) "
-                         "ON CONFLICT(resource) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at",
+                         "ON CONFLICT(resource) DO UPDATE SET holder = excluded.holder, "
+                         "expires_at = excluded.expires_at",
                          (resource, holder, to_iso(now), expires, row["note"] if row else None))
             fresh = conn.execute("SELECT * FROM locks WHERE resource = ?", (resource,)).fetchone()
         return LeaseResult(True, Lease(*fresh))
@@ -153,15 +157,22 @@ class Coordination:
     # -- world state ------------------------------------------------------------------
 
     def write_world(self, content: str, author: str, reason: str | None = None,
-                    status: str = "accepted") -> WorldVersion:
-        """A new version: ``accepted`` (the user's edit) or ``proposed`` (waiting for review)."""
+                    status: str = "accepted", sources: Sequence[Ref] = ()) -> WorldVersion:
+        """A new version: ``accepted`` (the user's edit) or ``proposed`` (waiting for review).
+
+        A version the dream drafted names its ``sources`` (the arc, facts, the version
+        it revised), so forgetting them removes it.
+        """
         now = utc_now()
         decided = now if status == "accepted" else None
         with self.store.write() as conn:
+            provenance.require(conn, sources)
             row = conn.execute("INSERT INTO world_state (content, author, reason, status, created_at, decided_at, "
                                "decided_by) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *",
                                (content, author, reason, status, now, decided, author if decided else None)
                                ).fetchone()
+            if sources or author == "dream":
+                provenance.record(conn, "world", row["id"], sources)
         return _world(row)
 
     def decide(self, version_id: int, accept: bool, author: str) -> WorldVersion:
@@ -192,6 +203,8 @@ class Coordination:
 
     def log_event(self, kind: str, target: str | None = None, detail: dict[str, Any] | None = None,
                   instance_id: str | None = None) -> int:
+        """Log ids, counts and states; a memory's text never goes into the log (forgetting could not reach it)."""
+        detail = strip_text(detail) if detail else None
         with self.store.write() as conn:
             row = conn.execute("INSERT INTO consolidation_log (at, kind, target, detail, instance_id) "
                                "VALUES (?, ?, ?, ?, ?) RETURNING id",

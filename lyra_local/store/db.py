@@ -14,7 +14,7 @@ import random
 import sqlite3
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
 from ..errors import LyraError
@@ -84,11 +84,21 @@ def utc_now() -> str:
     return to_iso(datetime.now(timezone.utc))
 
 
+def local_day(stamp: str, zone: tzinfo) -> str:
+    """The calendar day (``YYYY-MM-DD``) a stored UTC timestamp falls on in ``zone``."""
+    return from_iso(stamp).astimezone(zone).date().isoformat()
+
+
 def to_iso(moment: datetime) -> str:
     """Timestamps are stored as UTC ISO-8601 text, so they sort and compare as strings."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def canonical(text: str) -> str:
+    """Any ISO-8601 time as the store's UTC text (naive = UTC), so every stored time compares as text."""
+    return to_iso(from_iso(text))
 
 
 def from_iso(text: str) -> datetime:

@@ -1,23 +1,26 @@
 """Derived memory: session gists, profile facts, temporal digests, narrative, self-state.
 
-These are rebuilt by the dream cycle from the raw turns. Anything marked
-``stale`` (because a source it was built from was forgotten) is never handed
-out until it has been rebuilt without that source.
+These are rebuilt by the dream cycle from the raw turns. Each write names what
+it was built from (``provenance``), checked inside its own transaction: a
+memory whose sources were forgotten while it was being made is never written,
+and forgetting a source later deletes it (``store/forget.py``).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .db import utc_now
+from . import provenance
 from .blobs import put_vector
+from .db import utc_now
+from .provenance import Ref
 
 if TYPE_CHECKING:
     from .store import Store
@@ -31,6 +34,7 @@ class Gist:
     covers_upto: int
     created_at: str
     updated_at: str
+    method: str = "abstractive"  # or "extractive" (the session's own sentences), "user" (the person's words)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class Digest:
     content: str
     source_count: int
     updated_at: str
+    method: str = "abstractive"
 
 
 class Derived:
@@ -63,16 +68,28 @@ class Derived:
     # -- gists --------------------------------------------------------------------
 
     def put_gist(self, session_id: int, content: str, covers_upto: int,
-                 vector: npt.NDArray[np.float32] | None = None, model: str | None = None) -> Gist:
-        """Create or replace a session's gist (and its embedding) in one transaction."""
+                 vector: npt.NDArray[np.float32] | None = None, model: str | None = None, *,
+                 read: Sequence[int] = (), previous: Gist | None = None, method: str = "abstractive") -> Gist:
+        """Create or replace a session's gist (and its embedding) in one transaction.
+
+        ``read`` are the turns the draft read and ``previous`` the gist it updated:
+        if any is gone (forgotten meanwhile), nothing is written (``StaleSources``).
+        """
         now = utc_now()
         with self.store.write() as conn:
+            provenance.require(conn, [("exchange", i) for i in read])
+            if previous is not None:
+                _require_version(conn, previous)
             row = conn.execute(
-                "INSERT INTO gists (session_id, content, covers_upto, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
+                "INSERT INTO gists (session_id, content, covers_upto, created_at, updated_at, method) "
+                "VALUES (?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(session_id) DO UPDATE SET content = excluded.content, covers_upto = excluded.covers_upto,"
-                " updated_at = excluded.updated_at, stale = 0,"
+                " updated_at = excluded.updated_at, stale = 0, method = excluded.method,"
                 " profiled_upto = CASE WHEN gists.stale = 1 THEN 0 ELSE gists.profiled_upto END RETURNING *",
-                (session_id, content, covers_upto, now, now)).fetchone()
+                (session_id, content, covers_upto, now, now, method)).fetchone()
+            conn.execute("INSERT OR IGNORE INTO provenance (kind, item_id, source_kind, source_id) "
+                         "SELECT 'gist', ?, 'exchange', id FROM exchanges WHERE session_id = ? AND id <= ?",
+                         (row["id"], session_id, covers_upto))
             if vector is not None and model is not None:
                 put_vector(conn, "gist", model, row["id"], vector)
         return _gist(row)
@@ -93,10 +110,19 @@ class Derived:
         with self.store.write() as conn:
             return _fact(set_fact(conn, key, value, source_session_id, author, observed_at or utc_now()))
 
-    def apply_facts(self, gist: Gist, facts: Sequence[tuple[str, str]], observed_at: str) -> list[ProfileFact]:
-        """Fold one gist's facts into the profile and mark the gist profiled, in one transaction."""
+    def apply_facts(self, gist: Gist, facts: Sequence[tuple[str, str, int]], observed_at: str) -> list[ProfileFact]:
+        """Fold one gist's facts (key, value, the turn that says it) into the profile and mark the gist profiled,
+        in one transaction.
+
+        The facts were read from this version of the gist: if it changed or was
+        forgotten meanwhile, nothing is written (``StaleSources``).
+        """
         with self.store.write() as conn:
-            rows = [set_fact(conn, k, v, gist.session_id, "dream", observed_at) for k, v in facts]
+            _require_version(conn, gist)
+            provenance.require(conn, [("exchange", turn) for _, _, turn in facts])
+            rows = [set_fact(conn, k, v, gist.session_id, "dream", observed_at) for k, v, _ in facts]
+            for row, (_, _, turn) in zip(rows, facts, strict=True):
+                provenance.record(conn, "fact", row["id"], [("gist", gist.id), ("exchange", turn)])
             conn.execute("UPDATE gists SET profiled_upto = ? WHERE id = ?", (gist.covers_upto, gist.id))
         return [_fact(r) for r in rows]
 
@@ -127,16 +153,19 @@ class Derived:
 
     def put_digest(self, granularity: str, period: str, content: str, source_count: int,
                    vector: npt.NDArray[np.float32] | None = None, model: str | None = None,
-                   basis: str = "") -> Digest:
+                   basis: str = "", sources: Sequence[Ref] = (), method: str = "abstractive") -> Digest:
         """Create or replace a period's digest, its embedding and what it was built from, atomically."""
         now = utc_now()
         with self.store.write() as conn:
+            provenance.require(conn, sources)
             row = conn.execute(
-                "INSERT INTO digests (granularity, period, content, source_count, created_at, updated_at, basis) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(granularity, period) DO UPDATE SET content = "
+                "INSERT INTO digests (granularity, period, content, source_count, created_at, updated_at, basis, "
+                "method) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(granularity, period) DO UPDATE SET content = "
                 "excluded.content, source_count = excluded.source_count, updated_at = excluded.updated_at, "
-                "basis = excluded.basis, stale = 0 RETURNING *",
-                (granularity, period, content, source_count, now, now, basis)).fetchone()
+                "basis = excluded.basis, method = excluded.method, stale = 0 RETURNING *",
+                (granularity, period, content, source_count, now, now, basis, method)).fetchone()
+            conn.execute("DELETE FROM provenance WHERE kind = 'digest' AND item_id = ?", (row["id"],))
+            provenance.record(conn, "digest", row["id"], sources)
             if vector is not None and model is not None:
                 put_vector(conn, "digest", model, row["id"], vector)
         return _digest(row)
@@ -157,34 +186,53 @@ class Derived:
 
     # -- narrative and self-state ---------------------------------------------------
 
-    def set_narrative(self, content: str, basis: str = "") -> None:
-        """A new version of the arc; versions built from forgotten material are dropped."""
+    def set_narrative(self, content: str, basis: str = "", sources: Sequence[Ref] = (),
+                      method: str = "abstractive") -> int:
+        """A new version of the arc, built from ``sources`` (facts, digests, the previous arc)."""
         with self.store.write() as conn:
-            conn.execute("DELETE FROM narrative WHERE stale = 1")
-            conn.execute("INSERT INTO narrative (content, created_at, basis) VALUES (?, ?, ?)",
-                         (content, utc_now(), basis))
+            provenance.require(conn, sources)
+            row = conn.execute("INSERT INTO narrative (content, created_at, basis, method) VALUES (?, ?, ?, ?) "
+                               "RETURNING id", (content, utc_now(), basis, method)).fetchone()
+            provenance.record(conn, "narrative", row[0], sources)
+        return int(row[0])
 
     def narrative(self) -> str | None:
-        row = self.store.conn().execute(
-            "SELECT content FROM narrative WHERE stale = 0 ORDER BY id DESC LIMIT 1").fetchone()
-        return None if row is None else str(row[0])
+        current = self.narrative_version()
+        return None if current is None else current[1]
 
-    def drop_stale_narrative(self) -> int:
-        with self.store.write() as conn:
-            return conn.execute("DELETE FROM narrative WHERE stale = 1").rowcount
+    def narrative_version(self) -> tuple[int, str] | None:
+        """The current arc's id and text."""
+        row = self.store.conn().execute(
+            "SELECT id, content FROM narrative WHERE stale = 0 ORDER BY id DESC LIMIT 1").fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))
+
+    def current_narrative(self) -> dict[str, Any] | None:
+        """The current arc: its version id, text and how it was written."""
+        row = self.store.conn().execute(
+            "SELECT id, content, method, created_at FROM narrative WHERE stale = 0 ORDER BY id DESC LIMIT 1").fetchone()
+        return None if row is None else dict(row)
 
     def narrative_basis(self) -> str | None:
         row = self.store.conn().execute(
             "SELECT basis FROM narrative WHERE stale = 0 ORDER BY id DESC LIMIT 1").fetchone()
         return None if row is None else str(row[0])
 
-    def set_self_state(self, state: dict[str, Any]) -> None:
+    def set_self_state(self, state: dict[str, Any], sources: Sequence[Ref] = ()) -> int:
+        """A new self-state version, built from ``sources`` (gists, the arc, the previous state)."""
         with self.store.write() as conn:
-            conn.execute("INSERT INTO self_state (state, created_at) VALUES (?, ?)", (json.dumps(state), utc_now()))
+            provenance.require(conn, sources)
+            row = conn.execute("INSERT INTO self_state (state, created_at) VALUES (?, ?) RETURNING id",
+                               (json.dumps(state), utc_now())).fetchone()
+            provenance.record(conn, "self_state", row[0], sources)
+        return int(row[0])
 
     def self_state(self) -> dict[str, Any] | None:
-        row = self.store.conn().execute("SELECT state FROM self_state ORDER BY id DESC LIMIT 1").fetchone()
-        return None if row is None else dict(json.loads(row[0]))
+        current = self.self_state_version()
+        return None if current is None else current[1]
+
+    def self_state_version(self) -> tuple[int, dict[str, Any]] | None:
+        row = self.store.conn().execute("SELECT id, state FROM self_state ORDER BY id DESC LIMIT 1").fetchone()
+        return None if row is None else (int(row[0]), dict(json.loads(row[1])))
 
 
 def same_value(a: str, b: str) -> bool:
@@ -221,9 +269,16 @@ def set_fact(conn: sqlite3.Connection, key: str, value: str, source_session_id: 
     return older
 
 
+def _require_version(conn: sqlite3.Connection, gist: Gist) -> None:
+    """Inside a transaction: the gist is still there, as it was read (``StaleSources`` otherwise)."""
+    now = conn.execute("SELECT updated_at FROM gists WHERE id = ?", (gist.id,)).fetchone()
+    if now is None or now[0] != gist.updated_at:
+        raise provenance.StaleSources(f"gist {gist.id} changed or was forgotten while it was being read")
+
+
 def _gist(row: sqlite3.Row) -> Gist:
     return Gist(row["id"], row["session_id"], row["content"], row["covers_upto"], row["created_at"],
-                row["updated_at"])
+                row["updated_at"], row["method"])
 
 
 def _fact(row: sqlite3.Row) -> ProfileFact:
@@ -233,4 +288,4 @@ def _fact(row: sqlite3.Row) -> ProfileFact:
 
 def _digest(row: sqlite3.Row) -> Digest:
     return Digest(row["id"], row["granularity"], row["period"], row["content"], row["source_count"],
-                  row["updated_at"])
+                  row["updated_at"], row["method"])

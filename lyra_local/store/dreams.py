@@ -6,9 +6,8 @@ The drives shown in the chat context and the API are the last finished pass's.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
-
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
 
 from .db import to_iso, utc_now
 

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import BadRequest
+from . import provenance
 from .blobs import put_vector
-from .db import utc_now
+from .db import canonical, utc_now
 from .records import Exchange
 
 if TYPE_CHECKING:
@@ -56,7 +58,7 @@ class Exchanges:
         for i, item in enumerate(items):
             if item.role not in ROLES:
                 raise BadRequest(f"role must be one of {', '.join(ROLES)}, not {item.role!r}")
-            at = item.created_at or utc_now()
+            at = canonical(item.created_at) if item.created_at else utc_now()
             row = conn.execute(
                 "INSERT INTO exchanges (session_id, role, content, created_at, tokens, source_id) "
                 "VALUES (?, ?, ?, ?, ?, ?) RETURNING *",
@@ -68,6 +70,35 @@ class Exchanges:
         for session_id, at in latest.items():
             self.store.sessions.touch(conn, session_id, at)
         return out
+
+    def add_reply(self, session_id: int, text: str, trace: list[dict[str, Any]], context_tokens: int) -> Exchange:
+        """Store a reply with the trace of the memories its context used (each a source of the trace)."""
+        with self.store.write() as conn:
+            reply = self.insert(conn, [NewExchange(session_id, "assistant", text)], None, None)[0]
+            conn.execute("INSERT INTO context_traces (exchange_id, trace, tokens, created_at) VALUES (?, ?, ?, ?)",
+                         (reply.id, json.dumps(trace), context_tokens, utc_now()))
+            provenance.record(conn, "trace", reply.id, [(t["kind"], int(t["id"])) for t in trace
+                                                        if t.get("kind") in provenance.KINDS])
+        return reply
+
+    def trace(self, exchange_id: int) -> dict[str, Any] | None:
+        """A reply's trace, each memory with its current content; a forgotten one says so, with no content."""
+        conn = self.store.conn()
+        row = conn.execute("SELECT trace, tokens, created_at FROM context_traces WHERE exchange_id = ?",
+                           (exchange_id,)).fetchone()
+        if row is None:
+            return None
+        entries = json.loads(row["trace"])
+        for entry in entries:
+            kind = provenance.KINDS.get(entry["kind"])
+            found = None
+            if kind is not None and kind.vector_tier and not entry.get("forgotten"):
+                found = conn.execute(f"SELECT content FROM {kind.table} WHERE id = ?", (entry["id"],)).fetchone()
+            entry["content"] = None if found is None else str(found[0])
+            entry["forgotten"] = bool(entry.get("forgotten")) or (kind is not None and kind.vector_tier is not None
+                                                                  and found is None)
+        return {"exchange_id": exchange_id, "context_tokens": row["tokens"], "created_at": row["created_at"],
+                "memories": [e for e in entries if e["content"] is not None or e["forgotten"]]}
 
     def set_vector(self, exchange_id: int, vector: npt.NDArray[np.float32], model: str) -> None:
         """Attach (or replace) an exchange's embedding, e.g. after the reply was streamed."""
@@ -110,6 +141,11 @@ class Exchanges:
 
     def count(self) -> int:
         return int(self.store.conn().execute("SELECT count(*) FROM exchanges").fetchone()[0])
+
+    def ids_by_source(self) -> dict[str, int]:
+        """Imported turns by the id their source gave them (a ChatGPT node, a Lyra export's ``source_id``)."""
+        rows = self.store.conn().execute("SELECT source_id, id FROM exchanges WHERE source_id IS NOT NULL")
+        return {str(r[0]): int(r[1]) for r in rows}
 
     def missing_vectors(self, model: str, limit: int = 1000) -> list[Exchange]:
         """Exchanges with no embedding for ``model`` (a crash before embedding, or a new model)."""

@@ -1,106 +1,190 @@
 """Forgetting that really forgets.
 
-Deleting a session or an exchange removes its rows, its vectors (through the
-triggers, which log the deletion for every FAISS index), its full-text entries
-and the profile facts learnt from it, and marks every other derived memory
-built from it stale, so nothing returns its content until the dream cycle has
-rebuilt those memories without it.
-``secure_delete`` overwrites the freed pages; a checkpoint empties the WAL.
+Forgetting turns deletes them and, in the same transaction, every memory built
+from them, transitively (``provenance.forget``): gists, facts, digests, the
+narrative and self-state versions, the dream's world-state versions; vectors
+and full-text entries go by trigger, and traces that pointed at them say
+"forgotten". Work is done in small transactions (``TXN_TURNS`` turns each), so
+a large forget never holds the write lock for long. Then nothing is left on
+disk: the full-text index is merged so the deleted entries are gone (FTS5's
+``secure-delete`` is switched on too where SQLite has it), ``secure_delete``
+has zeroed the freed pages, the FAISS snapshots on disk are deleted (the
+indexes in memory drop the vectors now and are compacted in the background), and the WAL is checkpointed and truncated.
+The next dream pass rebuilds what is missing from what remains.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import time
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .db import from_iso
-from .periods import period_keys
+from . import provenance
+from .db import BUSY_TIMEOUT_MS
 from .sessions import SessionNotFound
 
 if TYPE_CHECKING:
     from .store import Store
 
-CHUNK = 5000  # ids per statement (SQLite allows 32766 parameters)
+log = logging.getLogger(__name__)
+TXN_TURNS = 100  # turns per transaction: each stays well under a second at 1M exchanges (bench_forget.py)
+SECURE_DELETE_SQLITE = (3, 44, 0)  # FTS5 'secure-delete' appeared in 3.44
+YIELD_AFTER_S = 0.05  # after holding the write lock this long in all, step aside ...
+YIELD_S = 0.11  # ... longer than SQLite's busy handler sleeps between tries, so a waiting writer gets in
+CHECKPOINT_WAIT_MS = 50  # the longest a truncating checkpoint keeps writers waiting, per try
 
 
 @dataclass(frozen=True)
 class Forgotten:
+    """What a forget removed: sessions, turns, and the memories built from them, by kind."""
+
     sessions: int
     exchanges: int
-    stale_digests: int
-    forgotten_facts: int
+    derived: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def memories(self) -> int:
+        return sum(self.derived.values())
+
+    def __add__(self, other: Forgotten) -> Forgotten:
+        return Forgotten(self.sessions + other.sessions, self.exchanges + other.exchanges,
+                         dict(Counter(self.derived) + Counter(other.derived)))
+
+    def describe(self) -> str:
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.derived.items()) if n and k != "exchange")
+        return (f"forgot {self.sessions} session(s) and {self.exchanges} turn(s)"
+                + (f"; with them {kinds}" if kinds else ""))
 
 
-def forget_sessions(store: Store, session_ids: list[int]) -> Forgotten:
-    with store.write() as conn:
-        exchanges = _count(conn, "SELECT count(*) FROM exchanges WHERE session_id IN ({})", session_ids)
-        digests, facts = _mark_stale(conn, session_ids, _times(conn, "session_id", session_ids))
-        sessions = conn.execute(f"DELETE FROM sessions WHERE id IN ({_marks(session_ids)})", session_ids).rowcount
-    _scrub(store)
-    return Forgotten(sessions, exchanges, digests, facts)
+class _Turns:
+    """Short write transactions that step aside for other writers (chat) between them."""
+
+    def __init__(self) -> None:
+        self.held = 0.0
+
+    def taken(self, started: float) -> None:
+        self.held += time.monotonic() - started
+        if self.held >= YIELD_AFTER_S:
+            time.sleep(YIELD_S)
+            self.held = 0.0
 
 
-def forget_exchanges(store: Store, exchange_ids: list[int]) -> Forgotten:
-    with store.write() as conn:
-        session_ids = [r[0] for r in conn.execute(
-            f"SELECT DISTINCT session_id FROM exchanges WHERE id IN ({_marks(exchange_ids)})", exchange_ids)]
-        digests, facts = _mark_stale(conn, session_ids, _times(conn, "id", exchange_ids))
-        conn.execute(f"UPDATE gists SET stale = 1 WHERE session_id IN ({_marks(session_ids)})", session_ids)
-        count = conn.execute(f"DELETE FROM exchanges WHERE id IN ({_marks(exchange_ids)})", exchange_ids).rowcount
-    _scrub(store)
-    return Forgotten(0, count, digests, facts)
+def forget_sessions(store: Store, session_ids: Sequence[int]) -> Forgotten:
+    """Forget whole sessions: their turns (and what was built from them) in chunks, then the sessions."""
+    total = Forgotten(0, 0)
+    turns = _Turns()
+    for session_id in session_ids:
+        while True:
+            started = time.monotonic()
+            with store.write() as conn:
+                ids = [r[0] for r in conn.execute("SELECT id FROM exchanges WHERE session_id = ? ORDER BY id LIMIT ?",
+                                                  (session_id, TXN_TURNS))]
+                if ids:
+                    total += _forget_turns(conn, ids)
+            if ids:
+                turns.taken(started)
+                continue
+            with store.write() as conn:
+                if conn.execute("SELECT 1 FROM exchanges WHERE session_id = ?", (session_id,)).fetchone():
+                    continue  # a turn arrived meanwhile: it goes the same way first
+                # facts told about in the session (by the user or an agent) go with it
+                learnt = [("fact", r[0]) for r in conn.execute(
+                    "SELECT id FROM profile_facts WHERE source_session_id = ?", (session_id,))]
+                counts = provenance.forget(conn, learnt) if learnt else {}
+                counts.pop("exchange", None)
+                gone = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
+                total += Forgotten(gone, 0, counts)
+                break
+    scrub(store)
+    return total
 
 
-def _mark_stale(conn: sqlite3.Connection, session_ids: list[int], times: list[str]) -> tuple[int, int]:
-    keys = {(g, k) for t in times for g, k in period_keys(from_iso(t)).items()}
-    digests = sum(conn.execute("UPDATE digests SET stale = 1 WHERE granularity = ? AND period = ?", key).rowcount
-                  for key in keys)
-    facts = _delete_facts(conn, session_ids)
-    conn.execute("UPDATE narrative SET stale = 1 WHERE stale = 0")
-    return digests, facts
+def forget_exchanges(store: Store, exchange_ids: Sequence[int]) -> Forgotten:
+    total = Forgotten(0, 0)
+    turns = _Turns()
+    ids = sorted(set(exchange_ids))
+    for start in range(0, len(ids), TXN_TURNS):
+        started = time.monotonic()
+        with store.write() as conn:
+            total += _forget_turns(conn, ids[start:start + TXN_TURNS])
+        turns.taken(started)
+    scrub(store)
+    return total
 
 
-def _delete_facts(conn: sqlite3.Connection, session_ids: list[int]) -> int:
-    """Delete the facts learnt from these sessions; the history chain skips over them.
-
-    A fact that one of them had superseded becomes current again unless a later
-    surviving fact superseded it too.
-    """
-    doomed = [r[0] for r in conn.execute(
-        f"SELECT id FROM profile_facts WHERE source_session_id IN ({_marks(session_ids)}) ORDER BY id DESC",
-        session_ids)]
-    for fact_id in doomed:
-        row = conn.execute("SELECT superseded_by, superseded_at FROM profile_facts WHERE id = ?", (fact_id,)).fetchone()
-        conn.execute("UPDATE profile_facts SET superseded_by = ?, superseded_at = ? WHERE superseded_by = ?",
-                     (row[0], row[1], fact_id))
-        conn.execute("DELETE FROM profile_facts WHERE id = ?", (fact_id,))
-    return len(doomed)
+def _forget_turns(conn: sqlite3.Connection, ids: list[int]) -> Forgotten:
+    counts = provenance.forget(conn, [("exchange", i) for i in ids])
+    return Forgotten(0, counts.pop("exchange", 0), counts)
 
 
-def _times(conn: sqlite3.Connection, column: str, ids: list[int]) -> list[str]:
-    return [r[0] for r in conn.execute(f"SELECT DISTINCT substr(created_at, 1, 10) || 'T00:00:00+00:00' "
-                                       f"FROM exchanges WHERE {column} IN ({_marks(ids)})", ids)]
+# -- nothing left on disk -----------------------------------------------------------------
 
 
-def _count(conn: sqlite3.Connection, sql: str, ids: list[int]) -> int:
-    return int(conn.execute(sql.format(_marks(ids)), ids).fetchone()[0])
-
-
-def _marks(ids: list[int]) -> str:
-    return ",".join("?" * len(ids)) or "NULL"
-
-
-def _scrub(store: Store) -> None:
-    """Drop forgotten text from the WAL and the FTS segments, and the vectors from the snapshots."""
+def scrub(store: Store) -> None:
+    """Remove what deleted rows leave behind: full-text segments, index snapshots, the WAL."""
     conn = store.conn()
-    conn.execute("INSERT INTO exchanges_fts(exchanges_fts) VALUES ('optimize')")
-    conn.execute("INSERT INTO gists_fts(gists_fts) VALUES ('optimize')")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for fts in provenance.FTS_TABLES:
+        log.info("full-text index %s merged in %.2f s", fts, merge_fts(store, fts))
     for index in store.loaded_indexes():
-        index.sync()
-        index.save()
+        index.sync()  # the vectors leave the index in memory now (HNSW: filtered, compacted in the background)
+    drop_snapshots(store)
+    truncate_wal(conn)
+
+
+def truncate_wal(conn: sqlite3.Connection, *, tries: int = 600) -> bool:
+    """Checkpoint and truncate the WAL, so no frame with forgotten text stays in it.
+
+    A truncating checkpoint holds the write lock while it waits for readers; it
+    waits a short moment at a time, and lets writers in between tries, so chat
+    is never held up for long. False if readers never let it finish (the WAL is
+    truncated again at the next forget, and removed when the last process closes).
+    """
+    conn.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+    try:
+        for _ in range(tries):
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            if not busy:
+                return True
+            time.sleep(0.02)
+        return False
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+
+def merge_fts(store: Store, fts: str) -> float:
+    """Merge the full-text index into one segment, so the entries of deleted rows are gone from the file.
+
+    FTS5's incremental ``merge`` would hold the write lock for less time, but with
+    another process writing meanwhile it corrupted the index on SQLite 3.40
+    (reproduced at 100k rows); ``optimize`` does it in one transaction. Where
+    SQLite has FTS5's ``secure-delete`` (3.44+), deletes remove their entries at
+    once and no merge is needed. Returns the seconds the write lock was held.
+    """
+    conn = store.conn()
+    started = time.monotonic()
+    with store.write():
+        if sqlite3.sqlite_version_info >= SECURE_DELETE_SQLITE:  # later deletes purge at once
+            conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('secure-delete', 1)")
+        conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
+    return time.monotonic() - started
+
+
+def drop_snapshots(store: Store) -> None:
+    """Delete every FAISS snapshot on disk (caches: rebuilt from SQLite, saved again once compacted)."""
+    if not store.index_dir.exists():
+        return
+    for path in store.index_dir.iterdir():
+        if path.suffix in (".faiss", ".json", ".tmp"):
+            path.unlink(missing_ok=True)
+    for index in store.loaded_indexes():
+        index.forget_snapshot()
+
+
+# -- choosing what to forget ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -150,11 +234,10 @@ def plan_forget(store: Store, *, sessions: Sequence[str] = (), before: str | Non
 
 
 def forget(store: Store, plan: ForgetPlan) -> Forgotten:
-    """Carry out a plan, in chunks that stay within SQLite's limit on query parameters."""
-    total = Forgotten(0, 0, 0, 0)
-    for ids, forget_some in ((plan.session_ids, forget_sessions), (plan.exchange_ids, forget_exchanges)):
-        for start in range(0, len(ids), CHUNK):
-            done = forget_some(store, ids[start:start + CHUNK])
-            total = Forgotten(total.sessions + done.sessions, total.exchanges + done.exchanges,
-                              total.stale_digests + done.stale_digests, total.forgotten_facts + done.forgotten_facts)
-    return total
+    """Carry out a plan: whole sessions, then single turns."""
+    done = Forgotten(0, 0)
+    if plan.session_ids:
+        done += forget_sessions(store, plan.session_ids)
+    if plan.exchange_ids:
+        done += forget_exchanges(store, plan.exchange_ids)
+    return done

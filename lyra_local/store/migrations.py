@@ -36,11 +36,20 @@ def migrate(conn: sqlite3.Connection, *, upto: int | None = None) -> list[str]:
     for fn in MIGRATIONS[:upto]:
         if fn.__name__ in done:
             continue
-        with write_transaction(conn):
-            if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (fn.__name__,)).fetchone():
-                continue  # another process got there first
-            fn(conn)
-            conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (fn.__name__, utc_now()))
+        rebuilds = getattr(fn, "rebuilds_tables", False)
+        if rebuilds:  # a table rebuild must not cascade deletes; SQLite only lets this change outside a transaction
+            conn.execute("PRAGMA foreign_keys = OFF")
+        try:
+            with write_transaction(conn):
+                if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (fn.__name__,)).fetchone():
+                    continue  # another process got there first
+                fn(conn)
+                if rebuilds and conn.execute("PRAGMA foreign_key_check").fetchone():
+                    raise sqlite3.IntegrityError(f"{fn.__name__} would break a foreign key")
+                conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (fn.__name__, utc_now()))
+        finally:
+            if rebuilds:
+                conn.execute("PRAGMA foreign_keys = ON")
         ran.append(fn.__name__)
     return ran
 
@@ -306,4 +315,139 @@ ALTER TABLE world_state ADD COLUMN decided_at TEXT;
 ALTER TABLE world_state ADD COLUMN decided_by TEXT;
 UPDATE world_state SET decided_at = created_at, decided_by = author WHERE status != 'proposed';
 CREATE INDEX instances_by_heartbeat ON instances(heartbeat_at);
+""")
+
+
+# Tables whose ids are handed out (API, vectors, provenance, event cursors): never reused.
+NEVER_REUSED = ("sessions", "exchanges", "gists", "profile_facts", "digests", "narrative", "self_state",
+                "world_state", "consolidation_log", "dream_passes")
+
+
+@migration
+def m009_provenance(conn: sqlite3.Connection) -> None:
+    """What every derived memory was built from; ids never reused; no vector without its row; no text in logs.
+
+    Runs with foreign keys off (``migrate`` sees ``rebuilds_tables``): the tables
+    whose ids must never be reused are rebuilt with ``AUTOINCREMENT``, keeping
+    every row, index and trigger.
+    """
+    for table in NEVER_REUSED:
+        _autoincrement(conn, table)
+    _script(conn, """
+CREATE TABLE provenance (
+    kind TEXT NOT NULL,
+    item_id INTEGER NOT NULL,
+    source_kind TEXT NOT NULL,
+    source_id INTEGER NOT NULL,
+    PRIMARY KEY (kind, item_id, source_kind, source_id)
+) WITHOUT ROWID;
+CREATE INDEX provenance_by_source ON provenance(source_kind, source_id);
+-- deleting a row deletes its vectors of every model: without this, each delete scanned the tier
+CREATE INDEX embeddings_by_item ON embeddings(tier, item_id);
+CREATE TRIGGER embeddings_need_row BEFORE INSERT ON embeddings
+WHEN (new.tier = 'exchange' AND NOT EXISTS (SELECT 1 FROM exchanges WHERE id = new.item_id))
+  OR (new.tier = 'gist' AND NOT EXISTS (SELECT 1 FROM gists WHERE id = new.item_id))
+  OR (new.tier = 'digest' AND NOT EXISTS (SELECT 1 FROM digests WHERE id = new.item_id))
+BEGIN
+    SELECT RAISE(IGNORE);
+END;
+DELETE FROM embeddings WHERE (tier = 'exchange' AND item_id NOT IN (SELECT id FROM exchanges))
+    OR (tier = 'gist' AND item_id NOT IN (SELECT id FROM gists))
+    OR (tier = 'digest' AND item_id NOT IN (SELECT id FROM digests));
+DELETE FROM gists WHERE stale = 1;
+DELETE FROM digests WHERE stale = 1;
+DELETE FROM narrative WHERE stale = 1;
+""")
+    from .provenance import backfill, scrub_logs  # the registry lives beside the store's other modules
+    backfill(conn)
+    scrub_logs(conn)
+
+
+m009_provenance.rebuilds_tables = True  # type: ignore[attr-defined]
+
+
+def _autoincrement(conn: sqlite3.Connection, table: str) -> None:
+    """Rebuild ``table`` with ``INTEGER PRIMARY KEY AUTOINCREMENT`` (SQLite's 12-step table change)."""
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()[0]
+    if "AUTOINCREMENT" in sql.upper():
+        return
+    new_sql = sql.replace("id INTEGER PRIMARY KEY,", "id INTEGER PRIMARY KEY AUTOINCREMENT,", 1)
+    assert new_sql != sql, f"{table}: no 'id INTEGER PRIMARY KEY' column"
+    extras = [r[0] for r in conn.execute("SELECT sql FROM sqlite_master WHERE tbl_name = ? AND type IN "
+                                         "('index', 'trigger') AND sql IS NOT NULL", (table,))]
+    top = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
+    conn.execute(new_sql.replace(f"CREATE TABLE {table}", f"CREATE TABLE {table}__new", 1))
+    conn.execute(f"INSERT INTO {table}__new SELECT * FROM {table}")
+    conn.execute(f"DROP TABLE {table}")
+    conn.execute(f"ALTER TABLE {table}__new RENAME TO {table}")
+    for statement in extras:
+        conn.execute(statement)
+    # The copy set the sequence to the highest id kept; ids freed before this migration stay free.
+    conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?", (top, table))
+
+
+# A turn's context view: the turn before it in its session, then the turn itself.
+_CONTEXT_OF = ("coalesce((SELECT p.content || char(10) FROM exchanges p WHERE p.session_id = {t}.session_id "
+               "AND p.id < {t}.id ORDER BY p.id DESC LIMIT 1), '') || {t}.content")
+_SUCCESSOR = "(SELECT min(m.id) FROM exchanges m WHERE m.session_id = old.session_id AND m.id > old.id)"
+
+
+@migration
+def m010_exchange_context(conn: sqlite3.Connection) -> None:
+    """Full text over each turn read with the turn before it ("What made you pick it?" -> "I chose them 'cause...").
+
+    Kept by triggers: a new turn adds its row; deleting or editing a turn
+    rewrites its successor's row too, so a forgotten turn's words leave the
+    view with it. Rows for turns stored before this migration are added in the
+    background (``store/context_view.py``: ``lyra reindex``, the server) from
+    ``meta.context_backfill_upto`` down; recall uses the view meanwhile.
+    """
+    successor_row = f"SELECT n.id, {_CONTEXT_OF.format(t='n')} FROM exchanges n WHERE n.id = {_SUCCESSOR}"
+    _script(conn, f"""
+CREATE VIRTUAL TABLE exchange_context_fts USING fts5(content, tokenize='porter unicode61 remove_diacritics 2');
+CREATE TRIGGER exchange_context_insert AFTER INSERT ON exchanges BEGIN
+    INSERT INTO exchange_context_fts(rowid, content) VALUES (new.id, {_CONTEXT_OF.format(t='new')});
+END;
+CREATE TRIGGER exchange_context_delete AFTER DELETE ON exchanges BEGIN
+    DELETE FROM exchange_context_fts WHERE rowid = old.id;
+    DELETE FROM exchange_context_fts WHERE rowid = {_SUCCESSOR};
+    INSERT INTO exchange_context_fts(rowid, content) {successor_row};
+END;
+CREATE TRIGGER exchange_context_update AFTER UPDATE OF content ON exchanges BEGIN
+    DELETE FROM exchange_context_fts WHERE rowid = old.id;
+    INSERT INTO exchange_context_fts(rowid, content) VALUES (new.id, {_CONTEXT_OF.format(t='new')});
+    DELETE FROM exchange_context_fts WHERE rowid = {_SUCCESSOR};
+    INSERT INTO exchange_context_fts(rowid, content) {successor_row};
+END;
+""")
+    top = conn.execute("SELECT coalesce(max(id), 0) FROM exchanges").fetchone()[0]
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('context_backfill_upto', ?)", (str(top),))
+
+
+@migration
+def m011_how_memories_were_written(conn: sqlite3.Connection) -> None:
+    """How a gist, digest or narrative was written: by the summary model and checked, from the sources' own
+    sentences (the floor when a draft fails its grounding checks), or by the person (a correction)."""
+    _script(conn, """
+ALTER TABLE gists ADD COLUMN method TEXT NOT NULL DEFAULT 'abstractive'
+    CHECK (method IN ('abstractive', 'extractive', 'user'));
+ALTER TABLE digests ADD COLUMN method TEXT NOT NULL DEFAULT 'abstractive'
+    CHECK (method IN ('abstractive', 'extractive', 'user'));
+ALTER TABLE narrative ADD COLUMN method TEXT NOT NULL DEFAULT 'abstractive'
+    CHECK (method IN ('abstractive', 'extractive', 'user'));
+""")
+
+
+@migration
+def m012_corrections(conn: sqlite3.Connection) -> None:
+    """Derived memories the person deleted, and what they were built from then: the dream does not bring one back
+    until its sources change. Ids and hashes only, never text."""
+    _script(conn, """
+CREATE TABLE dismissed (
+    kind TEXT NOT NULL CHECK (kind IN ('gist', 'digest', 'narrative')),
+    target TEXT NOT NULL,
+    basis TEXT NOT NULL,
+    dismissed_at TEXT NOT NULL,
+    PRIMARY KEY (kind, target)
+) WITHOUT ROWID;
 """)

@@ -7,7 +7,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from ..errors import BadRequest, LyraError
-from .db import utc_now
+from .db import canonical, utc_now
 from .records import Session
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class Sessions:
                conn: sqlite3.Connection | None = None) -> Session:
         """A new session; pass ``conn`` to join a larger transaction (imports)."""
         name = name.strip() or "New chat"
-        now = created_at or utc_now()
+        now = canonical(created_at) if created_at else utc_now()
         values = (uid or uuid.uuid4().hex, name, now, now, source, source_id)
         sql = ("INSERT INTO sessions (uid, name, created_at, updated_at, source, source_id) "
                "VALUES (?, ?, ?, ?, ?, ?) RETURNING *")
@@ -40,6 +40,11 @@ class Sessions:
             return row_to_session(conn.execute(sql, values).fetchone())
         with self.store.write() as c:
             return row_to_session(c.execute(sql, values).fetchone())
+
+    def exists(self, session_id: int, *, conn: sqlite3.Connection | None = None) -> bool:
+        """Whether the session is there (pass ``conn`` to ask inside a transaction)."""
+        return (conn or self.store.conn()).execute("SELECT 1 FROM sessions WHERE id = ?",
+                                                   (session_id,)).fetchone() is not None
 
     def get(self, session_id: int) -> Session:
         row = self.store.conn().execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()

@@ -2,8 +2,11 @@
 
 SQLite is the truth; every FAISS index is a cache that can be rebuilt from it.
 One connection per thread (sqlite3 connections must not be shared between
-threads mid-transaction); the schema is migrated when the store opens. Never a
-module-level global: the app factory or a CLI command creates one and passes it.
+threads mid-transaction), closed when its thread ends; the schema is migrated
+when the store opens. While a store is open its process holds the data
+directory's lock shared, so `lyra restore` can tell the memory is in use.
+Never a module-level global: the app factory or a CLI command creates one and
+passes it.
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ from pathlib import Path
 
 from ..errors import LyraError
 from . import db, migrations
+from .connections import ThreadConnections
 from .coordination import Coordination
+from .corrections import Corrections
 from .derived import Derived
+from .dirlock import DirLock
 from .dreams import DreamLog
 from .exchanges import Exchanges
 from .sessions import Sessions
@@ -30,7 +36,9 @@ INDEX_DIRNAME = "index"
 class Store:
     """The memory database of one data directory."""
 
-    def __init__(self, data_dir: Path, *, index_settings: IndexSettings | None = None) -> None:
+    def __init__(self, data_dir: Path, *, index_settings: IndexSettings | None = None,
+                 lock: DirLock | None = None) -> None:
+        """Open (and migrate) the store; ``lock``: a ``DirLock`` the caller already holds (restore)."""
         self.data_dir = data_dir
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
@@ -40,27 +48,33 @@ class Store:
         self.path = data_dir / DB_FILENAME
         self.index_dir = data_dir / INDEX_DIRNAME
         self.index_settings = index_settings or IndexSettings()
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
+        self._own_lock = lock is None
+        if lock is None:
+            lock = DirLock(data_dir)
+            lock.acquire_shared()
+        self.dir_lock = lock
+        self._conns = ThreadConnections(lambda: db.connect(self.path))
         self._indexes: dict[tuple[str, str], VectorIndex] = {}
         self._indexes_lock = threading.Lock()
-        migrations.migrate(self.conn())
+        try:
+            migrations.migrate(self.conn())
+        except BaseException:
+            self._release()
+            raise
         self.sessions = Sessions(self)
         self.exchanges = Exchanges(self)
         self.derived = Derived(self)
+        self.corrections = Corrections(self)
         self.coord = Coordination(self)
         self.dreams = DreamLog(self)
 
     def conn(self) -> sqlite3.Connection:
-        """This thread's connection."""
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = db.connect(self.path)
-            self._local.conn = conn
-            with self._all_lock:
-                self._all.append(conn)
-        return conn
+        """This thread's connection (closed when the thread ends; ``sqlite3.ProgrammingError`` once closed)."""
+        return self._conns.get()
+
+    def open_connections(self) -> int:
+        """How many per-thread connections are open now: one per live thread that used the store."""
+        return self._conns.open_count()
 
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -92,14 +106,18 @@ class Store:
             conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
-    def save_indexes(self) -> None:
+    def save_indexes(self, *, wait: bool = False) -> None:
         for index in self.loaded_indexes():
-            index.save()
+            index.save(wait=wait)
 
     def close(self) -> None:
-        self.save_indexes()
-        with self._all_lock:
-            for conn in self._all:
-                conn.close()
-            self._all.clear()
-        self._local = threading.local()
+        """Save the indexes, close every thread's connection and release the data-directory lock."""
+        if self._conns.closed:
+            return
+        self.save_indexes(wait=True)
+        self._release()
+
+    def _release(self) -> None:
+        self._conns.close_all()
+        if self._own_lock:
+            self.dir_lock.release()

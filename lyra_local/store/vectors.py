@@ -69,6 +69,7 @@ class VectorIndex:
         self._saved_hwm = -1
         self._tombstones: set[int] = set()  # HNSW cannot delete: removed ids are filtered out
         self._upgrading: threading.Thread | None = None
+        self._compacting: threading.Thread | None = None
         self.last_load: str = "not loaded"
 
     # -- public -------------------------------------------------------------------
@@ -107,12 +108,14 @@ class VectorIndex:
                 if len(allowed) == 0:
                     return []
                 selector = faiss.IDSelectorBatch(np.ascontiguousarray(allowed, dtype=np.int64))
-                params = (faiss.SearchParametersHNSW(sel=selector, efSearch=ef)
-                          if self._is_hnsw() else faiss.SearchParameters(sel=selector))
+                # faiss's bundled stub lacks SearchParametersHNSW and the keyword constructors: hence the ignores
+                params = (faiss.SearchParametersHNSW(sel=selector, efSearch=ef)  # type: ignore[attr-defined]
+                          if self._is_hnsw() else faiss.SearchParameters(sel=selector))  # type: ignore[call-arg]
             elif self._is_hnsw():
-                params = faiss.SearchParametersHNSW(efSearch=ef)
+                params = faiss.SearchParametersHNSW(efSearch=ef)  # type: ignore[attr-defined]
             scores, ids = self._index.search(q, fetch, params=params)
-            hits = [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0 and int(i) not in self._tombstones]
+            hits = [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True)
+                    if i >= 0 and int(i) not in self._tombstones]
             return hits[:k]
 
     def rebuild(self, progress: Progress | None = None) -> None:
@@ -172,13 +175,60 @@ class VectorIndex:
         if upgrading is not None:
             upgrading.join(timeout)
 
-    def save(self) -> None:
-        """Persist a snapshot if anything changed since the last one (atomically)."""
+    def forget_snapshot(self) -> None:
+        """The snapshot on disk was deleted (a forget): the next ``save`` writes one again."""
         with self._lock:
-            if self._index is None or self._hwm == self._saved_hwm or self._index.ntotal == 0:
+            self._saved_hwm = -1
+
+    def compact(self, *, wait: bool = False) -> None:
+        """Drop HNSW's tombstones by building a fresh index beside the live one, then swapping.
+
+        Searches go on meanwhile (the tombstones filter them); the lock is held only
+        for the swap and the catch-up with what changed during the build.
+        """
+        if wait:
+            with self._lock:
+                if self._tombstones:
+                    self.rebuild()
+            return
+        if self._compacting is not None:
+            return
+
+        def build() -> None:
+            try:
+                with self._lock:
+                    hnsw = self._is_hnsw()
+                index, hwm = self._build(hnsw=hnsw)
+                with self._lock:
+                    self._index, self._hwm, self._tombstones, self._saved_hwm = index, hwm, set(), -1
+                    self._catch_up(self._latest_seq())
+                log.info("%s index for %s compacted (%d vectors)", self.tier, self.model, self.size)
+                self.save()
+            except Exception:  # the store closed under us; the next open rebuilds
+                log.exception("compacting the %s index for %s failed", self.tier, self.model)
+            finally:
+                self._compacting = None
+
+        self._compacting = threading.Thread(target=build, name=f"compact-{self.tier}", daemon=True)
+        self._compacting.start()
+
+    def save(self, *, wait: bool = False) -> None:
+        """Persist a snapshot if anything changed since the last one (atomically).
+
+        The index first catches up with the database, so a snapshot never holds a
+        vector deleted meanwhile (by another process, say); one with tombstones is
+        compacted first (in the background unless ``wait``), then saved.
+        """
+        with self._lock:
+            if self._index is None:
                 return
-            if self._tombstones:  # HNSW with deletions: compact before persisting
-                self.rebuild()
+            self.sync()
+            if self._hwm == self._saved_hwm or self._index.ntotal == 0:
+                return
+            if self._tombstones:
+                self.compact(wait=wait)
+                if self._tombstones:
+                    return  # saved by the compaction when it is done
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(self.path.name + ".tmp")
             faiss.write_index(self._index, str(tmp))
@@ -280,6 +330,7 @@ class VectorIndex:
             self._upgrade_in_background()
 
     def _new_index(self, dim: int, expected: int, *, hnsw: bool | None = None) -> Any:
+        inner: faiss.Index
         if hnsw if hnsw is not None else expected > self.settings.hnsw_threshold:
             inner = faiss.IndexHNSWFlat(dim, self.settings.hnsw_m, faiss.METRIC_INNER_PRODUCT)
             inner.hnsw.efConstruction = self.settings.hnsw_ef_construction
@@ -294,5 +345,5 @@ class VectorIndex:
     def _is_hnsw(self) -> bool:
         if self._index is None:
             return False
-        inner = faiss.downcast_index(faiss.downcast_index(self._index).index)
+        inner = faiss.downcast_index(faiss.downcast_index(self._index).index)  # type: ignore[attr-defined]
         return isinstance(inner, faiss.IndexHNSWFlat)

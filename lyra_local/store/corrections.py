@@ -1,0 +1,155 @@
+"""The person's corrections of derived memory: edits that the dream never overwrites, deletions that stick.
+
+An edited gist, digest or arc is stored as the person's own statement
+(``method = 'user'``) and stays a source for what is built on it; the dream
+leaves it alone. A deleted one is recorded in ``dismissed`` with what it was
+built from at that moment (a session's last turn, a digest's basis, the arc's
+basis): the dream does not write it again until that changes. Forgetting its
+sources still removes an edited memory (provenance): the person's words about
+a forgotten conversation go with it. An edited arc or self-state is the
+person's own statement, built from nothing: only deleting it removes it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import NotFound
+from . import provenance
+from .blobs import put_vector
+from .db import utc_now
+from .derived import Digest, Gist, _digest, _gist
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+class Corrections:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # -- gists ------------------------------------------------------------------------------------
+
+    def edit_gist(self, session_id: int, content: str, vector: npt.NDArray[np.float32] | None = None,
+                  model: str | None = None) -> Gist:
+        """The person's own summary of a session: kept as written, never redrafted."""
+        last = self.store.conn().execute("SELECT max(id) FROM exchanges WHERE session_id = ?",
+                                         (session_id,)).fetchone()[0]
+        gist = self.store.derived.put_gist(session_id, content, int(last or 0), vector, model, method="user")
+        with self.store.write() as conn:
+            conn.execute("DELETE FROM dismissed WHERE kind = 'gist' AND target = ?", (str(session_id),))
+        return gist
+
+    def delete_gist(self, session_id: int) -> int:
+        """Delete a session's gist (and what was built on it); it is not redrafted until the session has new turns."""
+        with self.store.write() as conn:
+            row = conn.execute("SELECT id, covers_upto FROM gists WHERE session_id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"session {session_id} has no gist")
+            counts = provenance.forget(conn, [("gist", int(row[0]))])
+            conn.execute("INSERT OR REPLACE INTO dismissed (kind, target, basis, dismissed_at) VALUES "
+                         "('gist', ?, ?, ?)", (str(session_id), str(row[1]), utc_now()))
+        return sum(counts.values())
+
+    # -- digests ----------------------------------------------------------------------------------
+
+    def edit_digest(self, digest_id: int, content: str, vector: npt.NDArray[np.float32] | None = None,
+                    model: str | None = None) -> Digest:
+        with self.store.write() as conn:
+            row = conn.execute("UPDATE digests SET content = ?, method = 'user', updated_at = ? WHERE id = ? "
+                               "AND stale = 0 RETURNING *", (content, utc_now(), digest_id)).fetchone()
+            if row is None:
+                raise NotFound(f"no digest {digest_id}")
+            if vector is not None and model is not None:
+                put_vector(conn, "digest", model, digest_id, vector)
+            conn.execute("DELETE FROM dismissed WHERE kind = 'digest' AND target = ?",
+                         (f"{row['granularity']}:{row['period']}",))
+        return _digest(row)
+
+    def delete_digest(self, digest_id: int) -> int:
+        with self.store.write() as conn:
+            row = conn.execute("SELECT granularity, period, basis FROM digests WHERE id = ?", (digest_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"no digest {digest_id}")
+            counts = provenance.forget(conn, [("digest", digest_id)])
+            conn.execute("INSERT OR REPLACE INTO dismissed (kind, target, basis, dismissed_at) VALUES "
+                         "('digest', ?, ?, ?)", (f"{row[0]}:{row[1]}", row[2], utc_now()))
+        return sum(counts.values())
+
+    # -- the arc and the self-state --------------------------------------------------------------
+
+    def edit_narrative(self, content: str) -> int:
+        basis = self.store.derived.narrative_basis() or ""
+        with self.store.write() as conn:
+            row = conn.execute("INSERT INTO narrative (content, created_at, basis, method) VALUES (?, ?, ?, 'user') "
+                               "RETURNING id", (content, utc_now(), basis)).fetchone()
+            conn.execute("DELETE FROM dismissed WHERE kind = 'narrative'")
+        return int(row[0])
+
+    def delete_narrative(self, basis: str) -> int:
+        """Delete the arc (every version: an older one must not step in); the dream writes none until what an
+        arc is built from (``basis``) changes."""
+        if self.store.derived.narrative_version() is None:
+            raise NotFound("there is no arc")
+        with self.store.write() as conn:
+            versions = [("narrative", int(r[0])) for r in conn.execute("SELECT id FROM narrative")]
+            counts = provenance.forget(conn, versions)
+            conn.execute("INSERT OR REPLACE INTO dismissed (kind, target, basis, dismissed_at) VALUES "
+                         "('narrative', 'narrative', ?, ?)", (basis, utc_now()))
+        return sum(counts.values())
+
+    def edit_self_state(self, changes: dict[str, Any]) -> int:
+        """The person's correction of the companion's self-state; the dream keeps these fields as they are."""
+        current = self.store.derived.self_state() or {}
+        state = {**current, **changes, "edited_by": "user", "edited_fields": sorted(changes)}
+        with self.store.write() as conn:
+            row = conn.execute("INSERT INTO self_state (state, created_at) VALUES (?, ?) RETURNING id",
+                               (json.dumps(state), utc_now())).fetchone()
+        return int(row[0])
+
+    # -- what the dream must respect --------------------------------------------------------------
+
+    def their_digests(self) -> set[tuple[str, str]]:
+        """(granularity, period) of the digests the person wrote."""
+        rows = self.store.conn().execute("SELECT granularity, period FROM digests WHERE method = 'user' AND stale = 0")
+        return {(str(r[0]), str(r[1])) for r in rows}
+
+    def their_arc(self) -> bool:
+        """Whether the current arc is the person's own."""
+        row = self.store.conn().execute("SELECT method FROM narrative WHERE stale = 0 ORDER BY id DESC LIMIT 1"
+                                        ).fetchone()
+        return row is not None and row[0] == "user"
+
+    def dismissed(self, kind: str) -> dict[str, str]:
+        """Target -> basis of the deleted memories of ``kind``."""
+        rows = self.store.conn().execute("SELECT target, basis FROM dismissed WHERE kind = ?", (kind,))
+        return {str(r[0]): str(r[1]) for r in rows}
+
+    def content(self, kind: str, item_id: int) -> str:
+        """The text of a gist, digest or arc version (what its sources are shown for); '' for other kinds."""
+        table = {"gist": "gists", "digest": "digests", "narrative": "narrative"}.get(kind)
+        row = self.store.conn().execute(f"SELECT content FROM {table} WHERE id = ?", (item_id,)).fetchone() \
+            if table else None
+        return "" if row is None else str(row[0])
+
+    def sources(self, kind: str, item_id: int) -> list[dict[str, Any]]:
+        """The turns behind a memory, each with its conversation's name and its date, oldest first."""
+        if kind not in provenance.KINDS:
+            raise NotFound(f"unknown kind of memory {kind!r}")
+        conn = self.store.conn()
+        ids = provenance.turns_behind(conn, kind, item_id)
+        rows = conn.execute(
+            "SELECT e.id, e.session_id, s.name AS session_name, e.role, e.content, e.created_at FROM exchanges e "
+            "JOIN sessions s ON s.id = e.session_id WHERE e.id IN (SELECT value FROM json_each(?)) ORDER BY e.id",
+            (json.dumps(ids),))
+        return [dict(r) for r in rows]
+
+    def gist(self, gist_id: int) -> Gist:
+        row = self.store.conn().execute("SELECT * FROM gists WHERE id = ?", (gist_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no gist {gist_id}")
+        return _gist(row)

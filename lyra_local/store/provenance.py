@@ -1,0 +1,225 @@
+"""Provenance: what every derived memory was built from, and forgetting that follows it.
+
+Every derived row (a gist, a profile fact, a digest, a narrative or self-state
+version, a world-state version the dream wrote, a reply's context trace)
+records its sources in ``provenance``: raw turns, or the derived rows it was
+built from. ``KINDS`` is the one registry of those kinds: its table, its
+vector tier and full-text table, and how a row of it is forgotten. A kind
+that does not say how it is forgotten cannot be registered.
+
+Forgetting turns follows the edges transitively and deletes every dependent
+row in the caller's transaction (vectors and full-text entries go by trigger);
+a trace is not deleted (its reply stays) but its entries that pointed at
+forgotten memories are marked ``forgotten``. Rows written before provenance
+existed depend on ``ANY``: any forget removes them, and the dream rebuilds.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+Ref = tuple[str, int]  # (kind, id)
+ANY: Ref = ("any", 0)
+
+
+class StaleSources(Exception):
+    """What a derived memory was built from changed or vanished while it was being made: it is not written."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of memory: where it lives and how it is forgotten."""
+
+    name: str
+    table: str
+    forget: Callable[[sqlite3.Connection, list[int]], int]
+    vector_tier: str | None = None
+    fts: tuple[str, ...] = ()  # its full-text tables (views of its rows kept by triggers)
+
+
+def _delete(table: str) -> Callable[[sqlite3.Connection, list[int]], int]:
+    def forget(conn: sqlite3.Connection, ids: list[int]) -> int:
+        return int(conn.execute(f"DELETE FROM {table} WHERE id IN (SELECT value FROM json_each(?))",
+                                (json.dumps(ids),)).rowcount)
+    return forget
+
+
+def _forget_facts(conn: sqlite3.Connection, ids: list[int]) -> int:
+    """Delete facts; the history chain skips over them.
+
+    A fact that one of them had superseded becomes current again unless a later
+    surviving fact superseded it too.
+    """
+    for fact_id in sorted(ids, reverse=True):
+        row = conn.execute("SELECT superseded_by, superseded_at FROM profile_facts WHERE id = ?", (fact_id,)).fetchone()
+        if row is None:
+            continue
+        conn.execute("UPDATE profile_facts SET superseded_by = ?, superseded_at = ? WHERE superseded_by = ?",
+                     (row[0], row[1], fact_id))
+        conn.execute("DELETE FROM profile_facts WHERE id = ?", (fact_id,))
+    return len(ids)
+
+
+def _forget_in_traces(conn: sqlite3.Connection, ids: list[int]) -> int:
+    """Traces stay with their reply; it is their pointers to forgotten memories that go (see ``forget``)."""
+    return 0
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("exchange", "exchanges", _delete("exchanges"), vector_tier="exchange",
+         fts=("exchanges_fts", "exchange_context_fts")),
+    Kind("gist", "gists", _delete("gists"), vector_tier="gist", fts=("gists_fts",)),
+    Kind("fact", "profile_facts", _forget_facts),
+    Kind("digest", "digests", _delete("digests"), vector_tier="digest"),
+    Kind("narrative", "narrative", _delete("narrative")),
+    Kind("self_state", "self_state", _delete("self_state")),
+    Kind("world", "world_state", _delete("world_state")),
+    Kind("trace", "context_traces", _forget_in_traces),
+)}
+UNKNOWN_MEANS_ANY = ("digest", "narrative", "self_state", "world")
+FTS_TABLES = tuple(table for k in KINDS.values() for table in k.fts)
+ORDER = ("trace", "world", "self_state", "narrative", "digest", "fact", "gist", "exchange")  # dependents first
+
+
+def record(conn: sqlite3.Connection, kind: str, item_id: int, sources: Iterable[Ref]) -> None:
+    """Inside the writer's transaction: ``kind:item_id`` was built from ``sources``."""
+    if kind not in KINDS:
+        raise KeyError(f"unknown memory kind {kind!r}")
+    sources = set(sources)
+    if not sources and kind in UNKNOWN_MEANS_ANY:
+        sources = {ANY}  # built from who knows what: any forget removes it
+    rows = [(kind, item_id, s_kind, int(s_id)) for s_kind, s_id in sources]
+    conn.executemany("INSERT OR IGNORE INTO provenance (kind, item_id, source_kind, source_id) VALUES (?, ?, ?, ?)",
+                     rows)
+
+
+def require(conn: sqlite3.Connection, sources: Sequence[Ref]) -> None:
+    """Inside the writer's transaction: every source still exists, or ``StaleSources``.
+
+    Ids are never reused, so a source that exists is the one that was read.
+    """
+    by_kind: dict[str, set[int]] = {}
+    for kind, item_id in sources:
+        by_kind.setdefault(kind, set()).add(int(item_id))
+    for kind, ids in by_kind.items():
+        table = KINDS[kind].table
+        key = "exchange_id" if kind == "trace" else "id"
+        found = conn.execute(f"SELECT count(*) FROM {table} WHERE {key} IN (SELECT value FROM json_each(?))",
+                             (json.dumps(sorted(ids)),)).fetchone()[0]
+        if found != len(ids):
+            raise StaleSources(f"{len(ids) - found} {kind} source(s) were forgotten or replaced meanwhile")
+
+
+def dependents(conn: sqlite3.Connection, seeds: Sequence[Ref]) -> dict[str, list[int]]:
+    """Every memory built, directly or not, from ``seeds`` (legacy rows on ``ANY`` included), by kind."""
+    rows = conn.execute(
+        "WITH RECURSIVE doomed(kind, id) AS ("
+        " SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
+        " UNION SELECT p.kind, p.item_id FROM provenance p JOIN doomed d"
+        "   ON p.source_kind = d.kind AND p.source_id = d.id WHERE p.kind != 'trace'"
+        ") SELECT kind, id FROM doomed", (json.dumps([list(s) for s in [*seeds, ANY]]),)).fetchall()
+    out: dict[str, list[int]] = {}
+    for kind, item_id in rows:
+        if kind in KINDS:
+            out.setdefault(kind, []).append(int(item_id))
+    return out
+
+
+def turns_behind(conn: sqlite3.Connection, kind: str, item_id: int) -> list[int]:
+    """The turns a memory was built from, however indirectly, oldest first.
+
+    A memory that names turns of its own (a fact: the turn that says it) is
+    shown with those; others with every turn under their sources.
+    """
+    direct = [r[0] for r in conn.execute("SELECT source_id FROM provenance WHERE kind = ? AND item_id = ? "
+                                         "AND source_kind = 'exchange' ORDER BY source_id", (kind, item_id))]
+    if direct or kind == "exchange":
+        return direct or [item_id]
+    rows = conn.execute(
+        "WITH RECURSIVE behind(kind, id) AS (SELECT ?, ? UNION SELECT p.source_kind, p.source_id "
+        "FROM provenance p JOIN behind b ON p.kind = b.kind AND p.item_id = b.id) "
+        "SELECT id FROM behind WHERE kind = 'exchange' ORDER BY id", (kind, item_id))
+    return [int(r[0]) for r in rows]
+
+
+def forget(conn: sqlite3.Connection, seeds: Sequence[Ref]) -> dict[str, int]:
+    """Inside a write transaction: delete these memories and everything built from them; counts by kind."""
+    doomed = dependents(conn, seeds)
+    doomed.setdefault("exchange", [])
+    refs = json.dumps([[k, i] for k, ids in doomed.items() for i in ids] + [list(ANY)]
+                      + [["trace", i] for i in doomed["exchange"]])  # a forgotten reply's own trace
+    traces = [r[0] for r in conn.execute(
+        "SELECT DISTINCT p.item_id FROM provenance p JOIN json_each(?) d ON p.kind = 'trace' "
+        "AND p.source_kind = json_extract(d.value, '$[0]') AND p.source_id = json_extract(d.value, '$[1]')", (refs,))]
+    _mark_traces(conn, traces, {(k, i) for k, ids in doomed.items() for i in ids})
+    counts = {}
+    for kind in ORDER:
+        ids = doomed.get(kind, [])
+        counts[kind] = KINDS[kind].forget(conn, ids) if ids else 0
+    for columns in ("kind, item_id", "source_kind, source_id"):  # two statements: each uses its index
+        conn.execute(f"DELETE FROM provenance WHERE ({columns}) IN (SELECT json_extract(value, '$[0]'), "
+                     f"json_extract(value, '$[1]') FROM json_each(?))", (refs,))
+    counts["trace"] = len(traces)
+    return counts
+
+
+def _mark_traces(conn: sqlite3.Connection, exchange_ids: list[int], doomed: set[Ref]) -> None:
+    for exchange_id in exchange_ids:
+        row = conn.execute("SELECT trace FROM context_traces WHERE exchange_id = ?", (exchange_id,)).fetchone()
+        if row is None:
+            continue
+        entries = json.loads(row[0])
+        for entry in entries:
+            if (entry.get("kind"), entry.get("id")) in doomed:
+                entry["forgotten"] = True
+        conn.execute("UPDATE context_traces SET trace = ? WHERE exchange_id = ?", (json.dumps(entries), exchange_id))
+
+
+def backfill(conn: sqlite3.Connection) -> None:
+    """Provenance for rows written before it was kept (a migration, or a restored ``memory.json``).
+
+    A gist was built from its session's turns up to ``covers_upto``; a dream fact
+    from its session's gist. For digests, narrative, self-state and the dream's
+    world versions the sources are unknown: they depend on ``ANY``.
+    """
+    conn.execute("INSERT OR IGNORE INTO provenance (kind, item_id, source_kind, source_id) "
+                 "SELECT 'gist', g.id, 'exchange', e.id FROM gists g JOIN exchanges e "
+                 "ON e.session_id = g.session_id AND e.id <= g.covers_upto "
+                 "WHERE NOT EXISTS (SELECT 1 FROM provenance p WHERE p.kind = 'gist' AND p.item_id = g.id)")
+    conn.execute("INSERT OR IGNORE INTO provenance (kind, item_id, source_kind, source_id) "
+                 "SELECT 'fact', f.id, 'gist', g.id FROM profile_facts f JOIN gists g "
+                 "ON g.session_id = f.source_session_id WHERE f.author = 'dream' "
+                 "AND NOT EXISTS (SELECT 1 FROM provenance p WHERE p.kind = 'fact' AND p.item_id = f.id)")
+    for kind, sql in (("digest", "SELECT id FROM digests"), ("narrative", "SELECT id FROM narrative"),
+                      ("self_state", "SELECT id FROM self_state"),
+                      ("world", "SELECT id FROM world_state WHERE author = 'dream'")):
+        conn.execute(f"INSERT OR IGNORE INTO provenance (kind, item_id, source_kind, source_id) "
+                     f"SELECT ?, id, ?, ? FROM ({sql}) AS t WHERE NOT EXISTS (SELECT 1 FROM provenance p "
+                     f"WHERE p.kind = ? AND p.item_id = t.id)", (kind, *ANY, kind))
+
+
+# What the dream's log and pass records may say: ids, counts, states, never a memory's text.
+LOG_TEXT_KEYS = ("text", "self_narrative", "mood", "facts", "reflections", "reason")
+
+
+def strip_text(detail: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in detail.items() if k not in LOG_TEXT_KEYS}
+
+
+def scrub_logs(conn: sqlite3.Connection) -> None:
+    """Remove texts from log entries written before the log kept only ids and counts."""
+    for row_id, detail in conn.execute("SELECT id, detail FROM consolidation_log WHERE detail IS NOT NULL").fetchall():
+        data = json.loads(detail)
+        if isinstance(data, dict) and any(k in data for k in LOG_TEXT_KEYS):
+            conn.execute("UPDATE consolidation_log SET detail = ? WHERE id = ?", (json.dumps(strip_text(data)), row_id))
+    for row_id, actions in conn.execute("SELECT id, actions FROM dream_passes WHERE actions IS NOT NULL").fetchall():
+        data = json.loads(actions)
+        if isinstance(data, list):
+            clean = [strip_text(a) if isinstance(a, dict) else a for a in data]
+            if clean != data:
+                conn.execute("UPDATE dream_passes SET actions = ? WHERE id = ?", (json.dumps(clean), row_id))
+    conn.execute("UPDATE world_state SET reason = 'the dream cycle saw the arc change' "
+                 "WHERE author = 'dream' AND reason IS NOT NULL")

@@ -1,0 +1,168 @@
+"""What recall reads from the store: vector and full-text candidates, rows, neighbours, periods.
+
+Recall's stages (``memory/stages.py``) decide what to ask; every SQL statement
+they need lives here, next to the tables it reads. Filters (a session only or
+excluded, a time range, a role) are applied inside every query, so a filter
+never empties a result that a wider search would have filled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .store import Store
+
+TABLES = {"exchange": "exchanges", "gist": "gists", "digest": "digests"}
+# Full-text tables by tier and view: the turn alone, and the turn read after the one before it (m010).
+FULL_TEXT = {("exchange", "turn"): "exchanges_fts", ("exchange", "context"): "exchange_context_fts",
+             ("gist", "turn"): "gists_fts"}
+_SESSION_COLUMN = {"exchange": "t.session_id", "gist": "t.session_id", "digest": None}
+_TIME_COLUMN = {"exchange": "t.created_at", "gist": "t.updated_at", "digest": "t.period"}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """SQL conditions on one tier's rows (alias ``t``)."""
+
+    tier: str
+    where: str = ""
+    args: tuple[object, ...] = ()
+
+    def narrowed(self, since: str | None, until: str | None) -> Filters:
+        """The same conditions within ``[since, until)`` as well."""
+        clauses = [self.where] if self.where else []
+        args = list(self.args)
+        column = _TIME_COLUMN[self.tier]
+        for bound, op in ((since, ">="), (until, "<")):
+            if bound:
+                clauses.append(f"{column} {op} ?")
+                args.append(bound)
+        return Filters(self.tier, " AND ".join(clauses), tuple(args))
+
+
+def filters(tier: str, *, session_id: int | None = None, exclude_session_id: int | None = None,
+            since: str | None = None, until: str | None = None, role: str | None = None) -> Filters:
+    clauses: list[str] = []
+    args: list[object] = []
+    session_col = _SESSION_COLUMN[tier]
+    if tier != "exchange":
+        clauses.append("t.stale = 0")
+    if session_col and session_id is not None:
+        clauses.append(f"{session_col} = ?")
+        args.append(session_id)
+    if session_col and exclude_session_id is not None:
+        clauses.append(f"{session_col} != ?")
+        args.append(exclude_session_id)
+    if role:
+        clauses.append("t.role = ?")
+        args.append(role)
+    return Filters(tier, " AND ".join(clauses), tuple(args)).narrowed(since, until)
+
+
+class RecallIndex:
+    """Read-only queries over one store for recall."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def size(self, tier: str) -> int:
+        row = self.store.conn().execute(f"SELECT max(id) FROM {TABLES[tier]}").fetchone()
+        return int(row[0] or 0)
+
+    def document_frequency(self, table: str, match: str, cap: int) -> int:
+        """Rows of a full-text table matching ``match``, counted up to ``cap`` (cheap for common words)."""
+        return int(self.store.conn().execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT {int(cap)})", (match,)
+        ).fetchone()[0])
+
+    def full_text(self, table: str, match: str, flt: Filters, n: int) -> list[tuple[int, float]]:
+        """The ``n`` best BM25 matches passing ``flt``, as (id, score), higher is better."""
+        conn = self.store.conn()
+        if not flt.where:
+            sql = f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?"
+            return [(int(r[0]), float(r[1])) for r in conn.execute(sql, (match, n))]
+        sql = (f"SELECT t.id, -bm25({table}) FROM {table} JOIN {TABLES[flt.tier]} t ON t.id = {table}.rowid "
+               f"WHERE {table} MATCH ? AND {flt.where} ORDER BY rank LIMIT ?")
+        return [(int(r[0]), float(r[1])) for r in conn.execute(sql, [match, *flt.args, n])]
+
+    def dense(self, model: str, vector: npt.NDArray[np.float32], flt: Filters, n: int) -> list[tuple[int, float]]:
+        """The ``n`` nearest rows passing ``flt``, as (id, inner product)."""
+        index = self.store.index(flt.tier, model)
+        if not flt.where:
+            return index.search(vector, n)
+        # Most filters (another session, a long time range) keep most rows: search wider and
+        # drop what does not pass. Only a narrow filter needs the exact id selector.
+        wide = index.search(vector, n * 4)
+        kept = set(self.passing(flt, [i for i, _ in wide]))
+        found = [(i, s) for i, s in wide if i in kept]
+        if len(found) >= n or len(wide) < n * 4:
+            return found[:n]
+        return index.search(vector, n, self.allowed(flt))
+
+    def passing(self, flt: Filters, ids: Sequence[int]) -> list[int]:
+        """``ids`` that pass ``flt``, in their order."""
+        if not ids:
+            return []
+        if not flt.where:
+            return list(ids)
+        rows = self.store.conn().execute(
+            f"SELECT t.id FROM {TABLES[flt.tier]} t WHERE t.id IN (SELECT value FROM json_each(?)) AND {flt.where}",
+            [_json_ids(ids), *flt.args])
+        passing = {r[0] for r in rows}
+        return [i for i in ids if i in passing]
+
+    def allowed(self, flt: Filters) -> npt.NDArray[np.int64]:
+        sql = f"SELECT t.id FROM {TABLES[flt.tier]} t" + (f" WHERE {flt.where}" if flt.where else "")
+        return np.asarray([r[0] for r in self.store.conn().execute(sql, flt.args)], dtype=np.int64)
+
+    def any_between(self, flt: Filters, since: str, until: str) -> bool:
+        narrowed = flt.narrowed(since, until)
+        return self.store.conn().execute(
+            f"SELECT 1 FROM {TABLES[flt.tier]} t WHERE {narrowed.where} LIMIT 1", narrowed.args).fetchone() is not None
+
+    def rows(self, tier: str, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Rows by id, with ``session_id``, ``role``, ``content`` and ``created_at`` for every tier."""
+        if not ids:
+            return {}
+        if tier == "exchange":
+            sql = "SELECT id, session_id, role, content, created_at FROM exchanges"
+        elif tier == "gist":
+            sql = "SELECT id, session_id, NULL AS role, content, updated_at AS created_at FROM gists WHERE stale = 0"
+        else:
+            sql = ("SELECT id, NULL AS session_id, NULL AS role, content, updated_at AS created_at, period "
+                   "FROM digests WHERE stale = 0")
+        sql += (" AND" if "WHERE" in sql else " WHERE") + " id IN (SELECT value FROM json_each(?))"
+        return {r["id"]: dict(r) for r in self.store.conn().execute(sql, (_json_ids(ids),))}
+
+    def neighbours(self, ids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+        """Each turn's previous and next turn in its session (``None`` at either end)."""
+        if not ids:
+            return {}
+        rows = self.store.conn().execute(
+            "SELECT e.id, (SELECT max(p.id) FROM exchanges p WHERE p.session_id = e.session_id AND p.id < e.id), "
+            "(SELECT min(n.id) FROM exchanges n WHERE n.session_id = e.session_id AND n.id > e.id) "
+            "FROM exchanges e WHERE e.id IN (SELECT value FROM json_each(?))", (_json_ids(ids),))
+        return {int(r[0]): (r[1], r[2]) for r in rows}
+
+    def vectors(self, tier: str, model: str, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        if not ids:
+            return {}
+        rows = self.store.conn().execute(
+            "SELECT item_id, vector FROM embeddings WHERE tier = ? AND model = ? "
+            "AND item_id IN (SELECT value FROM json_each(?))", (tier, model, _json_ids(ids)))
+        return {int(r[0]): np.frombuffer(r[1], dtype=np.float32) for r in rows}
+
+    def gist_sessions(self, gist_ids: Sequence[int]) -> list[int]:
+        """The sessions of these gists, in the gists' order."""
+        rows = dict(self.store.conn().execute(
+            "SELECT id, session_id FROM gists WHERE id IN (SELECT value FROM json_each(?))", (_json_ids(gist_ids),)))
+        return [rows[i] for i in gist_ids if i in rows]
+
+
+def _json_ids(ids: Sequence[int]) -> str:
+    return "[" + ",".join(str(int(i)) for i in ids) + "]"
