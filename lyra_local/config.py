@@ -8,13 +8,17 @@ Loading settings never touches model files: whether they exist is checked by
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
 import tomllib
 from collections.abc import Mapping
+from datetime import timezone, tzinfo
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import tzlocal
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -141,12 +145,65 @@ class ModelsConfig(_Strict):
     embed: ModelSpec = Field(description="Embeddings for recall.")
 
 
+TOKEN_HOW = 'make one with: python3 -c "import secrets; print(secrets.token_urlsafe(24))"'
+MIN_TOKEN_CHARS = 16
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 without brackets) is this machine only."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class ServerSettings(_Strict):
-    """The HTTP server `lyra serve` runs."""
+    """The HTTP server `lyra serve` runs, and who may reach it."""
 
     host: str = Field("127.0.0.1", description="Bind address; loopback unless a token is set.")
     port: int = Field(8000, ge=1, le=65535, description="TCP port.")
-    api_token: SecretStr | None = Field(None, description="Bearer token required by the API.")
+    api_token: SecretStr | None = Field(
+        None, description=f"Bearer token required by the API; at least {MIN_TOKEN_CHARS} characters.")
+    allowed_hosts: tuple[str, ...] = Field(
+        (),
+        description="Names the server answers to besides loopback and its bind address ('lyra.lan', "
+                    "'lyra.lan:8000'); a request for any other Host is refused, so no web page can "
+                    "rebind a name of its own to this machine. From the environment: comma-separated.")
+
+    @field_validator("api_token")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        # An unset shell variable gives "": it must neither mean "no token" nor be one.
+        if value is None:
+            return None
+        secret = value.get_secret_value()
+        if not secret.strip():
+            raise ValueError(f"is empty (an unset shell variable?): leave it out for no token, or {TOKEN_HOW}")
+        if secret != secret.strip():
+            raise ValueError("starts or ends with whitespace, which no client would send")
+        if len(secret) < MIN_TOKEN_CHARS:
+            raise ValueError(f"is {len(secret)} characters: too short, it could be guessed; "
+                             f"use at least {MIN_TOKEN_CHARS}, {TOKEN_HOW}")
+        return value
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):  # LYRA_SERVER__ALLOWED_HOSTS="lyra.lan, 192.168.1.5"
+            return [part for part in value.replace(",", " ").split() if part]
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _bare_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        names = tuple(name.strip().lower() for name in value)
+        for name in names:
+            if not name or any(c in name for c in "/@*?#\\ "):
+                raise ValueError(f"{name!r} is not a host name: give 'name' or 'name:port', no scheme or path")
+        # A bare IPv6 address as a Host header is written in brackets.
+        return tuple(f"[{name}]" if name.count(":") > 1 and not name.startswith("[") else name for name in names)
 
 
 class CompanionSettings(_Strict):
@@ -159,6 +216,29 @@ class CompanionSettings(_Strict):
     recalled_turns: int = Field(6, ge=0, le=50, description="Raw turns recalled from other sessions.")
     recalled_gists: int = Field(4, ge=0, le=50, description="Gists of other sessions recalled.")
     timeline_days: int = Field(14, ge=0, le=366, description="Days of day digests offered; older come as weeks/months.")
+    timezone: str = Field("", description="Your time zone (IANA name, e.g. 'Europe/Lisbon'): which day a turn "
+                                          "belongs to for digests, the timeline and dates in questions. Empty: "
+                                          "this machine's.")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        if value:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise ValueError(f"unknown time zone {value!r}: give an IANA name such as 'Europe/Lisbon'") from exc
+        return value
+
+    @property
+    def zone(self) -> tzinfo:
+        """The configured zone, else this machine's (UTC when it cannot be told)."""
+        if self.timezone:
+            return ZoneInfo(self.timezone)
+        try:
+            return ZoneInfo(tzlocal.get_localzone_name() or "UTC")
+        except (ZoneInfoNotFoundError, ValueError):
+            return timezone.utc
 
     @field_validator("persona_file")
     @classmethod

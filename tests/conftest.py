@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 from fastapi.testclient import TestClient
+from hypothesis import settings as hypothesis_settings
 import pytest
 
 from lyra_local.config import DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE, Settings, load_settings
@@ -30,6 +31,13 @@ MODELS_DIR = REPO / "models"
 CHAT_GGUF = MODELS_DIR / DEFAULT_CHAT_FILE
 EMBED_GGUF = MODELS_DIR / DEFAULT_EMBED_FILE
 EMBED_SOURCE = MODELS_DIR / "sources" / "all-MiniLM-L6-v2"
+
+# Property-based tests (hypothesis, issue 16): no example database in the tree, no deadline (the
+# machine is shared), and in CI the same examples on every run, so a red build can be reproduced.
+hypothesis_settings.register_profile(
+    "lyra", database=None, deadline=None,
+    derandomize=os.environ.get("CI", "").lower() in ("1", "true", "yes"))
+hypothesis_settings.load_profile("lyra")
 
 
 def require_file(path: Path) -> Path:
@@ -191,5 +199,5 @@ def fake_client(settings: Settings, *, chat: object = None, embed: object = None
     from .fakes import FakeChatModel, FakeEmbedder
 
     models = Models(settings, chat=chat or FakeChatModel(), embed=embed or FakeEmbedder())  # type: ignore[arg-type]
-    with TestClient(create_app(settings, models=models)) as client:
+    with TestClient(create_app(settings, models=models), base_url="http://127.0.0.1") as client:
         yield client

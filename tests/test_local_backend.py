@@ -9,7 +9,7 @@ import pytest
 
 from lyra_local.config import LocalModel
 from lyra_local.errors import ModelFileMissing, ModelLoadError, ModelRequestError
-from lyra_local.llm.base import GenerationOptions
+from lyra_local.llm.base import GenerationOptions, background_call
 from lyra_local.llm.local import LocalChatModel, LocalEmbedder
 
 pytestmark = pytest.mark.slow
@@ -61,6 +61,23 @@ def test_a_caller_waiting_for_the_model_is_seen_as_contention(chat_model: LocalC
     stream.close()
     waiter.join(30)
     assert not chat_model.contended()
+
+
+def test_background_callers_do_not_yield_to_each_other(chat_model: LocalChatModel) -> None:
+    """Two dream threads on one in-process model: each waits its turn; neither counts as a chat turn waiting."""
+    def background() -> None:
+        with background_call():
+            chat_model.complete(HELLO, GenerationOptions(max_tokens=2))
+
+    stream = chat_model.stream(HELLO, GenerationOptions(max_tokens=200))
+    next(stream)
+    waiter = threading.Thread(target=background)
+    waiter.start()
+    waiter.join(0.5)
+    assert waiter.is_alive() and not chat_model.contended()
+    stream.close()
+    waiter.join(30)
+    assert not waiter.is_alive()
 
 
 def test_count_tokens_uses_the_models_tokenizer(chat_model: LocalChatModel) -> None:

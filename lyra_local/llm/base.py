@@ -6,6 +6,8 @@ generator; closing it (``.close()``) stops generation on the backend.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
@@ -121,6 +123,24 @@ class ChatModel(Protocol):
     def info(self) -> ModelInfo: ...
 
     def close(self) -> None: ...
+
+
+# Set while background work (the dream cycle) calls a model: such callers yield to others, never to each other.
+_BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("lyra_background_model_call", default=False)
+
+
+@contextlib.contextmanager
+def background_call() -> Iterator[None]:
+    """Mark this thread's model calls as background work that yields to waiting foreground callers."""
+    token = _BACKGROUND.set(True)
+    try:
+        yield
+    finally:
+        _BACKGROUND.reset(token)
+
+
+def in_background() -> bool:
+    return _BACKGROUND.get()
 
 
 @runtime_checkable

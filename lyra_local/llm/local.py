@@ -4,7 +4,9 @@ A ``Llama`` object is not thread-safe, so each loaded model has its own lock and
 every call into it (generation, embedding) holds that lock; a stream holds it
 until it ends or is closed. Models load lazily, on first use, so that
 ``lyra doctor`` and the web app start instantly and a missing file is reported
-when and where it matters.
+when and where it matters. Once closed, a model never loads itself again: a
+late caller gets ``ModelClosed`` instead of a second copy of the weights in
+memory, and ``close`` waits for calls in progress, tokenizing included.
 """
 
 from __future__ import annotations
@@ -19,9 +21,29 @@ from typing import Any
 import numpy as np
 
 from .. import config
-from ..errors import ModelFileMissing, ModelLoadError, ModelRequestError
-from .base import (ChatDelta, Completion, GenerationOptions, Message, ModelInfo, Vectors, completion_from_response,
-                   request_params)
+from ..errors import LyraError, ModelFileMissing, ModelLoadError, ModelRequestError
+from .base import (
+    ChatDelta,
+    Completion,
+    GenerationOptions,
+    Message,
+    ModelInfo,
+    Vectors,
+    completion_from_response,
+    in_background,
+    request_params,
+)
+
+
+class ModelClosed(LyraError):
+    """A model was used after it was closed (a reload or shutdown released it)."""
+
+    status_code = 503
+
+    def __init__(self, role: str | None = None) -> None:
+        what = f"the {role} model was" if role else "these models were"
+        super().__init__(f"{what} closed (the configuration was reloaded, or the server is stopping)",
+                         hint="send the request again: it will use the current models")
 
 
 def available_cpus() -> int:
@@ -49,7 +71,7 @@ def _prompt_errors() -> Iterator[None]:
 
 
 class _LazyLlama:
-    """Loads a ``Llama`` on first use and serialises access to it."""
+    """Loads a ``Llama`` on first use, serialises access to it, and frees it once."""
 
     def __init__(self, path: Path, spec: config.LocalModel, role: str, *, embedding: bool) -> None:
         self.path = path
@@ -59,29 +81,53 @@ class _LazyLlama:
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._count_lock = threading.Lock()
-        self._waiting = 0  # callers blocked on the lock: background work yields to them
+        self._waiting = 0  # foreground callers blocked on the lock: background work yields to them
+        self._readers = threading.Condition()  # lock-free callers (tokenizing) that close must wait for
+        self._reading = 0
+        self._closed = False
         self._llm: Any = None
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        with self._count_lock:
-            self._waiting += 1
+        # Two dream threads waiting for each other would both yield forever: only foreground callers count.
+        counted = not in_background()
+        if counted:
+            with self._count_lock:
+                self._waiting += 1
         try:
             self._lock.acquire()
         finally:
-            with self._count_lock:
-                self._waiting -= 1
+            if counted:
+                with self._count_lock:
+                    self._waiting -= 1
         try:
             yield
         finally:
             self._lock.release()
 
+    @contextlib.contextmanager
+    def using(self) -> Iterator[Any]:
+        """The loaded ``Llama`` under this model's lock; ``ModelClosed`` if it was closed meanwhile."""
+        self.llm()  # load outside the lock
+        with self.lock():
+            if self._closed or self._llm is None:
+                raise ModelClosed(self.role)
+            yield self._llm
+
     def contended(self) -> bool:
         return self._waiting > 0
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def llm(self) -> Any:
+        if self._closed:
+            raise ModelClosed(self.role)
         if self._llm is None:
             with self._load_lock:
+                if self._closed:
+                    raise ModelClosed(self.role)
                 if self._llm is None:
                     self._llm = self._load()
         return self._llm
@@ -124,11 +170,25 @@ class _LazyLlama:
 
     def count_tokens(self, text: str) -> int:
         # Tokenizing reads only the vocabulary, so it needs no lock and never waits
-        # for a generation in progress.
-        return len(self.llm().tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        # for a generation in progress; close waits for it instead (the vocabulary
+        # is freed with the model).
+        with self._readers:
+            if self._closed:
+                raise ModelClosed(self.role)
+            self._reading += 1
+        try:
+            return len(self.llm().tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        finally:
+            with self._readers:
+                self._reading -= 1
+                self._readers.notify_all()
 
     def close(self) -> None:
-        with self.lock():
+        """Free the model once the calls in progress end; every later call raises ``ModelClosed``."""
+        with self._readers:
+            self._closed = True
+            self._readers.wait_for(lambda: self._reading == 0)
+        with self._load_lock, self.lock():
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None
@@ -162,15 +222,13 @@ class LocalChatModel:
         return self._model.contended()
 
     def complete(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Completion:
-        llm = self._model.llm()
-        with self._model.lock(), _prompt_errors():
+        with self._model.using() as llm, _prompt_errors():
             result = llm.create_chat_completion(messages=list(messages), stream=False,
                                                 **request_params(self.spec.sampling, options))
         return completion_from_response(result)
 
     def stream(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Iterator[ChatDelta]:
-        llm = self._model.llm()
-        with self._model.lock(), _prompt_errors():
+        with self._model.using() as llm, _prompt_errors():
             chunks = llm.create_chat_completion(messages=list(messages), stream=True,
                                                 **request_params(self.spec.sampling, options))
             try:
@@ -225,8 +283,7 @@ class LocalEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        llm = self._model.llm()
-        with self._model.lock():
+        with self._model.using() as llm:
             rows = llm.embed(list(texts), normalize=True, truncate=True)
         return np.asarray(rows, dtype=np.float32)
 

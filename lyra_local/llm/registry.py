@@ -1,39 +1,60 @@
-"""``Models``: the loaded models, one per role, built from settings.
+"""``Models``: the loaded models, one per role, built from settings, and leased by the work that uses them.
 
 Created once by the app factory or a CLI command and passed to whoever needs a
 model; never a module-level singleton. The summary role reuses the chat model's
 instance when configured ``same_as = "chat"`` or with an identical spec, so one
 GGUF is never loaded twice.
+
+A configuration reload swaps in a new ``Models`` while chat turns, recalls,
+dream passes and imports may still run on the old one. Each of those holds a
+lease (``lease()``); ``retire()`` closes the old models when the last lease
+ends, never under a call in progress. A closed registry builds nothing again:
+asking it for a model raises ``ModelClosed``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
+from collections.abc import Callable, Iterator
 from typing import Union
 
 from .. import config
 from .base import ChatModel, Embedder, ModelInfo
-from .local import LocalChatModel, LocalEmbedder
+from .local import LocalChatModel, LocalEmbedder, ModelClosed
 from .server import ServerBackend
 
+log = logging.getLogger(__name__)
 AnyBackend = Union[LocalChatModel, LocalEmbedder, ServerBackend]
 
 
 class Models:
-    """Role -> backend, built lazily; ``close`` frees what was loaded."""
+    """Role -> backend, built lazily; leased by work, retired on reload, closed once."""
 
     def __init__(self, settings: config.Settings, *, chat: ChatModel | None = None,
                  summary: ChatModel | None = None, embed: Embedder | None = None) -> None:
-        """Backends given here are used as they are (tests pass fakes); the rest are built on use."""
+        """Backends given here are used as they are (tests pass fakes, or one model shared by a whole test
+        session) and stay their giver's to close; the rest are built on use, and closed by ``close``."""
         self.settings = settings
+        self._given = {id(m) for m in (chat, summary, embed) if m is not None}
         self._lock = threading.Lock()
         self._chat = chat
         self._summary = summary
         self._embed = embed
+        self._state = threading.Condition()  # guards the lease count and the lifecycle flags
+        self._leases = 0
+        self._retired = False
+        self._closing = False
+        self._closed = threading.Event()
+        self._close_hooks: list[Callable[[], None]] = []
+
+    # -- roles --------------------------------------------------------------------------
 
     @property
     def chat(self) -> ChatModel:
         with self._lock:
+            self._check_open("chat")
             if self._chat is None:
                 self._chat = self._build_chat(self.settings.models.chat, "chat")
             return self._chat
@@ -44,6 +65,7 @@ class Models:
             return self.chat
         spec = self.settings.resolved_summary()
         with self._lock:
+            self._check_open("summary")
             if self._summary is None:
                 self._summary = self._build_chat(spec, "summary")
             return self._summary
@@ -51,6 +73,7 @@ class Models:
     @property
     def embed(self) -> Embedder:
         with self._lock:
+            self._check_open("embed")
             if self._embed is None:
                 spec = self.settings.models.embed
                 if isinstance(spec, config.LocalModel):
@@ -65,11 +88,103 @@ class Models:
     def info(self) -> list[ModelInfo]:
         return [self.chat.info(), self.summary.info(), self.embed.info()]
 
+    # -- leases -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[Models]:
+        """Hold these models open for one piece of work (a turn, a recall, a dream pass, an import)."""
+        self.acquire()
+        try:
+            yield self
+        finally:
+            self.release()
+
+    def acquire(self) -> None:
+        """Take a lease by hand (it must be ``release``d once); ``ModelClosed`` if already closed."""
+        with self._state:
+            if self._closing:
+                raise ModelClosed()
+            self._leases += 1
+
+    def release(self) -> None:
+        with self._state:
+            if self._leases <= 0:
+                raise RuntimeError("Models.release() without a lease")
+            self._leases -= 1
+            last = self._retired and self._leases == 0
+        if last:
+            self._close_in_background()
+
+    @property
+    def leases(self) -> int:
+        with self._state:
+            return self._leases
+
+    def retire(self) -> None:
+        """No new work comes to these models: close them when the last lease ends (now, if none)."""
+        with self._state:
+            self._retired = True
+            idle = self._leases == 0
+        if idle:
+            self._close_in_background()
+
+    @property
+    def retired(self) -> bool:
+        """A newer configuration replaced these models: long work on them should stop at its next step."""
+        return self._retired
+
+    def wait_closed(self, timeout: float | None = None) -> bool:
+        """Whether the models were closed (waiting up to ``timeout`` seconds)."""
+        return self._closed.wait(timeout)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    # -- closing ------------------------------------------------------------------------
+
+    def add_close_hook(self, hook: Callable[[], None]) -> None:
+        """Run ``hook`` first when these models close (what was built on them stops before they go)."""
+        self._close_hooks.append(hook)
+
     def close(self) -> None:
+        """Close every loaded model now (shutdown, or the last lease of a retired registry).
+
+        Each model's own ``close`` waits for the call in progress on it; work that
+        still holds a lease gets ``ModelClosed`` from its next call.
+        """
+        with self._state:
+            if self._closing:
+                already = True
+            else:
+                already, self._closing = False, True
+                if self._leases:
+                    log.warning("closing models with %d lease(s) still held", self._leases)
+        if already:
+            self._closed.wait()
+            return
+        for hook in self._close_hooks:
+            try:
+                hook()
+            except Exception:  # one failing hook must not keep the models loaded
+                log.exception("a close hook failed")
         with self._lock:
-            for model in {id(m): m for m in (self._chat, self._summary, self._embed) if m is not None}.values():
-                model.close()
+            models = {id(m): m for m in (self._chat, self._summary, self._embed)
+                      if m is not None and id(m) not in self._given}.values()
             self._chat = self._summary = self._embed = None
+        try:
+            for model in models:
+                model.close()
+        finally:
+            self._closed.set()
+
+    def _close_in_background(self) -> None:
+        # Released from the event loop (the end of a request) as often as not: never block it on a model lock.
+        threading.Thread(target=self.close, name="close-old-models", daemon=True).start()
+
+    def _check_open(self, role: str) -> None:
+        if self._closing:
+            raise ModelClosed(role)
 
     def _build_chat(self, spec: config.LocalModel | config.ServerModel, role: str) -> ChatModel:
         if isinstance(spec, config.LocalModel):

