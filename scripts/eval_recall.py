@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""Recall quality on our own evaluation set: strategies side by side, per question type, in one run.
+"""Recall quality on real conversations and on our own set: every strategy side by side, in one run.
 
-Each person's year of conversations (``eval/recall_set.json``, written by
-``scripts/make_eval_set.py``) goes into its own fresh store with real
-all-MiniLM-L6-v2 embeddings, dated so the last session was yesterday. Every
-question is asked of each strategy; the score is the share of its evidence
-turns found in the top k (recall@5/10/25), per question type, plus latency.
+Each memory of a set (a LoCoMo conversation, a MemoryBank person, a person of
+our synthetic set; ``scripts/recall_sets.py``) is imported through Lyra's own
+import path (``lyra import`` of Lyra JSON Lines) into a fresh data directory
+with the configured embedding model (all-MiniLM-L6-v2 by default). Every
+question is asked of each strategy; the score is evidence recall@k: the share
+of its evidence turns among the first k hits (k = 5, 10, 25), averaged over
+questions, overall and per category, with recall latency (the question's
+vector given, as in a chat turn, which embeds it once for everything).
+
 Strategies: dense only, BM25 only, a plain reciprocal-rank fusion of the two,
-and Lyra's full recall, with each of its techniques switched off in turn (or on,
-for those measured and left off), other fusion weights, and query rewriting by
-the local chat model (the configured one: SmolLM2-135M by default), whose time
-counts in that row's latency.
+Lyra's full recall, and Lyra with each of its stages switched off in turn (or
+on, for those measured and left off).
 
-    python scripts/eval_recall.py [--set eval/recall_set.json] [--no-rewrite]
+    python scripts/eval_recall.py                         # all three sets
+    python scripts/eval_recall.py --dataset locomo-dev    # ../shared/data/locomo-dev.json
+    python scripts/eval_recall.py --dataset memorybank --only "Lyra full recall"
+    python scripts/eval_recall.py --cache /tmp/eval       # keep the imported stores for the next run
 """
 
 from __future__ import annotations
@@ -21,179 +26,179 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from lyra_local.config import load_settings
-from lyra_local.llm.base import ChatModel, GenerationOptions
+from lyra_local.llm.base import Embedder
 from lyra_local.llm.registry import Models
 from lyra_local.memory import Memory, RecallQuery
 from lyra_local.memory.fusion import rrf
-from lyra_local.store import Store
-from lyra_local.store.exchanges import NewExchange
+from lyra_local.memory.stages import optional_stages, stage_names
+from lyra_local.store import Store, context_view
+from lyra_local.transfer.importer import import_source
+from lyra_local.transfer.sources import open_source
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from recall_sets import DATASETS, REPO, MemorySet, Question, categories, load  # noqa: E402
+
 KS = (5, 10, 25)
-TYPES = ("single", "preference", "multi", "temporal", "changed")
-REWRITE_PROMPT = ("Rewrite this question as a short list of search keywords that the answer would contain. "
-                  "Reply with the keywords only.\n\nQuestion: {q}")
+DEPTH = max(KS)
+Strategy = Callable[[Memory, Question, Any], list[int]]
 
 
-@dataclass
-class Question:
-    """One question as each strategy sees it: text and vector, and the local model's rewrite of it."""
-
-    text: str
-    vector: Any
-    rewritten: str = ""
-    rewritten_vector: Any = None
-    rewrite_ms: float = 0.0
-
-
-Strategy = Callable[[Memory, Question], list[int]]
-
-
-def load_person(memory: Memory, person: dict[str, Any], today: datetime) -> dict[tuple[int, int], int]:
-    """Store one person's sessions; returns (session index, turn index) -> exchange id."""
-    ids: dict[tuple[int, int], int] = {}
-    for si, s in enumerate(person["sessions"]):
-        day = today + timedelta(days=s["day"] - 1)
-        session = memory.store.sessions.create(s["name"], created_at=day.isoformat())
-        items = [NewExchange(session.id, role, text, (day + timedelta(minutes=2 * ti)).isoformat())
-                 for ti, (role, text) in enumerate(s["turns"])]
-        for ti, e in enumerate(memory.remember_many(items)):
-            ids[(si, ti)] = e.id
-    return ids
-
-
-def month_question(person: dict[str, Any], today: datetime) -> dict[str, Any]:
-    """'What was I up to in <Month YYYY>?': the holiday turns dated in that month are the evidence."""
-    holiday = next(q for q in person["questions"] if "holiday" in q["question"])
-    first = holiday["evidence"][0][0]
-    day = today + timedelta(days=person["sessions"][first]["day"] - 1)
-    evidence = [e for e in holiday["evidence"]
-                if (today + timedelta(days=person["sessions"][e[0]]["day"] - 1)).month == day.month]
-    return {"type": "temporal", "question": f"What was I up to in {day:%B %Y}?", "evidence": evidence}
-
-
-def store_gists(memory: Memory, ids: dict[tuple[int, int], int], texts: list[str]) -> None:
-    """Each session's gist, embedded, as the dream cycle would have stored it."""
-    vectors = memory.embedder.embed(texts)
-    for si, (text, vector) in enumerate(zip(texts, vectors)):
-        last = max(ids[key] for key in ids if key[0] == si)
-        session_id = memory.store.exchanges.get(last).session_id  # type: ignore[union-attr]
-        memory.store.derived.put_gist(session_id, text, last, vector, memory.embedder.name)
-
-
-def strategies(rewrite: bool, gists: bool = False) -> dict[str, Strategy]:
+def strategies() -> dict[str, Strategy]:
     def ids(m: Memory, q: RecallQuery, v: Any) -> list[int]:
         return [h.id for h in m.recall(q, vector=v)]
 
     def plain(mode: Any) -> Strategy:
-        return lambda m, q: ids(m, RecallQuery(q.text, k=25, mode=mode), q.vector)
+        return lambda m, q, v: ids(m, RecallQuery(q.text, k=DEPTH, mode=mode), v)
 
-    def fused(m: Memory, q: Question) -> list[int]:
-        dense = ids(m, RecallQuery(q.text, k=50, mode="dense"), q.vector)
-        bm25 = ids(m, RecallQuery(q.text, k=50, mode="bm25"), q.vector)
+    def fused(m: Memory, q: Question, v: Any) -> list[int]:
+        dense = ids(m, RecallQuery(q.text, k=50, mode="dense"), v)
+        bm25 = ids(m, RecallQuery(q.text, k=50, mode="bm25"), v)
         ranked = rrf({"dense": dense, "bm25": bm25})
-        return sorted(ranked, key=lambda i: ranked[i], reverse=True)[:25]
+        return sorted(ranked, key=lambda i: ranked[i], reverse=True)[:DEPTH]
 
     def lyra(**options: Any) -> Strategy:
-        return lambda m, q: ids(m, RecallQuery(q.text, k=25, **options), q.vector)
+        return lambda m, q, v: ids(m, RecallQuery(q.text, k=DEPTH, **options), v)
 
-    def rewritten(m: Memory, q: Question) -> list[int]:
-        return ids(m, RecallQuery(f"{q.text} {q.rewritten}", k=25), q.rewritten_vector)
-
-    out: dict[str, Strategy] = {"dense only": plain("dense"), "BM25 only": plain("bm25"), "RRF (dense+BM25)": fused,
-                                "Lyra full recall": lyra()}
-    for technique in ("lexical_trust", "answers", "rare_words", "dates", "diversity"):  # on: each switched off
-        out[f"Lyra without {technique.replace('_', ' ')}"] = lyra(**{technique: False})
-    for technique in ("currentness",):  # tried and measured, off by default: switched on
-        out[f"Lyra with {technique.replace('_', ' ')}"] = lyra(**{technique: True})
-    # fusion weights fixed for every question, instead of the lexical trust
-    for weight in (0.5, 0.3):
-        out[f"Lyra, BM25 weighted {weight} (fixed)"] = lyra(lexical_trust=False, weights=(("bm25", weight),))
-    out["Lyra, answers weighted 0.5"] = lyra(weights=(("answer", 0.5),))
-    if gists:
-        out["Lyra with gists (session stage)"] = lyra(gists=True)
-    if rewrite:
-        out["Lyra + query rewriting (local model)"] = rewritten
+    out: dict[str, Strategy] = {"dense only": plain("dense"), "BM25 only": plain("bm25"),
+                                "RRF (dense+BM25)": fused, "Lyra full recall": lyra()}
+    on = set(stage_names())
+    for name in stage_names():  # each stage of the default recall, switched off
+        out[f"Lyra without {name}"] = lyra(stages=tuple(sorted(on - {name})))
+    for name in optional_stages():  # measured and left off: switched on
+        out[f"Lyra with {name}"] = lyra(stages=tuple(sorted(on | {name})))
     return out
 
 
-def rewrite_question(chat: ChatModel, question: str) -> str:
-    """The local chat model's keywords for a question (greedy, short)."""
-    reply = chat.complete([{"role": "user", "content": REWRITE_PROMPT.format(q=question)}],
-                          GenerationOptions(max_tokens=24, temperature=0.0))
-    return " ".join(reply.text.split())
+def open_memory(base: Path, memory_set: MemorySet, embedder: Embedder) -> tuple[Store, Memory, float]:
+    """The set's store under ``base``, imported through ``lyra import``'s path (again: adds nothing)."""
+    data_dir = base / memory_set.name
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / "import.jsonl"
+    path.write_text(memory_set.jsonl(), encoding="utf-8")
+    store = Store(data_dir)
+    t0 = time.perf_counter()
+    report, _ = import_source(store, embedder, open_source(path, "lyra"))
+    if report.problems:
+        raise SystemExit(f"{memory_set.name}: import problems: {report.problems[:3]}")
+    context_view.backfill(store)  # a store imported before the context view existed (--cache)
+    return store, Memory(store, embedder), time.perf_counter() - t0
+
+
+def store_gists(memory: Memory, gists: dict[str, str]) -> int:
+    """Gists written beforehand (``scripts/make_eval_gists.py``), by session id, as the dream would store them."""
+    stored = 0
+    for uid, text in gists.items():
+        session = memory.store.sessions.find(uid=uid)
+        if session is None or not text or memory.store.derived.gist(session.id) is not None:
+            continue
+        turns = memory.store.exchanges.history(session.id)
+        vector = memory.embedder.embed([text])[0]
+        memory.store.derived.put_gist(session.id, text, turns[-1].id, vector, memory.embedder.name,
+                                      read=[t.id for t in turns])
+        stored += 1
+    return stored
+
+
+def evaluate(dataset: str, sets: list[MemorySet], models: Models, base: Path,
+             only: list[str], gists: dict[str, str]) -> dict[str, Any]:
+    chosen = {n: s for n, s in strategies().items() if not only or any(o.lower() in n.lower() for o in only)}
+    found: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    latency: dict[str, list[float]] = defaultdict(list)
+    count: dict[str, int] = defaultdict(int)
+    import_s = 0.0
+    for memory_set in sets:
+        store, memory, spent = open_memory(base, memory_set, models.embed)
+        import_s += spent
+        store_gists(memory, gists)
+        by_source = store.exchanges.ids_by_source()
+        vectors = models.embed.embed([q.text for q in memory_set.questions]) if memory_set.questions else []
+        for question, vector in zip(memory_set.questions, vectors, strict=True):
+            evidence = {by_source[e] for e in question.evidence}
+            count[question.category] += 1
+            for name, strategy in chosen.items():
+                t0 = time.perf_counter()
+                ranked = strategy(memory, question, np.asarray(vector, dtype=np.float32))
+                latency[name].append((time.perf_counter() - t0) * 1000)
+                for k in KS:
+                    found[name][question.category][k].append(len(evidence & set(ranked[:k])) / len(evidence))
+        store.close()
+    cats = [c for c in categories(dataset) if count[c]]
+    results: dict[str, Any] = {"dataset": dataset, "memories": len(sets), "turns": sum(s.turns for s in sets),
+                               "questions": dict(count), "import_s": round(import_s, 1), "strategies": {}}
+    for name in chosen:
+        per = {c: {k: statistics.mean(found[name][c][k]) for k in KS} for c in cats}
+        overall = {k: statistics.mean(v for c in cats for v in found[name][c][k]) for k in KS}
+        lat = sorted(latency[name])
+        results["strategies"][name] = {"overall": overall, "per_category": per,
+                                       "p50_ms": statistics.median(lat), "p95_ms": lat[int(0.95 * (len(lat) - 1))]}
+    return results
+
+
+def print_table(results: dict[str, Any]) -> None:
+    cats = list(next(iter(results["strategies"].values()))["per_category"])
+    n = results["questions"]
+    print(f"\n### {results['dataset']}: {results['memories']} memories, {results['turns']:,} turns, "
+          f"{sum(n.values())} questions ({', '.join(f'{c} {n[c]}' for c in cats)}); imported in "
+          f"{results['import_s']} s\n")
+    print("| strategy | R@5 | R@10 | R@25 | " + " | ".join(f"{c} @10" for c in cats) + " | p50 ms | p95 ms |")
+    print("|---|" + "---:|" * (len(cats) + 5))
+    for name, r in results["strategies"].items():
+        print(f"| {name} | " + " | ".join(f"{r['overall'][k]:.3f}" for k in KS) + " | " +
+              " | ".join(f"{r['per_category'][c][10]:.3f}" for c in cats) +
+              f" | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} |")
+
+
+def print_side_by_side(all_results: list[dict[str, Any]]) -> None:
+    names = list(all_results[0]["strategies"])
+    print("\n### R@10 side by side\n")
+    print("| strategy | " + " | ".join(r["dataset"] for r in all_results) + " |")
+    print("|---|" + "---:|" * len(all_results))
+    for name in names:
+        print(f"| {name} | " + " | ".join(f"{r['strategies'][name]['overall'][10]:.3f}"
+                                          if name in r["strategies"] else "" for r in all_results) + " |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--set", type=Path, default=REPO / "eval" / "recall_set.json")
-    parser.add_argument("--no-rewrite", action="store_true", help="leave out the query-rewriting row (no chat model)")
+    parser.add_argument("--dataset", choices=(*DATASETS, "all"), default="all")
+    parser.add_argument("--path", type=Path, help="the dataset's file, for one dataset (default: recall_sets.py)")
+    parser.add_argument("--only", action="append", default=[], help="strategies whose name contains this")
+    parser.add_argument("--cache", type=Path, help="keep the imported data directories here and reuse them")
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     parser.add_argument("--gists", type=Path, default=REPO / "eval" / "recall_gists.json",
-                        help="the sessions' gists, written by make_eval_gists.py (the gist-stage row needs them)")
+                        help="sessions' gists by session id (scripts/make_eval_gists.py), for the gists stage")
     args = parser.parse_args()
-    rewrite = not args.no_rewrite
-    gists = json.loads(args.gists.read_text(encoding="utf-8")) if args.gists.exists() else None
-    examples: list[tuple[str, str]] = []
-    data = json.loads(args.set.read_text(encoding="utf-8"))
-    today = datetime.now(timezone.utc).replace(hour=9, minute=0, second=0, microsecond=0)
-    found: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    latency: dict[str, list[float]] = defaultdict(list)
-    count: dict[str, int] = defaultdict(int)
+    datasets = list(DATASETS) if args.dataset == "all" else [args.dataset]
     with tempfile.TemporaryDirectory() as tmp:
-        settings = load_settings(None, env={**os.environ, "LYRA_DATA_DIR": tmp})
+        base = args.cache or Path(tmp)
+        settings = load_settings(None, env={**os.environ, "LYRA_DATA_DIR": str(base)})
         models = Models(settings)
-        embed_model = models.embed.name
-        for person in data["people"]:
-            store = Store(Path(tmp) / person["person"])
-            memory = Memory(store, models.embed)
-            ids = load_person(memory, person, today)
-            if gists is not None:
-                store_gists(memory, ids, gists["people"][person["person"]])
-            for q in [*person["questions"], month_question(person, today)]:
-                evidence = {ids[(s, t)] for s, t in q["evidence"]}
-                question = Question(q["question"], models.embed.embed([q["question"]])[0])
-                if rewrite:
-                    t0 = time.perf_counter()
-                    question.rewritten = rewrite_question(models.chat, question.text)
-                    question.rewritten_vector = models.embed.embed([f"{question.text} {question.rewritten}"])[0]
-                    question.rewrite_ms = (time.perf_counter() - t0) * 1000
-                    examples.append((question.text, question.rewritten))
-                count[q["type"]] += 1
-                for name, strategy in strategies(rewrite, gists is not None).items():
-                    t0 = time.perf_counter()
-                    ranked = strategy(memory, question)
-                    spent = (time.perf_counter() - t0) * 1000
-                    latency[name].append(spent + (question.rewrite_ms if "rewriting" in name else 0.0))
-                    for k in KS:
-                        found[name][q["type"]][k].append(len(evidence & set(ranked[:k])) / len(evidence))
-            store.close()
+        print(f"Recall evaluation with {models.embed.name}; {os.cpu_count()} CPUs")
+        all_results = []
+        gists = json.loads(args.gists.read_text(encoding="utf-8"))["sessions"] if args.gists.exists() else {}
+        if gists:
+            print(f"gists of {len(gists)} sessions from {args.gists.name}")
+        for dataset in datasets:
+            sets = load(dataset, args.path if len(datasets) == 1 else None)
+            results = evaluate(dataset, sets, models, base / dataset, args.only, gists)
+            print_table(results)
+            all_results.append(results)
+        if len(all_results) > 1:
+            print_side_by_side(all_results)
         models.close()
-    turns = sum(len(s["turns"]) for p in data["people"] for s in p["sessions"])
-    if gists is not None:
-        print(f"gists by {gists['model']} from {args.gists.name}")
-    print(f"Recall evaluation: {len(data['people'])} people, {turns} turns, {sum(count.values())} questions "
-          f"({', '.join(f'{t} {count[t]}' for t in TYPES)}); {embed_model} over raw turns\n")
-    print("| strategy | " + " | ".join(f"{t} @10" for t in TYPES) + " | all @5 | all @10 | all @25 | p50 ms |")
-    print("|---|" + "---:|" * (len(TYPES) + 4))
-    for name in strategies(rewrite, gists is not None):
-        per_type = [statistics.mean(found[name][t][10]) for t in TYPES]
-        overall = {k: statistics.mean(v for t in TYPES for v in found[name][t][k]) for k in KS}
-        print(f"| {name} | " + " | ".join(f"{x:.2f}" for x in per_type) + " | " +
-              " | ".join(f"{overall[k]:.2f}" for k in KS) + f" | {statistics.median(latency[name]):.1f} |")
-    if examples:
-        print("\nThe local model's rewrites, first five:")
-        for asked, keywords in examples[:5]:
-            print(f"- {asked} -> {keywords}")
+    if args.json:
+        args.json.write_text(json.dumps(all_results, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

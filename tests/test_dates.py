@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lyra_local.memory.dates import date_range
+from lyra_local.store.db import to_iso
 
 NOW = datetime(2024, 6, 20, 15, 0, tzinfo=timezone.utc)
 
@@ -34,3 +37,49 @@ def test_a_question_names_a_period(text: str, start: str, end: str) -> None:
 @pytest.mark.parametrize("text", ["Where do I live now?", "What may I have said about tea?", "Which book?"])
 def test_no_period_no_range(text: str) -> None:
     assert date_range(text, NOW) is None
+
+
+# -- any text, any "now": never raises (issue 16: "Rome, 2000 years ago" answered 500) ---------------
+
+@pytest.mark.parametrize("text", ["Rome, 2000 years ago", "march 0000", "December 9999", "dec 10000",
+                                  "5000 years ago", "99999999999999999999 days ago", "1" * 5000 + " days ago",
+                                  "in 1900", "last year", "yesterday"])
+def test_far_or_impossible_dates_clamp_or_name_nothing(text: str) -> None:
+    for now in (NOW, datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=14))),
+                datetime(9999, 12, 31, 23, 59, tzinfo=timezone(timedelta(hours=-12)))):
+        found = date_range(text, now)
+        if found is not None:
+            assert found[0] < found[1]
+            to_iso(found[0]), to_iso(found[1])  # what recall does with it: no overflow
+
+
+def test_rome_two_thousand_years_ago_is_clamped_to_year_one() -> None:
+    found = date_range("Rome, 2000 years ago", NOW)
+    assert found is not None and found[0].year == 1 and 500 < found[1].year < 600
+
+
+def test_december_9999_is_clamped_and_year_zero_names_nothing() -> None:
+    found = date_range("December 9999", NOW)
+    assert found is not None and found[0] == datetime(9999, 12, 1, tzinfo=timezone.utc)
+    assert date_range("march 0000", NOW) is None
+    assert date_range("Caesar, 5000 years ago", NOW) is None
+
+
+WORDS = st.sampled_from(["in", "during", "last", "this", "ago", "since", "early", "back in", "yesterday",
+                         "march", "Dec", "may", "winter", "fall", "week", "month", "year", "years", "days",
+                         "a", "few", "couple", "two", ",", "."])
+NUMBERS = st.integers(min_value=0, max_value=10**30).map(str) | st.integers(0, 9999).map(lambda n: f"{n:04d}")
+DATE_TEXT = st.lists(WORDS | NUMBERS | st.text(max_size=8), max_size=12).map(" ".join)
+ANY_NOW = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59),
+                       timezones=st.sampled_from([timezone.utc, timezone(timedelta(hours=14)),
+                                                  timezone(timedelta(hours=-12)), timezone(timedelta(minutes=330))]))
+
+
+@settings(max_examples=300)
+@given(text=DATE_TEXT | st.text(), now=ANY_NOW)
+def test_any_text_at_any_time_gives_a_usable_range_or_none(text: str, now: datetime) -> None:
+    found = date_range(text, now)
+    if found is not None:
+        start, end = found
+        assert start < end and start.tzinfo is now.tzinfo and end.tzinfo is now.tzinfo
+        assert to_iso(start) < to_iso(end)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lyra_local.memory import Memory, RecallQuery
+from lyra_local.memory.recall import without
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 
@@ -60,6 +61,8 @@ def test_meaning_is_found_without_shared_words(tmp_path: Path, embedder) -> None
         "Our dog Bruno got sick and we spent the night at the vet."]])
     hits = memory.recall(RecallQuery("pet illness emergency", k=3))
     assert hits[0].content.startswith("Our dog Bruno") and "dense" in hits[0].stages
+    no_dense = memory.recall(RecallQuery("pet illness emergency", k=3, stages=without("dense")))
+    assert not any(h.content.startswith("Our dog Bruno") for h in no_dense)
     memory.store.close()
 
 
@@ -84,11 +87,12 @@ def test_the_turn_answering_a_hit_is_recalled_with_its_stage(tmp_path: Path, emb
             turns[2:6] = CONVERSATION
         memory.remember_many([NewExchange(session.id, role, text) for role, text in turns])
     question = "What is my cat called?"
-    with_answers = memory.recall(RecallQuery(question, k=5))
-    without = [h.content for h in memory.recall(RecallQuery(question, k=5, answers=False))]
+    alone = without("context", "neighbours")  # they read a turn with the one before it too
+    with_answers = memory.recall(RecallQuery(question, k=5, stages=alone))
+    off = [h.content for h in memory.recall(RecallQuery(question, k=5, stages=without("context", "neighbours", "answer")))]
     found = next(h for h in with_answers if h.content.startswith("Pixel"))
     assert "answer" in found.stages
-    assert not any(text.startswith("Pixel") for text in without)
+    assert not any(text.startswith("Pixel") for text in off)
     memory.store.close()
 
 
@@ -101,6 +105,6 @@ def test_everyday_words_do_not_outvote_the_vectors(tmp_path: Path, embedder) -> 
     memory.remember_many([NewExchange(session.id, "user", t) for t in [*common, target]])
     question = "Where do I work now?"
     trusted = [h.content for h in memory.recall(RecallQuery(question, k=3))]
-    flat = [h.content for h in memory.recall(RecallQuery(question, k=3, lexical_trust=False))]
+    flat = [h.content for h in memory.recall(RecallQuery(question, k=3, stages=without("lexical_trust")))]
     assert trusted[0] == target and flat[0] != target
     memory.store.close()

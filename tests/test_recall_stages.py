@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lyra_local.memory import Memory, RecallQuery
+from lyra_local.memory.recall import including, without
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 
@@ -30,18 +31,18 @@ def _store(tmp_path: Path) -> tuple[Memory, int, int]:
 def test_the_session_stage_brings_the_turns_of_the_session_whose_gist_matches(tmp_path: Path) -> None:
     memory, trip, _ = _store(tmp_path)
     question = "what did I do on my hiking holiday in the Dolomites"
-    with_gists = memory.recall(RecallQuery(question, k=4, gists=True))
+    with_gists = memory.recall(RecallQuery(question, k=4, stages=including("gists")))
     without = memory.recall(RecallQuery(question, k=4))
     from_trip = [h for h in with_gists if h.session_id == trip]
     assert with_gists[0].session_id == trip and len(from_trip) >= 3
-    assert all("session" in h.stages for h in from_trip)
+    assert all("gists" in h.stages for h in from_trip)
     assert trip not in {h.session_id for h in without}
     memory.store.close()
 
 
 def test_the_session_stage_respects_the_filters(tmp_path: Path) -> None:
     memory, trip, _ = _store(tmp_path)
-    hits = memory.recall(RecallQuery("hiking holiday in the Dolomites", k=10, gists=True, exclude_session_id=trip))
+    hits = memory.recall(RecallQuery("hiking holiday in the Dolomites", k=10, stages=including("gists"), exclude_session_id=trip))
     assert hits and trip not in {h.session_id for h in hits}
     memory.store.close()
 
@@ -53,8 +54,11 @@ def test_the_answer_stage_follows_the_companions_question(tmp_path: Path) -> Non
     memory.remember_many([NewExchange(session.id, role, text) for role, text in [
         ("user", "We adopted a kitten!"), ("assistant", "What did you name the kitten?"),
         ("user", "Pixel, the kids chose it."), ("assistant", "Lovely.")]])
-    hits = memory.recall(RecallQuery("kitten name", k=3))
+    # The context stages also read a turn with the one before it; without them, only the answer stage links the two.
+    alone = without("context", "neighbours")
+    hits = memory.recall(RecallQuery("kitten name", k=3, stages=alone))
     answer = next(h for h in hits if h.content.startswith("Pixel"))
     assert "answer" in answer.stages
-    assert not any(h.content.startswith("Pixel") for h in memory.recall(RecallQuery("kitten name", k=3, answers=False)))
+    off = tuple(name for name in alone if name != "answer")
+    assert not any(h.content.startswith("Pixel") for h in memory.recall(RecallQuery("kitten name", k=3, stages=off)))
     memory.store.close()

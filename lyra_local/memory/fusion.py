@@ -9,6 +9,7 @@ from datetime import datetime
 
 RRF_K = 60
 _WORD = re.compile(r"[\w][\w'’-]*", re.UNICODE)
+_POSSESSIVE = re.compile(r"['’]s$")
 # Words too common to help BM25 find a turn; kept out of the OR-query so they
 # do not flood the candidates (the dense stage still sees the whole question).
 STOPWORDS = frozenset("""
@@ -59,7 +60,7 @@ def answers_to(chains: Sequence[Sequence[tuple[int, str]]]) -> list[int]:
     """
     out: list[int] = []
     for chain in chains:
-        for (_, question), (answer, _) in zip(chain[:2], chain[1:3]):
+        for (_, question), (answer, _) in zip(chain[:2], chain[1:3], strict=False):
             if asks(question) and answer not in out:
                 out.append(answer)
     return out
@@ -72,8 +73,12 @@ def recency_factor(created_at: datetime, now: datetime, half_life_days: float = 
 
 
 def query_words(text: str) -> list[str]:
-    """The distinct words of a query worth searching for, stopwords dropped (unless that leaves none)."""
-    words = [w.lower() for w in _WORD.findall(text)]
+    """The distinct words of a query worth searching for, stopwords dropped (unless that leaves none).
+
+    A possessive is its name ("Maria's" -> "maria": the turns say "I", not
+    "Maria's"), and a hyphenated word its parts ("mid-August" -> "mid", "august").
+    """
+    words = [part for w in _WORD.findall(text) for part in _POSSESSIVE.sub("", w.lower()).split("-") if part]
     useful = [w for w in words if w not in STOPWORDS] or words
     return list(dict.fromkeys(useful))[:32]
 

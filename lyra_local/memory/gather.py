@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
 
 import numpy as np
 import numpy.typing as npt
@@ -10,16 +10,18 @@ import numpy.typing as npt
 from ..config import CompanionSettings
 from ..prompts import DEFAULT_PERSONA, persona
 from ..store import Hit, Store
-from ..store.periods import period_keys
+from ..store.db import local_day
 from ..store.derived import ProfileFact
+from ..store.periods import period_keys
 from .context import ContextInputs, Item, Turn
 from .memory import Memory
-from .timeline import Entry
 from .recall import RecallQuery
+from .timeline import Entry
 
 
-def _item(hit: Hit) -> Item:
-    return Item(hit.kind, hit.id, hit.content, hit.score, "+".join(hit.stages), hit.created_at[:10])
+def _item(hit: Hit, zone: tzinfo) -> Item:
+    """A recalled memory for the context, dated by the person's calendar ("in March you told me...")."""
+    return Item(hit.kind, hit.id, hit.content, hit.score, "+".join(hit.stages), local_day(hit.created_at, zone))
 
 
 def user_name(profile: list[ProfileFact], settings: CompanionSettings) -> str | None:
@@ -31,9 +33,10 @@ def user_name(profile: list[ProfileFact], settings: CompanionSettings) -> str | 
     return None
 
 
-def timeline_entries(store: Store, days: int, *, today: date | None = None) -> list[Entry]:
+def timeline_entries(store: Store, days: int, *, today: date | None = None,
+                     zone: tzinfo = timezone.utc) -> list[Entry]:
     """The digests the timeline ladder may use: recent days, the last year's weeks, every month."""
-    today = today or datetime.now(timezone.utc).date()
+    today = today or datetime.now(zone).date()
     since = {"day": (today - timedelta(days=days)).isoformat(),
              "week": period_keys(datetime.combine(today - timedelta(days=366), time()))["week"],
              "month": ""}
@@ -50,7 +53,7 @@ def gather(memory: Memory, settings: CompanionSettings, session_id: int, message
         if k <= 0:
             return []
         query = RecallQuery(message, k=k, tier=tier, exclude_session_id=session_id if tier != "digest" else None)
-        return [_item(h) for h in memory.recall(query, vector=query_vector)]
+        return [_item(h, memory.zone) for h in memory.recall(query, vector=query_vector)]
 
     template = settings.persona_file.read_text(encoding="utf-8") if settings.persona_file else DEFAULT_PERSONA
     profile = store.derived.profile()
@@ -68,7 +71,7 @@ def gather(memory: Memory, settings: CompanionSettings, session_id: int, message
         world=world.content if world else None,
         profile=[(f.key, f.value) for f in profile],
         narrative=store.derived.narrative(),
-        timeline=timeline_entries(store, settings.timeline_days),
+        timeline=timeline_entries(store, settings.timeline_days, zone=memory.zone),
         gists=recall("gist", settings.recalled_gists),
         recalled=recall("exchange", settings.recalled_turns),
         session_gist=Item("gist", gist.id, gist.content) if gist else None,

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from datetime import timezone, tzinfo
 
 import numpy as np
 import numpy.typing as npt
 
 from ..llm.base import Embedder
 from ..store import Exchange, Hit, Store
-from ..store.blobs import put_vector
 from ..store.exchanges import NewExchange
-from ..store.forget import Forgotten, forget_exchanges, forget_sessions
+from ..store.forget import ForgetPlan, Forgotten, forget, forget_exchanges, forget_sessions
 from .recall import Recall, RecallQuery
+from .reembed import reembed
 
 log = logging.getLogger(__name__)
 ACTIVE_MODEL_KEY = "embed_model"
@@ -29,10 +30,11 @@ Progress = Callable[[int, int], None]
 
 
 class Memory:
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    def __init__(self, store: Store, embedder: Embedder, *, zone: tzinfo = timezone.utc) -> None:
         self.store = store
         self.embedder = embedder
-        self._recall = Recall(store)
+        self.zone = zone  # the person's time zone: "yesterday", "in June" are read in it
+        self._recall = Recall(store, zone=zone)
         if store.get_meta(ACTIVE_MODEL_KEY) is None:
             store.set_meta(ACTIVE_MODEL_KEY, embedder.name)
 
@@ -80,26 +82,14 @@ class Memory:
         self._recall.forgot()
         return forget_exchanges(self.store, exchange_ids)
 
-    def reembed(self, progress: Progress | None = None) -> int:
-        """Embed every exchange lacking a vector of the configured model; switch when complete."""
-        model = self.embedder.name
-        done = 0
-        total = self.store.exchanges.count()
-        while True:
-            missing = self.store.exchanges.missing_vectors(model, limit=EMBED_BATCH * 8)
-            if not missing:
-                break
-            for start in range(0, len(missing), EMBED_BATCH):
-                batch = missing[start:start + EMBED_BATCH]
-                vectors = self.embedder.embed([e.content for e in batch])
-                with self.store.write() as conn:
-                    for exchange, vector in zip(batch, vectors):
-                        put_vector(conn, "exchange", model, exchange.id, vector)
-                done += len(batch)
-                if progress:
-                    progress(done, total)
-        if self.switching_model:
-            old = self.active_model
-            self.store.set_meta(ACTIVE_MODEL_KEY, model)
-            log.info("embedding model switched from %s to %s after %d vectors", old, model, done)
-        return done
+    def forget_plan(self, plan: ForgetPlan) -> Forgotten:
+        self._recall.forgot()
+        return forget(self.store, plan)
+
+    def reembed(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None) -> int:
+        """Embed every turn, gist and digest lacking a vector of the configured model; switch when complete."""
+        return reembed(self, progress, stop)
+
+    def switch_to(self, model: str) -> None:
+        """Recall uses ``model``'s vectors from now on (every tier has them: see ``reembed``)."""
+        self.store.set_meta(ACTIVE_MODEL_KEY, model)
