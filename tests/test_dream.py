@@ -37,6 +37,8 @@ def respond(messages: Sequence[Message], options: GenerationOptions | None) -> s
             return json.dumps({"facts": facts})
         return json.dumps({"mood": "content", "energy": 0.8, "self_narrative": "I listened a lot today.",
                            "reflections": ["Sam is settling in."]})
+    if "core memory" in system:  # the world state: the standing facts it was shown
+        return "\n".join(line for line in material.splitlines() if line.startswith("- ")) or "# Now"
     lines = [line.split(": ", 1)[1] for line in material.splitlines() if line.startswith("Sam: ")]
     return " ".join(lines) or " ".join(material.split()[-40:])
 
@@ -45,7 +47,7 @@ def add_session(store: Store, name: str, day: str, turns: Sequence[str]) -> int:
     session = store.sessions.create(name, created_at=f"{day}T09:00:00+00:00")
     with store.write() as conn:
         store.exchanges.insert(conn, [NewExchange(session.id, "user" if i % 2 == 0 else "assistant", text,
-                                                  f"{day}T09:{i:02d}:00+00:00") for i, text in enumerate(turns)],
+                                                  f"{day}T{9 + i // 60:02d}:{i % 60:02d}:00+00:00") for i, text in enumerate(turns)],
                                None, None)
     return session.id
 

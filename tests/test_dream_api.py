@@ -91,7 +91,7 @@ def test_the_scheduler_dreams_on_its_own_when_nobody_talks(make_settings: Callab
     settings = make_settings('[dream]\nenabled = true\ninterval_s = 5\nidle_s = 0\nsession_idle_s = 0\n',
                              LYRA_DREAM__ENABLED="true")
     app = create_app(settings, models=Models(settings, chat=FakeChatModel(respond=respond), embed=FakeEmbedder()))
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         sid = add_session(app.state.lyra.store, "home", "2024-01-10", ["I live in Berlin", "Nice"])
         events = wait_for_pass(client, timeout=30)
         assert events[0]["detail"]["forced"] is False

@@ -146,6 +146,7 @@ def test_dream_survives_the_model_server_dying_mid_pass(
         runner.join(600)
     finally:
         chat_server.ensure_running()
+        models.close()  # its HTTP client held a connection to the server that was killed
     assert result and result[0].status == "done", result and result[0].error
     events = store.coord.events(limit=5000)
     assert any(e["kind"] == "backoff" for e in events)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 
 from ..config import DreamSettings
 from ..store import Store
@@ -13,13 +13,17 @@ from .reflect import novelty
 
 
 def pending_sessions(store: Store, min_turns: int) -> list[PendingSession]:
+    """Sessions with turns their gist does not cover; not one the person summarized themselves, nor one whose
+    gist they deleted and that has said nothing new since."""
     rows = store.conn().execute(
         "SELECT s.id, g.id IS NOT NULL AS has_gist, coalesce(g.stale, 0) AS stale, "
         "(SELECT count(*) FROM exchanges e WHERE e.session_id = s.id "
-        "   AND (g.stale = 1 OR e.id > coalesce(g.covers_upto, 0))) AS new_turns, "
+        "   AND (g.stale = 1 OR e.id > coalesce(g.covers_upto, CAST(d.basis AS INTEGER), 0))) AS new_turns, "
         "(SELECT count(*) FROM exchanges e WHERE e.session_id = s.id) AS total_turns, "
         "(SELECT max(created_at) FROM exchanges e WHERE e.session_id = s.id) AS last_at "
-        "FROM sessions s LEFT JOIN gists g ON g.session_id = s.id ORDER BY last_at, s.id")
+        "FROM sessions s LEFT JOIN gists g ON g.session_id = s.id "
+        "LEFT JOIN dismissed d ON d.kind = 'gist' AND d.target = CAST(s.id AS TEXT) "
+        "WHERE coalesce(g.method, '') != 'user' ORDER BY last_at, s.id")
     out = []
     for r in rows:
         if r["new_turns"] == 0 or (not r["has_gist"] and r["total_turns"] < min_turns):
@@ -29,10 +33,11 @@ def pending_sessions(store: Store, min_turns: int) -> list[PendingSession]:
     return out
 
 
-def sense(store: Store, settings: DreamSettings, *, force: bool = False, now: datetime | None = None) -> Backlog:
+def sense(store: Store, settings: DreamSettings, *, force: bool = False, now: datetime | None = None,
+          zone: tzinfo = timezone.utc) -> Backlog:
     now = now or datetime.now(timezone.utc)
     pending = pending_sessions(store, settings.min_turns)
-    plan = digests.plan(store)
+    plan = digests.plan(store, zone)
     conn = store.conn()
     stale = sum(int(conn.execute(f"SELECT count(*) FROM {table} WHERE stale = 1").fetchone()[0])
                 for table in ("digests", "narrative"))

@@ -12,10 +12,12 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timezone, tzinfo
 
 from ..store import Store
+from ..store.db import local_day
 from ..store.periods import GRANULARITIES, period_keys
+from ..store.provenance import Ref
 from . import prompts
 from .scribe import Scribe
 
@@ -68,11 +70,12 @@ def plan_digests(sources: Sequence[GistSource], existing: Mapping[tuple[str, str
     return DigestPlan(jobs, obsolete)
 
 
-def gist_sources(store: Store) -> list[GistSource]:
+def gist_sources(store: Store, zone: tzinfo = timezone.utc) -> list[GistSource]:
+    """Each gist with the day its session began, in the person's time zone."""
     rows = store.conn().execute(
         "SELECT g.id, g.updated_at, (SELECT min(created_at) FROM exchanges e WHERE e.session_id = g.session_id) AS "
         "first, s.created_at FROM gists g JOIN sessions s ON s.id = g.session_id WHERE g.stale = 0")
-    return [GistSource(r[0], (r[2] or r[3])[:10], r[1]) for r in rows]
+    return [GistSource(r[0], local_day(r[2] or r[3], zone), r[1]) for r in rows]
 
 
 def existing_bases(store: Store) -> dict[tuple[str, str], str]:
@@ -81,23 +84,40 @@ def existing_bases(store: Store) -> dict[tuple[str, str], str]:
     return {(r[0], r[1]): r[2] for r in rows}
 
 
-def plan(store: Store) -> DigestPlan:
-    return plan_digests(gist_sources(store), existing_bases(store))
+def plan(store: Store, zone: tzinfo = timezone.utc) -> DigestPlan:
+    """What to (re)build and delete; a digest the person wrote stays, one they deleted waits for new sources."""
+    planned = plan_digests(gist_sources(store, zone), existing_bases(store))
+    theirs = store.corrections.their_digests()
+    deleted = store.corrections.dismissed("digest")
+    jobs = [j for j in planned.jobs if (j.granularity, j.period) not in theirs
+            and deleted.get(f"{j.granularity}:{j.period}") != j.basis]
+    return DigestPlan(jobs, [key for key in planned.obsolete if key not in theirs])
 
 
-def write_digest(scribe: Scribe, store: Store, job: DigestJob) -> str:
-    """The digest's text: the one source as it is, or the model's roll-up of several."""
+def digest_material(store: Store, job: DigestJob) -> tuple[list[tuple[str, str]], list[Ref]]:
+    """The digest's pieces as (text, how each was written) — a day's gists, or a week's or month's days —
+    and the refs they are."""
     conn = store.conn()
+    marks = ",".join("?" * len(job.sources))
     if job.granularity == "day":
-        marks = ",".join("?" * len(job.sources))
-        rows = conn.execute(f"SELECT s.name, g.content FROM gists g JOIN sessions s ON s.id = g.session_id "
-                            f"WHERE g.id IN ({marks}) ORDER BY g.id", [int(i) for i in job.sources]).fetchall()
-        pieces = [content if len(rows) == 1 else f"{name}: {content}" for name, content in rows]
+        rows = conn.execute(f"SELECT s.name, g.content, g.id, g.method FROM gists g JOIN sessions s "
+                            f"ON s.id = g.session_id WHERE g.id IN ({marks}) ORDER BY g.id",
+                            [int(i) for i in job.sources]).fetchall()
+        kind = "gist"
     else:
-        marks = ",".join("?" * len(job.sources))
-        rows = conn.execute(f"SELECT period, content FROM digests WHERE granularity = 'day' AND stale = 0 "
+        rows = conn.execute(f"SELECT period, content, id, method FROM digests WHERE granularity = 'day' AND stale = 0 "
                             f"AND period IN ({marks}) ORDER BY period", job.sources).fetchall()
-        pieces = [content if len(rows) == 1 else f"{period}: {content}" for period, content in rows]
-    if not pieces:
+        kind = "digest"
+    if not rows:
         raise LookupError(f"the sources of the {job.granularity} digest {job.period} are gone")
-    return scribe.reduce(prompts.DIGEST, pieces, period=job.period, granularity=job.granularity)
+    pieces = [(content if len(rows) == 1 else f"{label}: {content}", method) for label, content, _, method in rows]
+    if any(method == "extractive" for _, method in pieces):  # quotes are kept as they were said, unlabelled
+        pieces = [(content, method) for _, content, _, method in rows]
+    return pieces, [(kind, int(r[2])) for r in rows]
+
+
+def write_digest(scribe: Scribe, job: DigestJob, pieces: list[tuple[str, str]]) -> str:
+    """The model's roll-up of the pieces (one piece is taken as it is)."""
+    if len(pieces) == 1:
+        return pieces[0][0]
+    return scribe.reduce(prompts.DIGEST, [text for text, _ in pieces], period=job.period, granularity=job.granularity)

@@ -25,17 +25,24 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from ..config import Settings
 from ..errors import LyraError, ModelUnavailable
 from ..llm.base import ChatModel, Embedder
 from ..llm.retry import backoff_delays
 from ..memory.gather import user_name
 from ..store import Store
-from . import digests, world
+from ..store.provenance import Ref, StaleSources
+from ..store.sessions import SessionNotFound
+from . import digests, prompts, world
 from .backlog import sense
 from .drives import Backlog, compute_drives
 from .gists import draft_gist
-from .narrative import narrative_basis, narrative_due, write_narrative
+from .ground import Ground
+from .grounding import Verdict
+from .narrative import narrative_due, narrative_material
 from .profile import extract_facts
 from .reflect import novelty, reflect
 from .scribe import Scribe, Stopped
@@ -73,6 +80,7 @@ class Dreamer:
         self.embedder = embedder
         self.settings = settings
         self.dream = settings.dream
+        self.zone = settings.companion.zone  # which day a session belongs to
         self.id = instance_id or f"dream-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.on_event = on_event
         self.stop = stop or threading.Event()
@@ -85,7 +93,7 @@ class Dreamer:
 
     def run_pass(self, *, force: bool = False) -> PassReport:
         """One pass; a scheduled pass with nothing to do is not recorded (status "idle")."""
-        backlog = sense(self.store, self.dream, force=force)
+        backlog = sense(self.store, self.dream, force=force, zone=self.zone)
         before = compute_drives(backlog)
         if backlog.empty and not force:
             return PassReport(0, "idle", False, before, before, backlog.summary(), backlog.summary())
@@ -98,10 +106,10 @@ class Dreamer:
         try:
             if self._acts(force, before, "continuity"):
                 self.summarize(backlog)
-            drives = compute_drives(sense(self.store, self.dream, force=force))
+            drives = compute_drives(sense(self.store, self.dream, force=force, zone=self.zone))
             if self._acts(force, drives, "coherence"):
                 self._consolidate()
-            drives = compute_drives(sense(self.store, self.dream, force=force))
+            drives = compute_drives(sense(self.store, self.dream, force=force, zone=self.zone))
             if self._acts(force, drives, "curiosity") and any(novelty(self.store)):
                 self._reflect(drives)
         except Deferred as exc:
@@ -110,7 +118,7 @@ class Dreamer:
             status, error = "failed", f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            after_backlog = sense(self.store, self.dream)
+            after_backlog = sense(self.store, self.dream, zone=self.zone)
             after = compute_drives(after_backlog)
             self.store.dreams.finish(pass_id, status=status, backlog=after_backlog.summary(), drives=after,
                                      actions=self._actions, error=error)
@@ -143,22 +151,28 @@ class Dreamer:
             raise errors[0]
 
     def _gist(self, scribe: Scribe, session_id: int, progress: str) -> None:
-        draft = draft_gist(scribe, self.store, session_id)  # None: someone else caught it up already
+        draft = draft_gist(scribe, self.store, session_id, self.zone)  # None: someone else caught it up already
         if draft is None:
             return
-        vector = self._embed(draft.text)
-        gist = self.store.derived.put_gist(session_id, draft.text, draft.covers_upto, vector, self.embedder.name)
-        self._act("gist", f"session:{session_id}", progress=progress, gist_id=gist.id, covers_upto=draft.covers_upto,
-                  turns=draft.turns, chunks=draft.chunks,
-                  updated=draft.updated, calls=scribe.calls, preempted=scribe.preemptions, text=draft.text)
+        turns = self.store.exchanges.history(session_id)
+        written = self._ground(scribe).gist(draft.text, turns, self.store.sessions.get(session_id).name, self.zone)
+        self._rejected("gist", f"session:{session_id}", written.verdict)
+        if not written.text:
+            return
+        vector = self._embed(written.text)
+        gist = self.store.derived.put_gist(session_id, written.text, turns[-1].id, vector, self.embedder.name,
+                                           read=draft.read, previous=draft.previous, method=written.method)
+        self._act("gist", f"session:{session_id}", progress=progress, gist_id=gist.id, covers_upto=gist.covers_upto,
+                  turns=draft.turns, chunks=draft.chunks, method=written.method,
+                  updated=draft.updated, calls=scribe.calls, preempted=scribe.preemptions)
 
     # -- coherence: profile, digests, narrative ----------------------------------------------
 
     def _consolidate(self) -> None:
         self._unit("profile", self._profile, wait=True)
-        for job in digests.plan(self.store).jobs:
+        for job in digests.plan(self.store, self.zone).jobs:
             self._unit(f"digest:{job.granularity}:{job.period}", functools.partial(self._digest, job=job))
-        obsolete = digests.plan(self.store).obsolete
+        obsolete = digests.plan(self.store, self.zone).obsolete
         if obsolete:
             self.store.derived.delete_digests(obsolete)
             self._act("digests.deleted", None, periods=[f"{g}:{p}" for g, p in obsolete])
@@ -174,41 +188,61 @@ class Dreamer:
                 if facts is None:
                     self._event("profile.fallback", f"session:{gist.session_id}",
                                 reason="the model's JSON did not validate; no facts taken from this gist")
-                stored = self.store.derived.apply_facts(gist, facts or [], observed_at)
+                kept, failed = self._ground(scribe).facts(facts or [], gist.session_id)
+                if failed:
+                    self._event("profile.rejected", f"session:{gist.session_id}",
+                                checks={check: failed.count(check) for check in set(failed)})
+                stored = self.store.derived.apply_facts(gist, kept, observed_at)
                 self._act("profile", f"session:{gist.session_id}", covers_upto=gist.covers_upto,
-                          facts={f.key: f.value for f in stored})
+                          fact_ids=[f.id for f in stored])
 
     def _digest(self, scribe: Scribe, *, job: digests.DigestJob) -> None:
-        fresh = digests.plan(self.store)
+        fresh = digests.plan(self.store, self.zone)
         if not any(j == job for j in fresh.jobs):
             return  # built by someone else meanwhile, or its sources changed again
         if job.granularity != "day" and any(j.granularity == "day" and j.period in job.sources for j in fresh.jobs):
             self._event("digest.waiting", f"{job.granularity}:{job.period}", reason="its days are being rebuilt")
             return
-        text = digests.write_digest(scribe, self.store, job)
-        vector = self._embed(text)
-        digest = self.store.derived.put_digest(job.granularity, job.period, text, len(job.sources), vector,
-                                               self.embedder.name, basis=job.basis)
+        pieces, sources = digests.digest_material(self.store, job)
+        written = self._ground(scribe).rollup(lambda: digests.write_digest(scribe, job, pieces), pieces)
+        self._rejected("digest", f"{job.granularity}:{job.period}", written.verdict)
+        vector = self._embed(written.text)
+        digest = self.store.derived.put_digest(job.granularity, job.period, written.text, len(job.sources), vector,
+                                               self.embedder.name, basis=job.basis, sources=sources,
+                                               method=written.method)
         self._act("digest", f"{job.granularity}:{job.period}", digest_id=digest.id, sources=len(job.sources),
-                  basis=job.basis, text=text)
+                  basis=job.basis, method=written.method)
 
     def _narrative(self, scribe: Scribe) -> None:
-        if not narrative_due(self.store):
-            if not narrative_basis(self.store) and self.store.derived.drop_stale_narrative():
-                self._act("narrative.deleted", None)
+        if not narrative_due(self.store):  # a narrative built from forgotten sources was deleted with them
             return
-        text, basis = write_narrative(scribe, self.store, self.settings.companion.timeline_days)
-        self.store.derived.set_narrative(text, basis)
+        material, pieces, facts, basis, sources = narrative_material(
+            scribe, self.store, self.settings.companion.timeline_days, self.zone)
+        written = self._ground(scribe).rollup(lambda: scribe.write(prompts.NARRATIVE, material), pieces, facts)
+        self._rejected("narrative", None, written.verdict)
+        if not written.text:
+            return
+        version = self.store.derived.set_narrative(written.text, basis, sources, method=written.method)
         self._narrative_written = True
-        self._act("narrative", None, basis=basis, text=text)
+        self._act("narrative", None, basis=basis, version=version, sources=len(sources))
 
     def _world(self, scribe: Scribe) -> None:
-        text = draft_world(scribe, self.store)
-        if text is None:
+        drafted = draft_world(scribe, self.store)
+        if drafted is None:
+            return
+        text, sources = drafted
+        current = self.store.coord.world()
+        verdict = self._ground(scribe).world(text, [current.content if current else "",
+                                                    self.store.derived.narrative() or "",
+                                                    *(f"{f.key}: {f.value}" for f in self.store.derived.profile())])
+        if not verdict.ok:  # only grounded, transcript-free documents are proposed
+            self._rejected("world", None, verdict)
             return
         auto = self.settings.coordination.world_updates == "auto"
-        reason = "the dream cycle saw the arc change: " + ((self.store.derived.narrative() or "").split(". ")[0])[:200]
-        version = self.store.coord.write_world(text, world.AUTHOR, reason, status="accepted" if auto else "proposed")
+        arc = next((i for kind, i in sources if kind == "narrative"), 0)
+        reason = f"the dream cycle saw the arc change (narrative version {arc})"
+        version = self.store.coord.write_world(text, world.AUTHOR, reason, status="accepted" if auto else "proposed",
+                                               sources=sources)
         self._act("world", None, version=version.id, status=version.status, basis=version.id)
 
     # -- curiosity: reflection ---------------------------------------------------------------------
@@ -217,10 +251,17 @@ class Dreamer:
         def work(scribe: Scribe) -> None:
             if not any(novelty(self.store)):
                 return
-            state = reflect(scribe, self.store, drives)
-            self.store.derived.set_self_state(state)
-            self._act("reflect", None, mood=state["mood"], energy=state["energy"], fallback=state["fallback"],
-                      basis=state["basis"], self_narrative=state["self_narrative"])
+            state, sources = reflect(scribe, self.store, drives)
+            previous = self.store.derived.self_state() or {}
+            failed = self._ground(scribe).reflection(state, previous, self._texts(sources))
+            if previous.get("edited_by") == "user":  # the person's corrections stay as they wrote them
+                kept = list(previous.get("edited_fields", []))
+                state.update({f: previous[f] for f in kept if f in previous}, edited_by="user", edited_fields=kept)
+            if failed:
+                self._event("reflect.rejected", None, checks=failed)
+            version = self.store.derived.set_self_state(state, sources)
+            self._act("reflect", None, energy=state["energy"], fallback=state["fallback"], basis=state["basis"],
+                      version=version)
 
         self._unit("reflect", work, wait=True)
 
@@ -257,6 +298,8 @@ class Dreamer:
 
         try:
             self._with_backoff(resource, attempt)
+        except (StaleSources, SessionNotFound) as exc:  # forgotten while we worked: nothing written
+            self._event("stale", resource, error=str(exc))
         except LyraError as exc:  # a bad answer or request: this unit waits for the next pass
             self._event("error", resource, error=str(exc), hint=exc.hint)
         finally:
@@ -281,6 +324,28 @@ class Dreamer:
 
     def _embed(self, text: str) -> Any:
         return self._with_backoff("embed", lambda: self.embedder.embed([text])[0])
+
+    def _embed_many(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, 1), dtype=np.float32)
+        return np.asarray(self._with_backoff("embed", lambda: self.embedder.embed(texts)), dtype=np.float32)
+
+    def _ground(self, scribe: Scribe) -> Ground:
+        return Ground(self.store, self._embed_many, self.embedder.name, scribe.count, scribe.names,
+                      scribe.reply_tokens)
+
+    def _rejected(self, kind: str, target: str | None, verdict: Verdict | None) -> None:
+        """Log a draft that failed its grounding checks: which checks and how many, never its text."""
+        if verdict is not None and not verdict.ok:
+            self._event(f"{kind}.rejected", target, checks=list(verdict.failed), **verdict.counts)
+        elif verdict is not None and verdict.counts.get("sentences_dropped"):
+            self._event(f"{kind}.pruned", target, **verdict.counts)
+
+    def _texts(self, refs: list[Ref]) -> list[str]:
+        """The texts of the gists and narrative a reflection read, to check it against."""
+        wanted = {i for kind, i in refs if kind == "gist"}
+        texts = [g.content for g in self.store.derived.gists() if g.id in wanted]
+        return [*texts, self.store.derived.narrative() or ""]
 
     def _names(self) -> dict[str, str]:
         companion = self.settings.companion

@@ -9,8 +9,11 @@ new turns only. The raw turns always stay, for detail recall.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timezone, tzinfo
 
 from ..store import Exchange, Store
+from ..store.db import local_day
+from ..store.derived import Gist
 from . import prompts
 from .chunks import pack
 from .scribe import Scribe
@@ -26,6 +29,8 @@ class GistDraft:
     turns: int
     chunks: int
     updated: bool
+    read: tuple[int, ...] = ()  # the turns it was drafted from
+    previous: Gist | None = None  # the gist it updates
 
 
 def transcript(turns: list[Exchange], names: dict[str, str]) -> list[str]:
@@ -33,7 +38,7 @@ def transcript(turns: list[Exchange], names: dict[str, str]) -> list[str]:
     return [f"{who.get(t.role, t.role)}: {' '.join(t.content.split())}" for t in turns]
 
 
-def draft_gist(scribe: Scribe, store: Store, session_id: int) -> GistDraft | None:
+def draft_gist(scribe: Scribe, store: Store, session_id: int, zone: tzinfo = timezone.utc) -> GistDraft | None:
     """Summarize what the session's gist does not cover yet; ``None`` if there is nothing new."""
     session = store.sessions.get(session_id)
     previous = store.derived.gist(session_id)  # None when missing or stale: then start over
@@ -42,7 +47,7 @@ def draft_gist(scribe: Scribe, store: Store, session_id: int) -> GistDraft | Non
         turns = [t for t in turns if t.id > previous.covers_upto]
     if not turns:
         return None
-    header = f"Conversation \u201c{session.name}\u201d, {turns[0].created_at[:10]}:"
+    header = f"Conversation \u201c{session.name}\u201d, {local_day(turns[0].created_at, zone)}:"
     lines = transcript(turns, scribe.names)
     count = scribe.count
     if previous is not None:
@@ -51,7 +56,7 @@ def draft_gist(scribe: Scribe, store: Store, session_id: int) -> GistDraft | Non
         chunks = pack(lines, room, count) if room > 64 else []
         if len(chunks) == 1:
             text = scribe.write(prompts.GIST_UPDATE, material + "New turns. " + header + "\n" + "\n".join(chunks[0]))
-            return GistDraft(session_id, text, turns[-1].id, len(turns), 1, True)
+            return GistDraft(session_id, text, turns[-1].id, len(turns), 1, True, tuple(t.id for t in turns), previous)
     room = scribe.budget(prompts.GIST) - count(header) - 16
     chunks = pack(lines, room, count)
     if len(chunks) == 1 and previous is None:
@@ -61,4 +66,5 @@ def draft_gist(scribe: Scribe, store: Store, session_id: int) -> GistDraft | Non
                     for i, chunk in enumerate(chunks, 1)]
         earlier = [previous.content] if previous is not None else []
         text = scribe.reduce(prompts.MERGE, earlier + partials)
-    return GistDraft(session_id, text, turns[-1].id, len(turns), len(chunks), previous is not None)
+    return GistDraft(session_id, text, turns[-1].id, len(turns), len(chunks), previous is not None,
+                     tuple(t.id for t in turns), previous)

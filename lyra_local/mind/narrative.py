@@ -8,10 +8,12 @@ carry on and callbacks survive.
 from __future__ import annotations
 
 import hashlib
+from datetime import timezone, tzinfo
 
 from ..memory.gather import timeline_entries
 from ..memory.timeline import render_timeline
 from ..store import Store
+from ..store.provenance import Ref
 from . import prompts
 from .chunks import split_to
 from .scribe import Scribe
@@ -28,20 +30,32 @@ def narrative_basis(store: Store) -> str:
 
 
 def narrative_due(store: Store) -> bool:
+    """A new arc is due when what it is built from changed; never over the person's own, nor over one they deleted
+    while that has not changed."""
     basis = narrative_basis(store)
-    return bool(basis) and store.derived.narrative_basis() != basis
+    if not basis or store.corrections.their_arc() or store.corrections.dismissed("narrative").get("narrative") == basis:
+        return False
+    return store.derived.narrative_basis() != basis
 
 
-def write_narrative(scribe: Scribe, store: Store, timeline_days: int) -> tuple[str, str]:
-    """The new arc and its basis."""
+def narrative_material(scribe: Scribe, store: Store, timeline_days: int, zone: tzinfo = timezone.utc
+                       ) -> tuple[str, list[tuple[str, str]], list[str], str, list[Ref]]:
+    """What the arc is written from: the prompt's material, the timeline's digests as (text, how each was
+    written), the standing facts, its basis, and the refs it read (facts, digests, the previous arc)."""
     basis = narrative_basis(store)
     budget = scribe.budget(prompts.NARRATIVE)
-    profile = "\n".join(f"- {f.key}: {f.value}" for f in store.derived.profile()) or "(nothing yet)"
+    facts = store.derived.profile()
+    profile = "\n".join(f"- {f.key}: {f.value}" for f in facts) or "(nothing yet)"
     profile = split_to(profile, budget // 3, scribe.count)[0]
-    previous = store.derived.narrative()
+    version = store.derived.narrative_version()
+    previous = version[1] if version else None
+    sources: list[Ref] = [("fact", f.id) for f in facts] + ([("narrative", version[0])] if version else [])
     before = f"\n\nThe arc as you last saw it:\n{split_to(previous, budget // 6, scribe.count)[0]}" if previous else ""
     room = budget - scribe.count(profile) - scribe.count(before) - 16
-    entries = render_timeline(timeline_entries(store, timeline_days), max(room, 0), scribe.count)
+    entries = render_timeline(timeline_entries(store, timeline_days, zone=zone), max(room, 0), scribe.count)
     timeline = "\n".join(e.line() for e in entries) or "(nothing yet)"
+    sources += [("digest", e.id) for e in entries if e.id]
+    methods = {d.id: d.method for d in store.derived.digests()}
+    pieces = [(e.text, methods.get(e.id, "abstractive")) for e in entries]
     material = f"What you know about {scribe.names['user']}:\n{profile}\n\nTimeline:\n{timeline}{before}"
-    return scribe.write(prompts.NARRATIVE, material), basis
+    return material, pieces, [f"{f.key} {f.value}" for f in facts], basis, sources

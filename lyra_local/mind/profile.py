@@ -3,6 +3,10 @@
 Each gist is read once (and again only when it changes), with the facts known
 so far in view so the model reuses a key when a fact changes. The store keeps
 every superseded value as history; the newer observation wins.
+
+A fact is kept only when it is grounded: its key is one of ``KEYS`` (or a
+spelling of one) and its value is in the person's own words, in their turns of
+that conversation. No fact is better than a wrong one: it would go into every reply.
 """
 
 from __future__ import annotations
@@ -14,9 +18,45 @@ from pydantic import BaseModel, Field
 from ..store.derived import ProfileFact
 from . import prompts
 from .chunks import split_to
+from .grounding import FRAMING, forms, vocabulary, words
 from .scribe import Scribe
 
 KEY_PREFIXES = re.compile(r"^(the\s+)?(user'?s?|his|her|their|my)\s+")
+# The profile's vocabulary: each key with the spellings that mean it.
+KEYS = {
+    "name": ("full name", "first name", "nickname"),
+    "age": ("years old",),
+    "birthday": ("birth date", "date of birth"),
+    "home city": ("city", "home", "hometown", "home town", "location", "lives in", "residence", "town", "country"),
+    "job": ("occupation", "work", "profession", "career", "employer", "workplace", "role"),
+    "education": ("school", "studies", "study", "university", "degree", "college"),
+    "partner": ("spouse", "husband", "wife", "boyfriend", "girlfriend", "relationship"),
+    "children": ("kids", "child", "son", "daughter", "sons", "daughters"),
+    "family": ("parents", "mother", "father", "mom", "dad", "sister", "brother", "siblings"),
+    "pet": ("pets", "dog", "cat"),
+    "friends": ("friend", "best friend"),
+    "hobbies": ("hobby", "interest", "interests", "pastime", "activities"),
+    "likes": ("like", "favorite", "favourite", "loves", "enjoys"),
+    "dislikes": ("dislike", "hates"),
+    "health": ("illness", "condition", "allergy", "allergies", "diet"),
+    "plans": ("plan", "goal", "goals", "dream"),
+    "routine": ("routines", "habit", "habits"),
+    "identity": ("gender", "pronouns"),
+    "beliefs": ("religion", "faith", "values"),
+    "music": ("instrument", "band", "song"),
+    "books": ("book", "reading", "author"),
+    "sport": ("sports", "exercise", "fitness", "team"),
+}
+KEY_OF = {spelling: key for key, spellings in KEYS.items() for spelling in (key, *spellings)}
+# Words that, in the same turn as the value, say it is that kind of fact ("I live in Lisbon": home city).
+CUES = {key: {w for spelling in (key, *spellings) for w in spelling.split()} for key, spellings in KEYS.items()}
+for _key, _extra in {"home city": "live lived living moved from", "job": "working works job jobs",
+                     "education": "studying studied", "partner": "married engaged dating",
+                     "children": "kid", "pet": "adopted puppy kitten", "hobbies": "enjoy love",
+                     "likes": "love enjoy", "dislikes": "hate", "health": "sick doctor",
+                     "plans": "planning want going", "music": "play playing listen", "books": "read",
+                     "sport": "play playing run running gym", "name": "called", "age": "old turned"}.items():
+    CUES[_key] |= set(_extra.split())
 
 
 class Fact(BaseModel):
@@ -44,6 +84,44 @@ def clean_facts(facts: Facts) -> list[tuple[str, str]]:
         if key and value and value.casefold() != key:
             out[key] = value
     return list(out.items())
+
+
+def canonical_key(key: str) -> str | None:
+    """The profile key a normalized key means ("occupation" -> "job"), or ``None`` for one outside ``KEYS``."""
+    return KEY_OF.get(key) or KEY_OF.get(key.removesuffix("s"))
+
+
+def grounded_facts(facts: list[tuple[str, str]], own_words: list[str]
+                   ) -> tuple[list[tuple[str, str, int]], list[str]]:
+    """The facts worth keeping, with canonical keys and the index of the turn that says each; and for each
+    rejected one, the check it failed.
+
+    ``own_words`` are the person's own turns: a value is grounded when one of
+    them holds each of its content words (in some plain form) and a word that
+    says what kind of fact it is ("I live in Lisbon" for a home city, not "my
+    cat" for a partner), and it names something (a letter, not a bare "1").
+    """
+    turns = [vocabulary([text]) for text in own_words]
+    kept: dict[str, tuple[str, int]] = {}
+    failed: list[str] = []
+    for key, value in facts:
+        canonical = canonical_key(key)
+        content = [w for w in words(value) if w not in FRAMING]
+        if canonical is None:
+            failed.append("key_outside_vocabulary")
+        elif (not any(c.isalpha() for c in value) or len(value.strip()) < 2 or not content
+              or all(forms(w) & CUES[canonical] for w in content)):  # "job: work" says nothing
+            failed.append("value_says_nothing")
+        elif not any(all(forms(w) & said for w in content) for said in turns):
+            failed.append("value_not_in_their_words")
+        else:
+            saying = [n for n, said in enumerate(turns) if all(forms(w) & said for w in content)
+                      and CUES[canonical] & said]
+            if saying:
+                kept[canonical] = (value, saying[0])
+            else:
+                failed.append("value_not_said_as_that_fact")
+    return [(key, value, turn) for key, (value, turn) in kept.items()], failed
 
 
 def extract_facts(scribe: Scribe, gist: str, profile: list[ProfileFact]) -> list[tuple[str, str]] | None:

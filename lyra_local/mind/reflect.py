@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..store import Store
 from ..store.db import utc_now
+from ..store.provenance import Ref
 from . import prompts
 from .chunks import split_to
 from .scribe import Scribe
@@ -59,24 +60,30 @@ def novelty(store: Store) -> tuple[int, int]:
     return int(turns), int(gists)
 
 
-def reflect(scribe: Scribe, store: Store, drives: dict[str, float]) -> dict[str, Any]:
-    """The next self-state (not stored yet)."""
-    previous = store.derived.self_state() or {}
+def reflect(scribe: Scribe, store: Store, drives: dict[str, float]) -> tuple[dict[str, Any], list[Ref]]:
+    """The next self-state (not stored yet) and what it was built from."""
+    version = store.derived.self_state_version()
+    previous = version[1] if version else {}
     basis = novelty_basis(store)
     since = str((previous.get("basis") or {}).get("gist", ""))
     budget = scribe.budget(prompts.REFLECT)
-    gists = [r[0] for r in store.conn().execute(
-        "SELECT content FROM gists WHERE stale = 0 AND updated_at > ? ORDER BY updated_at DESC LIMIT 8", (since,))]
+    rows = store.conn().execute(
+        "SELECT id, content FROM gists WHERE stale = 0 AND updated_at > ? ORDER BY updated_at DESC LIMIT 8",
+        (since,)).fetchall()
+    gists = [r[1] for r in rows]
+    arc = store.derived.narrative_version()
+    sources: list[Ref] = ([("gist", int(r[0])) for r in rows] + ([("narrative", arc[0])] if arc else [])
+                          + ([("self_state", version[0])] if version else []))
     parts = [f"Your last mood: {previous.get('mood', 'calm')}; energy {float(previous.get('energy', 0.5)):.1f}.",
              f"How you saw yourself: {previous.get('self_narrative', 'I am new here.')}",
-             f"The current arc: {store.derived.narrative() or '(not written yet)'}",
+             f"The current arc: {arc[1] if arc else '(not written yet)'}",
              "Your drives: " + ", ".join(f"{k} {v:.2f}" for k, v in drives.items()),
              "What happened lately:\n" + ("\n".join(f"- {g}" for g in gists) or "- a few new exchanges")]
     material = split_to("\n".join(parts), budget, scribe.count)[0]
     answer = scribe.ask_json(prompts.REFLECT, material, Reflection)
     if answer is None:
         energy = float(previous.get("energy", NEUTRAL_ENERGY))
-        return {"mood": previous.get("mood", "calm"), "energy": round(energy + (NEUTRAL_ENERGY - energy) * 0.2, 3),
-                "self_narrative": previous.get("self_narrative", ""), "reflections": previous.get("reflections", []),
-                "fallback": True, "basis": basis, "reflected_at": utc_now()}
-    return {**answer.model_dump(), "fallback": False, "basis": basis, "reflected_at": utc_now()}
+        return ({"mood": previous.get("mood", "calm"), "energy": round(energy + (NEUTRAL_ENERGY - energy) * 0.2, 3),
+                 "self_narrative": previous.get("self_narrative", ""), "reflections": previous.get("reflections", []),
+                 "fallback": True, "basis": basis, "reflected_at": utc_now()}, sources)
+    return {**answer.model_dump(), "fallback": False, "basis": basis, "reflected_at": utc_now()}, sources

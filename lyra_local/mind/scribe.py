@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ModelRequestError
-from ..llm.base import ChatModel, GenerationOptions, Message, Preemptible
+from ..llm.base import ChatModel, GenerationOptions, Message, Preemptible, background_call
 from .chunks import input_budget, pack
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,8 @@ class Scribe:
         while True:
             self._wait_for_chat()
             try:
-                text = self._generate(messages, options)
+                with background_call():
+                    text = self._generate(messages, options)
             except Preempted:
                 self.preemptions += 1
                 continue

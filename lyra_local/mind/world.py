@@ -8,6 +8,7 @@ With ``coordination.world_updates = "auto"`` it is accepted at once.
 from __future__ import annotations
 
 from ..store import Store
+from ..store.provenance import Ref
 from . import prompts
 from .chunks import split_to
 from .scribe import Scribe
@@ -15,12 +16,16 @@ from .scribe import Scribe
 AUTHOR = "dream"
 
 
-def draft_world(scribe: Scribe, store: Store) -> str | None:
-    """The proposed document, or ``None`` when the model changes nothing."""
+def draft_world(scribe: Scribe, store: Store) -> tuple[str, list[Ref]] | None:
+    """The proposed document and what it was drafted from, or ``None`` when the model changes nothing."""
     current = store.coord.world()
-    narrative = store.derived.narrative() or ""
+    arc = store.derived.narrative_version()
+    narrative = arc[1] if arc else ""
     budget = scribe.budget(prompts.WORLD)
-    facts = "\n".join(f"- {f.key}: {f.value}" for f in store.derived.profile())
+    profile = store.derived.profile()
+    facts = "\n".join(f"- {f.key}: {f.value}" for f in profile)
+    sources: list[Ref] = ([("fact", f.id) for f in profile] + ([("narrative", arc[0])] if arc else [])
+                          + ([("world", current.id)] if current is not None and current.author == AUTHOR else []))
     material = "\n\n".join([
         "Core memory:\n" + split_to(current.content if current else "(empty)", budget // 2, scribe.count)[0],
         "The current arc:\n" + split_to(narrative, budget // 4, scribe.count)[0],
@@ -29,4 +34,4 @@ def draft_world(scribe: Scribe, store: Store) -> str | None:
     pending = {p.content.strip() for p in store.coord.proposals()}
     if not text or (current is not None and text == current.content.strip()) or text in pending:
         return None
-    return text
+    return text, sources

@@ -1,0 +1,132 @@
+"""The dream's grounding, wired to the store: each kind's sources, the checks, and the floor.
+
+``Ground`` is built per unit of work (it uses that unit's scribe for token
+counts and names). It decides what may be written and how (``abstractive``:
+the model's draft, checked; ``extractive``: the sources' own sentences) and
+reports each rejection as the names of the failed checks, for the log. It
+never writes: the ``Dreamer`` does, in one transaction per memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import timezone, tzinfo
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..store import Exchange, Store
+from ..store.db import from_iso
+from ..store.recall_index import RecallIndex
+from . import grounding
+from .grounding import Quote, Source, Verdict
+from .profile import grounded_facts
+
+COMPANION = 0.8  # the floor weighs the companion's own sentences less than the person's
+KEEP = 0.5  # a summary keeps its supported sentences if at least half are; else the floor is written
+MOODS = frozenset("""calm content happy glad cheerful curious hopeful grateful thoughtful reflective tired
+sad worried anxious restless excited proud relaxed peaceful focused quiet warm playful concerned
+determined inspired steady uncertain""".split())
+
+
+@dataclass(frozen=True)
+class Written:
+    """What may be written: the text, how it was made, and the verdict on the model's draft (if any)."""
+
+    text: str
+    method: str
+    verdict: Verdict | None = None
+
+
+def when(turns: Sequence[Exchange], session_name: str, zone: tzinfo = timezone.utc) -> str:
+    """The session's name and its first turn's date and time, in the ways a summary may write them."""
+    if not turns:
+        return session_name
+    at = from_iso(turns[0].created_at).astimezone(zone)
+    return (f"{session_name} {at:%Y-%m-%d} {at.day} {at:%B %Y} {at:%B} {at.day}, {at.year} {at:%A} "
+            f"{at.hour % 12 or 12}:{at:%M} {at:%p} {at:%H:%M}")
+
+
+class Ground:
+    def __init__(self, store: Store, embed: Callable[[list[str]], npt.NDArray[np.float32]], model: str,
+                 count: Callable[[str], int], names: dict[str, str], budget: int) -> None:
+        self.store = store
+        self.embed = embed
+        self.model = model
+        self.count = count
+        self.names = names
+        self.budget = budget
+
+    def _check(self, text: str, sources: Sequence[Source], keep: float = 1.0) -> tuple[Verdict, str]:
+        return grounding.check(text, sources, self.embed, budget=self.budget, count=self.count,
+                               names=[self.names.get("user", ""), self.names.get("name", "")], keep=keep)
+
+    def _who(self, turn: Exchange) -> str:
+        return self.names.get("user", "the user") if turn.role == "user" else self.names.get("name", "the companion")
+
+    def turn_sources(self, turns: Sequence[Exchange]) -> list[Source]:
+        vectors = RecallIndex(self.store).vectors("exchange", self.model, [t.id for t in turns])
+        return [Source(t.content, grounding.split_speaker(t.content)[0] or self._who(t), vectors.get(t.id))
+                for t in turns]
+
+    def floor(self, quotes: Sequence[Quote]) -> str:
+        return grounding.extractive(quotes, self.embed, budget=self.budget, count=self.count)
+
+    def gist(self, draft: str | None, turns: Sequence[Exchange], session_name: str = "",
+             zone: tzinfo = timezone.utc) -> Written:
+        """The model's gist if it passes every check, else the session's own most central sentences.
+
+        The model is shown the session's name and date, so a gist may say them too.
+        """
+        verdict = None
+        if draft is not None:
+            header = Source(when(turns, session_name, zone))
+            verdict, kept = self._check(draft, [*self.turn_sources(turns), header], KEEP)
+            if verdict.ok:
+                return Written(kept, "abstractive", verdict)
+        quotes = grounding.candidate_quotes([(self._who(t), t.content, 1.0 if t.role == "user" else COMPANION)
+                                             for t in turns])
+        return Written(self.floor(quotes), "extractive", verdict)
+
+    def rollup(self, draft: Callable[[], str], pieces: Sequence[tuple[str, str]], facts: Sequence[str] = ()
+               ) -> Written:
+        """A digest or an arc over (text, method) pieces: extractive over any extractive piece, else the checked
+        draft, else extractive over the pieces' sentences. ``facts`` may be drawn on too, not quoted."""
+        quotes = [q for n, (text, _) in enumerate(pieces) for q in grounding.quotes_of(text, n)]
+        if any(method == "extractive" for _, method in pieces):
+            return Written(self.floor(quotes), "extractive")
+        verdict, kept = self._check(draft(), [Source(t) for t in [*(t for t, _ in pieces), *facts]], KEEP)
+        if verdict.ok:
+            return Written(kept, "abstractive", verdict)
+        return Written(self.floor(quotes), "extractive", verdict)
+
+    def facts(self, facts: list[tuple[str, str]], session_id: int
+              ) -> tuple[list[tuple[str, str, int]], list[str]]:
+        """The facts said in the person's own turns of that session, each with the turn that says it (its
+        source); and the failed check of each one dropped."""
+        own = [t for t in self.store.exchanges.history(session_id) if t.role == "user"]
+        kept, failed = grounded_facts(facts, [t.content for t in own])
+        return [(key, value, own[n].id) for key, value, n in kept], failed
+
+    def reflection(self, state: dict[str, Any], previous: dict[str, Any], sources: Sequence[str]) -> list[str]:
+        """Keep only the grounded parts of a new self-state (in place); returns the failed checks."""
+        failed = []
+        if not isinstance(state.get("mood"), str) or state["mood"].strip().lower() not in MOODS:
+            failed.append("mood_outside_vocabulary")
+            state["mood"] = previous.get("mood", "calm")
+        material = [Source(text) for text in sources if text]
+        narrative = str(state.get("self_narrative", ""))
+        if narrative and not self._check(narrative, material)[0].ok:
+            failed.append("self_narrative_unsupported")
+            state["self_narrative"] = previous.get("self_narrative", "")
+        kept = [r for r in state.get("reflections", []) if isinstance(r, str) and self._check(r, material)[0].ok]
+        if len(kept) != len(state.get("reflections", [])):
+            failed.append("reflections_unsupported")
+        state["reflections"] = kept
+        return failed
+
+    def world(self, text: str, sources: Sequence[str]) -> Verdict:
+        """A world document is proposed whole or not at all: every sentence must hold."""
+        return self._check(text, [Source(s) for s in sources if s])[0]

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""What the dream writes over real conversations: how much, what its checks refused, and whether any of it is invented.
+
+Each memory of a set (``scripts/recall_sets.py``: LoCoMo's dev half, MemoryBank)
+is imported through ``lyra import`` into a fresh data directory and dreamt over
+once (``Dreamer.run_pass(force=True)``) with:
+
+- ``default``: the configured summary model (SmolLM2-135M by default);
+- ``ideal``: a scripted model whose gists are LoCoMo's own session summaries
+  (written by a large model for the dataset) and whose roll-ups are the pieces
+  they roll up; it shows what the checks refuse of good writing (LoCoMo only:
+  MemoryBank ships no summaries).
+
+Per kind of memory it reports what was written (abstractive / extractive),
+what the checks refused and why (from the dream's own log), and — on what was
+written — how many carry a name, number or (for facts) a value that no source
+says (the same simple test as ``tests/test_grounded_dream_real.py``; must be 0).
+Coverage: the share of LoCoMo's evidence turns whose content is in their
+session's gist (a gist sentence within cosine 0.6 of the turn). ``--gists FILE``
+keeps the gists (by session id) for ``scripts/eval_recall.py --gists FILE``.
+
+    python scripts/eval_consolidation.py --dataset locomo-dev --model ideal
+    python scripts/eval_consolidation.py --sessions 4 --conversations 2   # a quicker look with the default model
+    python scripts/eval_consolidation.py --support    # how the sentence-support threshold was chosen
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lyra_local.config import load_settings
+from lyra_local.llm.base import GenerationOptions, Message
+from lyra_local.llm.registry import Models
+from lyra_local.mind import Dreamer
+from lyra_local.mind.ground import when
+from lyra_local.mind.grounding import SUPPORT, sentences
+from lyra_local.store import Store
+from lyra_local.transfer.importer import import_source
+from lyra_local.transfer.sources import open_source
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from recall_sets import SHARED, MemorySet, load  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.fakes import FakeChatModel  # noqa: E402  (the scripted model of the tests: enqueue/respond)
+from tests.test_grounded_dream_real import invented  # noqa: E402
+
+COVERED = 0.6
+KINDS = ("gist", "fact", "digest", "narrative", "reflect", "world")
+
+
+def ideal_model(summaries: dict[str, str]) -> FakeChatModel:
+    """Gists are the dataset's own summary of the session; roll-ups are their pieces; no facts, a plain self-state."""
+
+    def respond(messages: Sequence[Message], options: GenerationOptions | None) -> str:
+        prompt = messages[-1]["content"]
+        if options is not None and options.json_schema is not None:
+            if "standing facts" in prompt:
+                return '{"facts": []}'
+            return '{"mood": "calm", "energy": 0.5, "self_narrative": "I listened.", "reflections": []}'
+        named = re.search(r"Conversation “([^”]+)”", prompt)
+        if named and named.group(1) in summaries:
+            return summaries[named.group(1)]
+        material = prompt.rpartition("\n\n")[0]
+        if "core memory" in prompt:
+            return "\n".join(line for line in material.splitlines() if line.startswith("- ")) or "# Now"
+        return " ".join(line.partition(": ")[2] or line for line in material.splitlines()[1:] if line.strip())
+
+    return FakeChatModel(n_ctx=8192, name="ideal (LoCoMo's session summaries)", respond=respond)
+
+
+def locomo_summaries(path: Path) -> dict[str, str]:
+    out = {}
+    for item in json.loads(path.read_text(encoding="utf-8")):
+        for key, text in item.get("session_summary", {}).items():
+            n = re.fullmatch(r"session_(\d+)_summary", key)
+            if n:
+                out[f"{item['sample_id']} session {n.group(1)}"] = text
+    return out
+
+
+def dream_over(memory_set: MemorySet, base: Path, models: Models, summary: Any) -> tuple[Store, list[dict[str, Any]]]:
+    data = base / memory_set.name
+    data.mkdir(parents=True)
+    (data / "in.jsonl").write_text(memory_set.jsonl(), encoding="utf-8")
+    store = Store(data / "store")
+    import_source(store, models.embed, open_source(data / "in.jsonl", "lyra"))
+    settings = load_settings(None, env={**os.environ, "LYRA_DATA_DIR": str(data / "store"),
+                                        "LYRA_DREAM__SESSION_IDLE_S": "0"})
+    events: list[dict[str, Any]] = []
+    Dreamer(store, summary, models.embed, settings, on_event=events.append).run_pass(force=True)
+    return store, events
+
+
+def measure(store: Store, events: list[dict[str, Any]], memory_set: MemorySet, models: Models,
+            totals: dict[str, Counter[str]], coverage: list[float], gists: dict[str, str]) -> None:
+    sessions = store.sessions.list(limit=10_000)
+    turns = {s.id: store.exchanges.history(s.id) for s in sessions}
+    headers = {s.id: when(turns[s.id], s.name) for s in sessions}  # what the model is shown with each session
+    everything = [t.content for ts in turns.values() for t in ts] + list(headers.values())
+    for event in events:
+        kind = event["kind"].removesuffix(".rejected")
+        if event["kind"].endswith(".rejected"):
+            checks = event["detail"].get("checks", [])
+            for check in (checks.items() if isinstance(checks, dict) else ((c, 1) for c in checks)):
+                totals["fact" if kind == "profile" else kind][f"refused: {check[0]}"] += check[1]
+    for s in sessions:
+        gist = store.derived.gist(s.id)
+        if gist is None:
+            totals["gist"]["sessions without a gist"] += 1
+            continue
+        gists[s.uid] = gist.content
+        totals["gist"][f"written: {gist.method}"] += 1
+        totals["gist"]["invented"] += bool(invented(gist.content, [t.content for t in turns[s.id]] + [headers[s.id]]))
+    for d in store.derived.digests():
+        totals["digest"][f"written: {d.method}"] += 1
+        totals["digest"]["invented"] += bool(invented(d.content, everything))
+    narrative = store.derived.narrative()
+    if narrative:
+        totals["narrative"]["written"] += 1
+        totals["narrative"]["invented"] += bool(invented(narrative, everything))
+    own = " ".join(t.content.lower() for ts in turns.values() for t in ts if t.role == "user")
+    for fact in store.derived.profile():
+        totals["fact"]["written"] += 1
+        totals["fact"]["invented"] += not all(w in own for w in re.findall(r"\w+", fact.value.lower()))
+    state = store.derived.self_state() or {}
+    for text in [state.get("self_narrative", ""), *state.get("reflections", [])]:
+        if text:
+            totals["reflect"]["written"] += 1
+            totals["reflect"]["invented"] += bool(invented(text, everything))
+    for w in store.coord.world_history():
+        if w.author == "dream":
+            totals["world"]["written"] += 1
+            totals["world"]["invented"] += bool(invented(w.content, everything))
+    by_source = store.exchanges.ids_by_source()
+    for question in memory_set.questions:
+        for source_id in question.evidence:
+            turn = store.exchanges.get(by_source[source_id])
+            gist = store.derived.gist(turn.session_id) if turn else None
+            if turn is None or gist is None:
+                coverage.append(0.0)
+                continue
+            said = sentences(gist.content)
+            vectors = np.asarray(models.embed.embed([turn.content, *said]), dtype=np.float32)
+            coverage.append(float((vectors[1:] @ vectors[0]).max() >= COVERED))
+
+
+def support_table(models: Models) -> None:
+    """How well the sentence check tells a session's own summary from another session's of the same people."""
+    summaries = locomo_summaries(SHARED / "locomo-dev.json")
+    rng = random.Random(0)
+    own, other = [], []
+    for memory_set in load("locomo-dev"):
+        names = [s["name"] for s in memory_set.sessions if s["name"] in summaries]
+        for session in memory_set.sessions:
+            if session["name"] not in summaries:
+                continue
+            turns = np.asarray(models.embed.embed([m["content"] for m in session["messages"]]), dtype=np.float32)
+            foreign = rng.choice([n for n in names if n != session["name"]])
+            for bucket, text in ((own, summaries[session["name"]]), (other, summaries[foreign])):
+                vectors = np.asarray(models.embed.embed(sentences(text)), dtype=np.float32)
+                bucket.extend((vectors @ turns.T).max(axis=1).tolist())
+    print(f"\n### Sentence support: {len(own)} sentences of LoCoMo's own session summaries against their session, "
+          f"{len(other)} of another session's summary of the same two people (the threshold in use: {SUPPORT})\n")
+    print("| cosine threshold | own sentences passing | other session's sentences passing |\n|---:|---:|---:|")
+    for threshold in (0.35, 0.4, 0.45, 0.5, 0.55, 0.6):
+        print(f"| {threshold} | {np.mean(np.asarray(own) >= threshold):.3f} | "
+              f"{np.mean(np.asarray(other) >= threshold):.3f} |")
+
+
+def report(title: str, totals: dict[str, Counter[str]], coverage: list[float], seconds: float) -> None:
+    print(f"\n### {title} ({seconds:.0f} s)\n")
+    print("| kind | written | refused by the checks | written with a name, number or value no source says |")
+    print("|---|---|---|---:|")
+    for kind in KINDS:
+        c = totals[kind]
+        written = ", ".join(f"{k.removeprefix('written: ') or 'all'} {v}" for k, v in sorted(c.items())
+                            if k.startswith("written")) or "0"
+        refused = ", ".join(f"{k.removeprefix('refused: ')} {v}" for k, v in sorted(c.items())
+                            if k.startswith("refused")) or "none"
+        missing = f", sessions without a gist {c['sessions without a gist']}" if c["sessions without a gist"] else ""
+        print(f"| {kind} | {written}{missing} | {refused} | {c['invented']} |")
+    if coverage:
+        print(f"\nCoverage: {sum(coverage) / len(coverage):.3f} of {len(coverage)} evidence turns are in their "
+              f"session's gist (a gist sentence within cosine {COVERED}).")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", choices=("locomo-dev", "memorybank", "all"), default="all")
+    parser.add_argument("--model", choices=("default", "ideal", "both"), default="both")
+    parser.add_argument("--conversations", type=int, default=0, help="only the first N memories of a set")
+    parser.add_argument("--sessions", type=int, default=0, help="only the first N sessions of each memory")
+    parser.add_argument("--gists", type=Path, help="write the gists by session id (for eval_recall.py --gists)")
+    parser.add_argument("--support", action="store_true", help="only measure the sentence-support threshold")
+    args = parser.parse_args()
+    if args.support:
+        with tempfile.TemporaryDirectory() as tmp:
+            models = Models(load_settings(None, env={**os.environ, "LYRA_DATA_DIR": tmp}))
+            support_table(models)
+            models.close()
+        return
+    datasets = ["locomo-dev", "memorybank"] if args.dataset == "all" else [args.dataset]
+    kinds = ["default", "ideal"] if args.model == "both" else [args.model]
+    all_gists: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(None, env={**os.environ, "LYRA_DATA_DIR": tmp})
+        models = Models(settings)
+        print(f"Consolidation evaluation: summary model {models.summary.name}, embeddings {models.embed.name}, "
+              f"{os.cpu_count()} CPUs; grounding as in lyra_local/mind/grounding.py")
+        for dataset in datasets:
+            sets = load(dataset)[:args.conversations or None]
+            for memory_set in sets:
+                memory_set.sessions = memory_set.sessions[:args.sessions or None]
+                kept = {s["id"] for s in memory_set.sessions}
+                ids = {m["source_id"] for s in memory_set.sessions for m in s["messages"]}
+                memory_set.questions = [q for q in memory_set.questions if q.evidence <= ids] if kept else []
+            for kind in kinds:
+                if kind == "ideal" and dataset != "locomo-dev":
+                    continue
+                summary = models.summary if kind == "default" else ideal_model(locomo_summaries(
+                    SHARED / "locomo-dev.json"))
+                totals: dict[str, Counter[str]] = defaultdict(Counter)
+                coverage: list[float] = []
+                started = time.perf_counter()
+                for memory_set in sets:
+                    store, events = dream_over(memory_set, Path(tmp) / kind / dataset, models, summary)
+                    gists: dict[str, str] = {}
+                    measure(store, events, memory_set, models, totals, coverage, gists)
+                    if kind == "default":
+                        all_gists.update(gists)
+                    store.close()
+                turns = sum(s.turns for s in sets)
+                report(f"{dataset}, {kind} model: {len(sets)} memories, {sum(len(s.sessions) for s in sets)} "
+                       f"sessions, {turns:,} turns", totals, coverage if dataset == "locomo-dev" else [],
+                       time.perf_counter() - started)
+        models.close()
+    if args.gists:
+        args.gists.write_text(json.dumps({"format": "lyra-recall-gists", "model": "default summary model",
+                                          "sessions": all_gists}, ensure_ascii=False, indent=1) + "\n",
+                              encoding="utf-8")
+        print(f"\nwrote {len(all_gists)} gists to {args.gists}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""Grounding of what the dream writes: the checks, the extractive floor, grounded facts, and the dream using them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lyra_local.config import Settings
+from lyra_local.llm.base import GenerationOptions, Message
+from lyra_local.mind import Dreamer
+from lyra_local.mind import grounding as g
+from lyra_local.mind.profile import grounded_facts
+from lyra_local.store import Store
+
+from .fakes import FakeChatModel, FakeEmbedder
+from .test_dream import add_session
+
+TURNS = ["Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+         "Melanie: Wow, that's cool, Caroline! What happened that was so awesome?",
+         "Caroline: The transgender stories were so inspiring, I was so happy and thankful for all the support.",
+         "Melanie: Glad you found a helpful group. I'm swamped with the kids and work right now.",
+         "Caroline: I want to study counseling and help people who went through the same things."]
+
+
+def words_count(text: str) -> int:
+    return len(text.split())
+
+
+@pytest.fixture()
+def sources(embedder) -> list[g.Source]:
+    vectors = embedder.embed(TURNS)
+    return [g.Source(t, g.split_speaker(t)[0], v) for t, v in zip(TURNS, vectors, strict=True)]
+
+
+def check(text: str, sources: Sequence[g.Source], embedder, **kw: object) -> g.Verdict:
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.asarray(embedder.embed(texts), dtype=np.float32)
+    return g.check(text, sources, embed, budget=int(kw.get("budget", 200)), count=words_count,
+                   names=["Caroline", "Lyra"])[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("draft", "failed"), [
+    ("The user: Caroline: Hey Mel! Lyra: Melanie: Hi Caroline!", "speaker_lines"),
+    ("Carolina adopted two cats in 2019 and moved to Lisbon.", "unsupported_terms"),
+    ("Caroline plans to buy a sailing boat next summer and cross the Atlantic ocean.", "unsupported_sentences"),
+    ("Here are the summaries from 2023-05. Write a digest of that month.", "unsupported_terms"),
+])
+def test_a_draft_that_invents_or_transcribes_fails(sources, embedder, draft: str, failed: str) -> None:
+    verdict = check(draft, sources, embedder)
+    assert failed in verdict.failed and not verdict.ok
+
+
+@pytest.mark.slow
+def test_an_invented_sentence_is_dropped_from_an_otherwise_faithful_summary(sources, embedder) -> None:
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.asarray(embedder.embed(texts), dtype=np.float32)
+
+    draft = ("Caroline went to an LGBTQ support group and found the transgender stories inspiring. "
+             "Caroline wants to study counseling. Melanie bought a sailing boat in Lisbon.")
+    verdict, kept = g.check(draft, sources, embed, budget=200, count=words_count, names=["Caroline"], keep=0.5)
+    assert verdict.ok and verdict.counts["sentences_dropped"] == 1
+    assert "Lisbon" not in kept and "Caroline wants to study counseling." in kept
+
+
+@pytest.mark.slow
+def test_a_faithful_summary_passes(sources, embedder) -> None:
+    draft = ("Caroline went to an LGBTQ support group and found the transgender stories inspiring. "
+             "Melanie was glad and said she was swamped with the kids and work. Caroline wants to study counseling.")
+    assert check(draft, sources, embedder).ok
+
+
+def test_too_long_fails_the_budget(sources, embedder) -> None:
+    verdict = check(" ".join(["Caroline went to an LGBTQ support group."] * 20), sources, embedder, budget=50)
+    assert "budget" in verdict.failed and verdict.counts["tokens"] > 50
+
+
+@pytest.mark.slow
+def test_the_floor_quotes_central_sentences_in_order_without_repeats_within_budget(embedder) -> None:
+    turns = [(None, t, 1.0) for t in [TURNS[0], *TURNS]]  # the first said twice
+    quotes = g.candidate_quotes(turns)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.asarray(embedder.embed(texts), dtype=np.float32)
+
+    text = g.extractive(quotes, embed, budget=60, count=words_count)
+    kept = g.quotes_of(text, 0)
+    assert 2 <= len(kept) and words_count(text) <= 60
+    assert all(q.who in ("Caroline", "Melanie") for q in kept)
+    assert all(any(q.sentence in t for t in TURNS) for q in kept)  # every quote is said as it was
+    assert len({q.sentence for q in kept}) == len(kept)
+    positions = [next(i for i, t in enumerate(TURNS) if q.sentence in t) for q in kept]
+    assert positions == sorted(positions)
+    assert g.speaker_lines(text, ["Caroline", "Melanie"]) == 0
+
+
+@pytest.mark.parametrize(("fact", "reason"), [
+    (("home city", "1"), "value_says_nothing"), (("job", "2"), "value_says_nothing"),
+    (("partner", "cat"), "value_not_said_as_that_fact"), (("job", "work"), "value_says_nothing"),
+    (("pet", "Oliver"), "value_not_in_their_words"), (("favourite colour of socks", "blue"), "key_outside_vocabulary"),
+])
+def test_a_fact_not_said_by_the_person_is_not_kept(fact: tuple[str, str], reason: str) -> None:
+    own = ["I want to work as a counselor.", "My cat sleeps all day.", "I moved to Boston last year."]
+    kept, failed = grounded_facts([fact], own)
+    assert kept == [] and failed == [reason]
+
+
+def test_facts_said_by_the_person_are_kept_under_their_vocabulary_key() -> None:
+    own = ["I want to work as a counselor.", "My cat Miso sleeps all day.", "I moved to Boston last year."]
+    kept, failed = grounded_facts([("occupation", "counselor"), ("pet", "a cat named Miso"),
+                                   ("city", "Boston")], own)
+    assert kept == [("job", "counselor", 0), ("pet", "a cat named Miso", 1), ("home city", "Boston", 2)]
+    assert failed == []
+
+
+def transcribing(messages: Sequence[Message], options: GenerationOptions | None) -> str:
+    """A model too small to summarize: it continues the transcript, and invents facts."""
+    if options is not None and options.json_schema is not None:
+        if "standing facts" in messages[-1]["content"]:
+            return '{"facts": [{"key": "home city", "value": "1"}, {"key": "partner", "value": "cat"}]}'
+        return '{"mood": "positive", "energy": 0.5, "self_narrative": "Awesome, how awesome!", "reflections": ["./2.0"]}'
+    return "The user: Sam: Hey! Lyra: Hi Sam, Carolina told me about the 1999 trip."
+
+
+def test_the_dream_writes_the_floor_and_logs_checks_not_text(tmp_path: Path,
+                                                            make_settings: Callable[..., Settings]) -> None:
+    settings = make_settings('[companion]\nuser_name = "Sam"\n[dream]\nsession_idle_s = 0\n')
+    store = Store(tmp_path / "data")
+    session = add_session(store, "moving", "2024-03-04", [
+        "We finally moved into the new flat near the river last weekend.", "How does it feel?",
+        "It feels wonderful, the kitchen is huge and the light in the mornings is lovely.", "I am glad."])
+    events: list[dict[str, object]] = []
+    report = Dreamer(store, FakeChatModel(respond=transcribing), FakeEmbedder(), settings,
+                     on_event=events.append).run_pass(force=True)
+    assert report.status == "done"
+    gist = store.derived.gist(session)
+    assert gist is not None and gist.method == "extractive"
+    assert "said, “We finally moved into the new flat near the river last weekend.”" in gist.content
+    assert "Carolina" not in gist.content and "Lyra:" not in gist.content
+    assert store.derived.profile() == []  # "1" and "cat" were never said as a home city or a partner
+    state = store.derived.self_state()
+    assert state is not None and state["mood"] == "calm" and state["reflections"] == []
+    rejected = [e for e in events if str(e["kind"]).endswith(".rejected")]
+    assert {e["kind"] for e in rejected} >= {"gist.rejected", "profile.rejected", "reflect.rejected"}
+    gist_event = next(e for e in rejected if e["kind"] == "gist.rejected")
+    assert "speaker_lines" in gist_event["detail"]["checks"]  # type: ignore[index]
+    logged = str([e["detail"] for e in events]) + str(store.coord.events(after_id=0))
+    assert "Carolina" not in logged and "1999" not in logged and "awesome" not in logged.lower()
+    store.close()
