@@ -179,7 +179,7 @@ def test_lyra_jsonl_keeps_ids_and_reports_bad_lines(tmp_path: Path) -> None:
     assert report.sessions_new == 1 and [p.where for p in report.problems] == [
         "sessions.jsonl line 2", "sessions.jsonl line 3", "sessions.jsonl line 4"]
     session = store.sessions.find(uid="s-1")
-    assert session is not None and session.created_at == "2023-05-08T13:56:00+00:00"
+    assert session is not None and session.created_at == "2023-05-08T13:56:00.000000+00:00"  # the store's UTC form
     again = import_conversations(store, FakeEmbedder(), open_source(path, "lyra").read())
     assert again.messages == 0 and again.sessions_unchanged == 1
 
@@ -193,3 +193,34 @@ def test_imported_history_is_recalled_with_the_real_embedder(tmp_path: Path, emb
     assert report.messages == 8 and report.embed_s > 0
     hits = Memory(store, embedder).recall(RecallQuery("Rocinante windmills", k=3, mode="dense"))
     assert "windmills" in hits[0].content
+
+
+class ForgettingWhileEmbedding(FakeEmbedder):
+    """An embedder during whose work the person forgets the session being added to."""
+
+    def __init__(self, store: Store, session_id: int) -> None:
+        super().__init__()
+        self.store, self.session_id = store, session_id
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        from lyra_local.store.forget import forget_sessions
+
+        forget_sessions(self.store, [self.session_id])
+        return super().embed(texts)
+
+
+def test_an_import_adding_to_a_session_forgotten_meanwhile_writes_nothing_to_it(tmp_path: Path) -> None:
+    from lyra_local.transfer.records import ImportedConversation, ImportedMessage
+
+    store = Store(tmp_path / "data")
+    first = ImportedConversation("diary", "2024-01-01T00:00:00+00:00",
+                                 [ImportedMessage("user", "day one", "2024-01-01T00:00:00+00:00", "m1")],
+                                 source="x", source_id="c1")
+    import_conversations(store, FakeEmbedder(), [first])
+    session = store.conn().execute("SELECT id FROM sessions").fetchone()[0]
+    later = ImportedConversation("diary", "2024-01-01T00:00:00+00:00", [
+        *first.messages, ImportedMessage("user", "day two, the secret", "2024-01-02T00:00:00+00:00", "m2")],
+        source="x", source_id="c1")
+    report = import_conversations(store, ForgettingWhileEmbedding(store, session), [later])
+    assert store.exchanges.count() == 0 and store.sessions.count() == 0
+    assert any("forgotten while importing" in p.what for p in report.problems), report.problems

@@ -3,6 +3,7 @@
 ``VACUUM INTO`` copies one read transaction's snapshot, so a backup taken while
 the server (or an import) writes is a consistent store as of that instant.
 The FAISS indexes are not copied: they are rebuilt from the database.
+A restore takes the data directory's lock exclusively (see ``store/dirlock.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from ..errors import LyraError
 from ..store import Store
 from ..store.db import to_iso
+from ..store.dirlock import DataDirBusy, DirLock, find_holders
 from ..store.store import DB_FILENAME, INDEX_DIRNAME
 
 SERVER_ALIVE_S = 120
@@ -54,39 +56,52 @@ def check(path: Path) -> None:
 
 
 def restore(source: Path, data_dir: Path, *, force: bool = False) -> Path:
-    """Replace the data directory's database with a backup; the old one is kept beside it."""
+    """Replace the data directory's database with a backup; the old one is kept beside it.
+
+    Holds the data-directory lock exclusively throughout, so no process has the
+    memory open while its file is swapped (one that starts meanwhile waits);
+    refuses, naming them, while any process holds it. ``force`` only overrides
+    the heartbeat check (a server that died without saying so), never the lock.
+    """
     source = source.expanduser().resolve()
     if not source.is_file():
         raise LyraError(f"no backup at {source}")
     check(source)
-    target = data_dir / DB_FILENAME
-    if target.exists() and not force:
-        running = _live_servers(data_dir)
-        if running:
-            raise LyraError(f"the memory is in use by {', '.join(running)}",
-                            hint="stop `lyra serve` (and `lyra dream`) first, or pass --force")
     data_dir.mkdir(parents=True, exist_ok=True)
-    kept = None
-    if target.exists():
-        kept = data_dir / f"{DB_FILENAME}.before-restore-{datetime.now():%Y%m%d-%H%M%S}"
-        store = Store(data_dir)
-        store.conn().execute("VACUUM INTO ?", (str(kept),))
-        store.close()
-    staged = data_dir / f"{DB_FILENAME}.restoring"
-    shutil.copyfile(source, staged)
-    for suffix in ("-wal", "-shm"):
-        (data_dir / f"{DB_FILENAME}{suffix}").unlink(missing_ok=True)
-    os.replace(staged, target)
-    shutil.rmtree(data_dir / INDEX_DIRNAME, ignore_errors=True)  # derived: rebuilt from the restored rows
+    lock = DirLock(data_dir)
+    if not lock.try_exclusive():
+        holders = find_holders(data_dir)
+        raise DataDirBusy(f"the memory in {data_dir} is open in {'; '.join(map(str, holders)) or 'another process'}",
+                          hint="stop those processes (`lyra serve`, `lyra dream --loop`, ...) first: a restore "
+                               "never replaces a database another process has open; --force does not override this")
+    try:
+        target = data_dir / DB_FILENAME
+        kept = None
+        if target.exists():
+            kept = data_dir / f"{DB_FILENAME}.before-restore-{datetime.now():%Y%m%d-%H%M%S}"
+            store = Store(data_dir, lock=lock)  # under our exclusive hold: it must not take the lock shared
+            try:
+                running = [] if force else _live_servers(store)
+                if running:
+                    raise LyraError(f"the memory is in use by {', '.join(running)}",
+                                    hint="stop `lyra serve` (and `lyra dream`) first, or pass --force")
+                store.conn().execute("VACUUM INTO ?", (str(kept),))
+            finally:
+                store.close()
+        staged = data_dir / f"{DB_FILENAME}.restoring"
+        shutil.copyfile(source, staged)
+        for suffix in ("-wal", "-shm"):
+            (data_dir / f"{DB_FILENAME}{suffix}").unlink(missing_ok=True)
+        os.replace(staged, target)
+        shutil.rmtree(data_dir / INDEX_DIRNAME, ignore_errors=True)  # derived: rebuilt from the restored rows
+    finally:
+        lock.release()
     return kept or target
 
 
-def _live_servers(data_dir: Path) -> list[str]:
-    store = Store(data_dir)
-    try:
-        since = to_iso(datetime.now(timezone.utc) - timedelta(seconds=SERVER_ALIVE_S))
-        rows = store.conn().execute("SELECT id, kind FROM instances WHERE completed_at IS NULL AND heartbeat_at > ? "
-                                    "AND kind IN ('server', 'dream')", (since,)).fetchall()
-        return [f"{r['kind']} {r['id']}" for r in rows]
-    finally:
-        store.close()
+def _live_servers(store: Store) -> list[str]:
+    """Instances that heartbeat recently without saying they stopped (another host, or a crash just now)."""
+    since = to_iso(datetime.now(timezone.utc) - timedelta(seconds=SERVER_ALIVE_S))
+    rows = store.conn().execute("SELECT id, kind FROM instances WHERE completed_at IS NULL AND heartbeat_at > ? "
+                                "AND kind IN ('server', 'dream')", (since,)).fetchall()
+    return [f"{r['kind']} {r['id']}" for r in rows]

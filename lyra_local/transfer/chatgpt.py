@@ -18,6 +18,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..store.db import to_iso
+from ..textsafe import well_formed
+from .archive import read_member
 from .records import ImportedConversation, ImportedMessage, ImportFormatError, ImportProblem
 
 SOURCE = "chatgpt"
@@ -33,11 +36,11 @@ def load_export(path: Path) -> list[Any]:
     try:
         if zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as archive:
-                names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "conversations.json"]
+                names = conversations_member(archive.namelist())
                 if not names:
                     raise ImportFormatError(f"{path} is a zip without a conversations.json",
                                             hint="pass the export .zip ChatGPT mailed you, or its conversations.json")
-                raw = archive.read(min(names, key=len))
+                raw = read_member(archive, names[0])
         elif path.suffix.lower() == ".zip":
             raise ImportFormatError(f"{path} is not a complete zip file (truncated or damaged)",
                                     hint="download the export again, or unzip it and pass conversations.json")
@@ -51,12 +54,21 @@ def load_export(path: Path) -> list[Any]:
                                 hint="is the file complete? an export is a JSON list of conversations") from exc
     except UnicodeDecodeError as exc:
         raise ImportFormatError(f"{path} is not a text file: {exc}", hint="pass the export .zip or .json") from exc
-    except OSError as exc:
+    except (ValueError, RecursionError) as exc:  # a number of over 4,300 digits; nesting too deep
+        raise ImportFormatError(f"{path} is not a ChatGPT export: {exc}",
+                                hint="an export is a JSON list of conversations") from exc
+    except (OSError, EOFError) as exc:
         raise ImportFormatError(f"cannot read {path}: {exc}") from exc
     if not looks_like_chatgpt(data):
         raise ImportFormatError(f"{path} does not look like a ChatGPT export",
                                 hint="expected a list of conversations with a 'mapping' of messages")
     return list(data)
+
+
+def conversations_member(names: list[str]) -> list[str]:
+    """The zip member an export keeps its conversations in (the shallowest ``conversations.json``), if any."""
+    found = sorted((n for n in names if n.rsplit("/", 1)[-1] == "conversations.json"), key=len)
+    return found[:1]
 
 
 def looks_like_chatgpt(data: Any) -> bool:
@@ -70,13 +82,16 @@ def read_chatgpt(path: Path) -> Iterator[ImportedConversation | ImportProblem]:
             yield parse_conversation(raw)
         except BrokenConversation as exc:
             yield ImportProblem(where, str(exc))
+        except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
+            # A shape no export has: this conversation is reported, the others still import.
+            yield ImportProblem(where, f"not readable ({type(exc).__name__}: {exc})")
 
 
 def parse_conversation(raw: Any) -> ImportedConversation:
     if not isinstance(raw, dict) or not isinstance(raw.get("mapping"), dict):
         raise BrokenConversation("not a conversation (no 'mapping' of messages)")
     conv_id = raw.get("conversation_id") or raw.get("id")
-    if not conv_id:
+    if not isinstance(conv_id, (str, int)) or isinstance(conv_id, bool) or not str(conv_id).strip():
         raise BrokenConversation("the conversation has no id")
     mapping: dict[str, Any] = raw["mapping"]
     started = _iso(raw.get("create_time")) or _iso(raw.get("update_time"))
@@ -87,6 +102,8 @@ def parse_conversation(raw: Any) -> ImportedConversation:
         message = mapping[node_id].get("message")
         if not message:
             continue
+        if not isinstance(message, dict):
+            raise BrokenConversation(f"node {node_id} holds no message object")
         kept = _message(message, skipped)
         if kept is None:
             continue
@@ -95,12 +112,15 @@ def parse_conversation(raw: Any) -> ImportedConversation:
         if at is None:
             raise BrokenConversation(f"message {node_id} has no timestamp, and neither has the conversation")
         last = at
-        messages.append(ImportedMessage(role, text, at, str(message.get("id") or node_id)))
+        message_id = message.get("id")
+        messages.append(ImportedMessage(role, well_formed(text), at, well_formed(
+            str(message_id if isinstance(message_id, str) and message_id else node_id))))
     created = started or (messages[0].created_at if messages else None)
     if created is None:
         raise BrokenConversation("the conversation has no timestamp")
-    title = str(raw.get("title") or "").strip() or "Untitled (ChatGPT)"
-    return ImportedConversation(title, created, messages, SOURCE, str(conv_id), skipped=skipped)
+    title = raw.get("title")
+    title = well_formed(title.strip() if isinstance(title, str) else "") or "Untitled (ChatGPT)"
+    return ImportedConversation(title, created, messages, SOURCE, well_formed(str(conv_id)), skipped=skipped)
 
 
 def _current_branch(mapping: dict[str, Any], current: Any) -> list[str]:
@@ -110,17 +130,17 @@ def _current_branch(mapping: dict[str, Any], current: Any) -> list[str]:
         if len(leaves) != 1:
             raise BrokenConversation("no current_node, and the tree does not have exactly one leaf")
         current = leaves[0]
-    if current not in mapping:
+    if not isinstance(current, str) or current not in mapping:
         raise BrokenConversation(f"current_node {current} is not in the mapping")
     path: list[str] = []
     seen: set[str] = set()
     node: Any = current
     while node is not None:
-        if node in seen:
-            raise BrokenConversation(f"the message tree loops at node {node}")
-        if node not in mapping or not isinstance(mapping[node], dict):
+        if not isinstance(node, str) or node not in mapping or not isinstance(mapping[node], dict):
             raise BrokenConversation(f"node {path[-1] if path else current} points to a parent {node} that "
                                      f"is not in the mapping")
+        if node in seen:
+            raise BrokenConversation(f"the message tree loops at node {node}")
         seen.add(node)
         path.append(node)
         node = mapping[node].get("parent")
@@ -129,28 +149,32 @@ def _current_branch(mapping: dict[str, Any], current: Any) -> list[str]:
 
 
 def _message(message: dict[str, Any], skipped: Counter[str]) -> tuple[str, str] | None:
-    role = (message.get("author") or {}).get("role")
-    if role not in KEPT_ROLES:
-        skipped[f"{role or 'unknown'} messages"] += 1
+    role = _object(message.get("author")).get("role")
+    if not isinstance(role, str) or role not in KEPT_ROLES:
+        skipped[f"{role if isinstance(role, str) and role else 'unknown'} messages"] += 1
         return None
-    metadata = message.get("metadata") or {}
+    metadata = _object(message.get("metadata"))
     if metadata.get("is_visually_hidden_from_conversation") or metadata.get("is_user_system_message"):
         skipped["hidden messages"] += 1
         return None
-    content = message.get("content") or {}
+    content = _object(message.get("content"))
     kind = content.get("content_type")
+    kind = kind if isinstance(kind, str) else None
+    parts = content.get("parts")
+    parts = parts if isinstance(parts, list) else []
     if kind == "text":
-        text = "\n".join(p for p in content.get("parts") or [] if isinstance(p, str))
+        text = "\n".join(p for p in parts if isinstance(p, str))
     elif kind == "multimodal_text":
-        parts = content.get("parts") or []
         text = "\n".join(p for p in parts if isinstance(p, str))
         for part in parts:  # images, audio, files: counted, not kept
             if not isinstance(part, str):
                 kind_of_part = part.get("content_type") if isinstance(part, dict) else None
-                skipped[f"{kind_of_part or 'non-text'} parts"] += 1
+                skipped[f"{kind_of_part if isinstance(kind_of_part, str) else 'non-text'} parts"] += 1
     elif kind == "code":
-        code = str(content.get("text") or "")
-        text = f"```{content.get('language') or ''}\n{code}\n```" if code.strip() else ""
+        code, language = content.get("text"), content.get("language")
+        code = code if isinstance(code, str) else ""
+        language = language if isinstance(language, str) else ""
+        text = f"```{language}\n{code}\n```" if code.strip() else ""
     else:
         skipped[f"{kind or 'unknown'} content"] += 1
         return None
@@ -160,14 +184,23 @@ def _message(message: dict[str, Any], skipped: Counter[str]) -> tuple[str, str] 
     return role, text
 
 
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _iso(value: Any) -> str | None:
-    if isinstance(value, (int, float)) and value > 0:
-        return datetime.fromtimestamp(float(value), timezone.utc).isoformat()
+    """A Unix time as the store's UTC text; ``None`` for anything else (or a time no calendar holds)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        try:
+            return to_iso(datetime.fromtimestamp(float(value), timezone.utc))
+        except (OverflowError, ValueError, OSError):  # inf, nan, past the year 9999
+            return None
     return None
 
 
 def _describe(raw: Any, n: int) -> str:
     if isinstance(raw, dict):
-        title = raw.get("title") or "untitled"
-        return f"conversation {n} \u201c{title}\u201d ({raw.get('conversation_id') or raw.get('id') or 'no id'})"
+        title = well_formed(str(raw.get("title") or "untitled"))[:80]
+        conv_id = well_formed(str(raw.get("conversation_id") or raw.get("id") or "no id"))[:80]
+        return f"conversation {n} \u201c{title}\u201d ({conv_id})"
     return f"conversation {n}"

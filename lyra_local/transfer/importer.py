@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..llm.base import Embedder
 from ..store import Session, Store
 from ..store.exchanges import NewExchange
@@ -78,12 +80,21 @@ def import_conversations(store: Store, embedder: Embedder, items: Iterable[Impor
     def flush() -> None:
         nonlocal processed
         t0 = time.perf_counter()
-        vectors = embedder.embed([m.content for p in batch for m in p.messages])
+        texts = [m.content for p in batch for m in p.messages]
+        # A batch of conversations with nothing left to store (images only) needs no model at all.
+        vectors = embedder.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
         report.embed_s += time.perf_counter() - t0
         row = 0
         with store.write() as conn:  # whole conversations, or nothing of them
             for p in batch:
                 c = p.conversation
+                if p.session is not None and not store.sessions.exists(p.session.id, conn=conn):
+                    # forgotten while we embedded: what it adds to must not come back
+                    report.problems.append(ImportProblem(f"\u201c{c.name}\u201d", "its session was forgotten "
+                                                         "while importing; its new messages were not imported"))
+                    row += len(p.messages)
+                    p.messages = []
+                    continue
                 session = p.session or store.sessions.create(c.name, created_at=c.created_at, source=c.source,
                                                              source_id=c.source_id, uid=c.uid, conn=conn)
                 news = [NewExchange(session.id, m.role, m.content, m.created_at, source_id=m.source_id)
@@ -157,7 +168,7 @@ def import_source(store: Store, embedder: Embedder, source: Source,
                         "own summaries and profile; the dream cycle builds them for the imported sessions")
     try:
         restored = restore_memory(store, embedder, memory)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ImportFormatError(f"the memory file of {source.path} is not usable: {exc}",
                                 hint="it is written by `lyra export`") from exc
     return report, "memory restored: " + ", ".join(f"{n} {k}" for k, n in restored.items())

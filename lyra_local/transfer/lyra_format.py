@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..store import Store
-from ..store.db import from_iso
+from ..textsafe import well_formed
 from .records import ImportedConversation, ImportedMessage, ImportFormatError, ImportProblem
+from .timestamps import utc_timestamp
 
 ROLES = ("user", "assistant")
 
@@ -40,10 +41,11 @@ def read_lyra_lines(lines: Iterable[str], name: str) -> Iterator[ImportedConvers
                 continue
             try:
                 raw = json.loads(line)
-            except json.JSONDecodeError as exc:
+            except (ValueError, RecursionError) as exc:  # also a number of over 4,300 digits, nesting too deep
+                what = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
                 if n == 1:
-                    raise ImportFormatError(f"{name} is not Lyra JSON Lines: line 1: {exc.msg}", hint=hint) from exc
-                yield ImportProblem(f"{name} line {n}", f"not valid JSON: {exc.msg} at column {exc.colno}")
+                    raise ImportFormatError(f"{name} is not Lyra JSON Lines: line 1: {what}", hint=hint) from exc
+                yield ImportProblem(f"{name} line {n}", f"not valid JSON: {what}")
                 continue
             if n == 1 and not (isinstance(raw, dict) and "messages" in raw):
                 raise ImportFormatError(f"{name} is not Lyra JSON Lines: its first line is not a session", hint=hint)
@@ -56,6 +58,7 @@ def read_lyra_lines(lines: Iterable[str], name: str) -> Iterator[ImportedConvers
 
 
 def parse_session(raw: Any) -> ImportedConversation:
+    """One line as a conversation, times in UTC; a ``ValueError`` says what is wrong with it."""
     if not isinstance(raw, dict):
         raise ValueError("a line must be a JSON object")
     uid, name, messages = raw.get("id"), raw.get("name", ""), raw.get("messages")
@@ -64,16 +67,28 @@ def parse_session(raw: Any) -> ImportedConversation:
     if not isinstance(messages, list):
         raise ValueError("'messages' must be a list")
     out = []
-    for i, m in enumerate(messages):
+    for i, m in enumerate(messages, 1):
         if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
-            raise ValueError(f"message {i + 1} needs a role (user or assistant) and a content string")
-        at = str(m.get("created_at", ""))
-        from_iso(at)  # raises ValueError on a bad date
-        out.append(ImportedMessage(m["role"], m["content"], at, m.get("source_id")))
-    created = str(raw.get("created_at") or (out[0].created_at if out else ""))
-    from_iso(created)
-    source = str(raw.get("source") or "lyra")
-    return ImportedConversation(str(name), created, out, source, raw.get("source_id"), uid)
+            raise ValueError(f"message {i} needs a role (user or assistant) and a content string")
+        at = utc_timestamp(m.get("created_at"), f"message {i}: created_at")
+        out.append(ImportedMessage(m["role"], well_formed(m["content"]), at, _optional_id(m.get("source_id"))))
+    created = raw.get("created_at")
+    created = utc_timestamp(created, "the session's created_at") if created else (out[0].created_at if out else "")
+    if not created:
+        raise ValueError("the session has no created_at and no messages to take it from")
+    source = raw.get("source")
+    return ImportedConversation(well_formed(name) if isinstance(name, str) else str(name),
+                                created, out, well_formed(source) if isinstance(source, str) and source else "lyra",
+                                _optional_id(raw.get("source_id")), well_formed(uid))
+
+
+def _optional_id(value: Any) -> str | None:
+    """An id as text (a number is kept as its digits); ``None`` when absent; anything else is refused."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(f"source_id must be a string, not {type(value).__name__}")
+    return well_formed(str(value))
 
 
 def write_sessions(store: Store, out: IO[str]) -> tuple[int, int]:

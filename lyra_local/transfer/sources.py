@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .chatgpt import read_chatgpt
+from .archive import check_members, open_member, read_member
+from .chatgpt import conversations_member, read_chatgpt
 from .lyra_format import read_lyra_jsonl, read_lyra_lines
 from .records import ImportedConversation, ImportFormatError, ImportProblem
 
@@ -45,14 +46,22 @@ class Source:
             if self.zipped:
                 with zipfile.ZipFile(self.path) as archive:
                     if MEMORY_FILE in archive.namelist():
-                        return dict(json.loads(archive.read(MEMORY_FILE)))
-        except (json.JSONDecodeError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+                        return dict(json.loads(read_member(archive, MEMORY_FILE)))
+        # ValueError: bad JSON, a number of over 4,300 digits, or not an object; RecursionError: nested too deep.
+        except (ValueError, TypeError, RecursionError, zipfile.BadZipFile) as exc:
             raise ImportFormatError(f"the {MEMORY_FILE} of {self.path} is not readable: {exc}") from exc
+        except OSError as exc:
+            raise ImportFormatError(f"cannot read {self.path}: {exc}") from exc
         return None
 
     def _zipped_sessions(self) -> Iterator[ImportedConversation | ImportProblem]:
-        with zipfile.ZipFile(self.path) as archive, archive.open(SESSIONS_FILE) as raw:
-            yield from read_lyra_lines(io.TextIOWrapper(raw, encoding="utf-8"), f"{self.path.name}:{SESSIONS_FILE}")
+        try:
+            with zipfile.ZipFile(self.path) as archive, open_member(archive, SESSIONS_FILE) as raw:
+                yield from read_lyra_lines(io.TextIOWrapper(raw, encoding="utf-8"),
+                                           f"{self.path.name}:{SESSIONS_FILE}")
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:  # a damaged member (CRC) shows only as it is read
+            raise ImportFormatError(f"{self.path} is a damaged zip file: {exc}",
+                                    hint="export again; nothing was imported from it") from exc
 
 
 def open_source(path: Path, fmt: Format = "auto") -> Source:
@@ -65,9 +74,15 @@ def open_source(path: Path, fmt: Format = "auto") -> Source:
                                     hint="pass a folder written by `lyra export`, or a file")
         return Source("lyra", path, folder=True)
     if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
-            if SESSIONS_FILE in archive.namelist() and fmt != "chatgpt":
-                return Source("lyra", path, zipped=True)
+        try:
+            with zipfile.ZipFile(path) as archive:
+                # Every member the import will read is checked before any is: a bomb imports nothing.
+                names = archive.namelist()
+                check_members(archive, [SESSIONS_FILE, MEMORY_FILE, *conversations_member(names)])
+                if SESSIONS_FILE in names and fmt != "chatgpt":
+                    return Source("lyra", path, zipped=True)
+        except zipfile.BadZipFile as exc:
+            raise ImportFormatError(f"{path} is a damaged zip file: {exc}", hint="download the export again") from exc
     return Source(detect(path) if fmt == "auto" else fmt, path)
 
 
