@@ -11,7 +11,6 @@ user's message is stored and the error is reported in the stream.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import time
 from collections.abc import Generator
@@ -26,7 +25,6 @@ from .memory import Memory
 from .memory.context import Context, assemble
 from .memory.gather import gather
 from .store import Exchange
-from .store.db import utc_now
 from .store.exchanges import NewExchange
 
 log = logging.getLogger(__name__)
@@ -100,16 +98,7 @@ class Companion:
 
     def trace(self, exchange_id: int) -> dict[str, Any] | None:
         """The memories a reply's context used, with their content: "why did you say that?"."""
-        store = self.memory.store
-        row = store.conn().execute("SELECT trace, tokens, created_at FROM context_traces WHERE exchange_id = ?",
-                                   (exchange_id,)).fetchone()
-        if row is None:
-            return None
-        entries = json.loads(row["trace"])
-        for entry in entries:
-            entry["content"] = self._content(entry["kind"], entry["id"])
-        return {"exchange_id": exchange_id, "context_tokens": row["tokens"], "created_at": row["created_at"],
-                "memories": [e for e in entries if e["content"] is not None]}
+        return self.memory.store.exchanges.trace(exchange_id)
 
     def wait_for_embeddings(self) -> None:
         """Block until every reply submitted so far is embedded (tests, benchmarks, shutdown)."""
@@ -129,8 +118,8 @@ class Companion:
         vector = None
         try:
             vector = self.memory.embedder.embed([message])
-        except LyraError as exc:  # stored without a vector; the re-embed catch-up adds it later
-            log.warning("could not embed the message now: %s", exc)
+        except Exception as exc:  # any failure: stored without a vector; the re-embed catch-up adds it later
+            log.warning("could not embed the message now: %s", exc, exc_info=not isinstance(exc, LyraError))
         exchange = self.memory.store.exchanges.add(
             NewExchange(session_id, "user", message, tokens=self._count(message)),
             vector=None if vector is None else vector[0], model=self.memory.embedder.name)
@@ -139,11 +128,8 @@ class Companion:
     def _store_reply(self, session_id: int, text: str, context: Context) -> Exchange | None:
         if not text:
             return None
-        store = self.memory.store
-        with store.write() as conn:
-            reply = store.exchanges.insert(conn, [NewExchange(session_id, "assistant", text)], None, None)[0]
-            conn.execute("INSERT INTO context_traces (exchange_id, trace, tokens, created_at) VALUES (?, ?, ?, ?)",
-                         (reply.id, json.dumps([asdict(t) for t in context.trace]), context.tokens, utc_now()))
+        reply = self.memory.store.exchanges.add_reply(session_id, text, [asdict(t) for t in context.trace],
+                                                      context.tokens)
         self._embedder.submit(self._embed_reply, reply)
         return reply
 
@@ -157,13 +143,6 @@ class Companion:
     def _count(self, text: str) -> int | None:
         try:
             return self.chat.count_tokens(text)
-        except LyraError:
+        except Exception as exc:  # the count is optional; the message must be stored whatever it holds
+            log.warning("could not count the message's tokens: %s", exc)
             return None
-
-    def _content(self, kind: str, item_id: int) -> str | None:
-        conn = self.memory.store.conn()
-        table = {"exchange": "exchanges", "gist": "gists", "digest": "digests"}.get(kind)
-        if table is None:
-            return None
-        row = conn.execute(f"SELECT content FROM {table} WHERE id = ?", (item_id,)).fetchone()
-        return None if row is None else str(row[0])

@@ -8,12 +8,22 @@ changes are proposals for the user to review.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import logging
+import sys
+from collections.abc import AsyncIterable, AsyncIterator
+from io import TextIOWrapper
+from typing import Any, cast
 
+import anyio
 from mcp.server.fastmcp import FastMCP
+from mcp.server.stdio import stdio_server
 
 from .coord import Coordinator
 from .errors import LyraError
+from .textsafe import well_formed
+
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """Lyra is the user's long-term memory and the coordination point of their local processes.
 Call sitrep first. Register an instance for your task, heartbeat while you work, complete it when done.
@@ -28,10 +38,17 @@ def build_server(coordinator: Coordinator, agent: str) -> FastMCP:
         return name or agent
 
     def safe(call: Any, *args: Any) -> Any:
+        """Run one tool call; whatever fails becomes that call's error result, and the server goes on."""
+        args = tuple(well_formed(a) if isinstance(a, str) else a for a in args)  # "\ud800" from JSON
         try:
             return call(*args)
         except LyraError as exc:  # a tool error the agent can read and act on
             raise ValueError(str(exc)) from exc
+        except Exception as exc:
+            # Logged to stderr (stdout is the protocol), with the traceback a user cannot act on.
+            log.error("MCP tool %s failed", getattr(call, "__name__", call), exc_info=exc)
+            raise ValueError(f"Lyra failed on this call ({type(exc).__name__}: {exc}); "
+                             "the other tools still work") from exc
 
     @mcp.tool()
     def sitrep() -> str:
@@ -95,3 +112,51 @@ def build_server(coordinator: Coordinator, agent: str) -> FastMCP:
         return dict(safe(coordinator.check, resource))
 
     return mcp
+
+
+def run_stdio(mcp: FastMCP) -> None:
+    """Serve ``mcp`` over stdio, as ``FastMCP.run("stdio")`` does, with requests made well formed first.
+
+    The SDK parses each line with pydantic, which refuses a lone surrogate escape
+    (``"\\ud800"``, valid JSON); the SDK then logs it and answers nothing, and the
+    agent waits for ever. Such a line is re-encoded with U+FFFD in its place.
+    """
+
+    async def serve() -> None:
+        stdin = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+        async with stdio_server(cast(Any, _WellFormedLines(stdin))) as (read, write):
+            server = mcp._mcp_server  # what FastMCP.run_stdio_async runs, on our stdin
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(serve)
+
+
+class _WellFormedLines:
+    """The lines of ``lines``, each JSON line holding a lone surrogate escape re-encoded without it."""
+
+    def __init__(self, lines: AsyncIterable[str]) -> None:
+        self._lines = lines
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self._lines:
+            yield repair_line(line)
+
+
+def repair_line(line: str) -> str:
+    """``line`` with lone surrogates replaced, or as it was when it holds none (or is not JSON at all)."""
+    if "\\ud" not in line.lower():
+        return line
+    try:
+        return json.dumps(_well_formed_json(json.loads(line))) + "\n"
+    except (ValueError, RecursionError):  # not JSON: the SDK reports it as before
+        return line
+
+
+def _well_formed_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, list):
+        return [_well_formed_json(v) for v in value]
+    if isinstance(value, dict):
+        return {well_formed(k): _well_formed_json(v) for k, v in value.items()}
+    return value

@@ -22,7 +22,7 @@ def fake_chat() -> FakeChatModel:
 def client(make_settings, fake_chat: FakeChatModel) -> TestClient:
     settings = make_settings('[companion]\nuser_name = "Sam"\n')
     app = create_app(settings, models=Models(settings, chat=fake_chat, embed=FakeEmbedder()))
-    with TestClient(app) as test_client:
+    with TestClient(app, base_url="http://127.0.0.1") as test_client:
         yield test_client
 
 

@@ -54,7 +54,7 @@ def test_world_state_versions_are_all_kept(client: TestClient) -> None:
 
 
 def test_with_a_token_the_page_loads_but_the_api_asks_for_it(make_settings: Callable[..., Settings]) -> None:
-    with fake_client(make_settings('[server]\napi_token = "s3cret"\n')) as client:
+    with fake_client(make_settings('[server]\napi_token = "s3cret-0123456789"\n')) as client:
         assert client.get("/").status_code == 200 and client.get("/static/app.js").status_code == 200
         assert client.get("/api/sessions").status_code == 401
-        assert client.get("/api/sessions", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert client.get("/api/sessions", headers={"Authorization": "Bearer s3cret-0123456789"}).status_code == 200

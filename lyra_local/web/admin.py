@@ -21,7 +21,11 @@ async def health() -> dict[str, Any]:
 
 @router.post("/admin/reload")
 async def reload(request: Request) -> dict[str, Any]:
-    """Re-read lyra.toml and the environment, and swap the models (same as SIGHUP)."""
+    """Re-read lyra.toml and the environment, and swap the models (same as SIGHUP).
+
+    Work already running (this request included) keeps the old models until it
+    ends; they are freed then, and the new ones load on first use.
+    """
     state = app_state(request)
     await run_in_threadpool(state.reload)
     models = state.settings.models

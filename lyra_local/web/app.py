@@ -16,8 +16,7 @@ import signal
 import socket
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -30,68 +29,125 @@ from ..config import Settings, load_settings
 from ..errors import LyraError
 from ..llm.registry import Models
 from ..memory import Memory
+from ..memory.reembed import Superseded
 from ..mind import Dreamer
 from ..mind.scheduler import DreamScheduler
-from ..store import Store
-from . import admin, coord_api, memory_api, mind_api, openai_api, sessions_api, transfer_api, ui
+from ..store import Store, context_view, reembedding
+from . import (
+    admin,
+    coord_api,
+    corrections_api,
+    failures,
+    forget_api,
+    memory_api,
+    mind_api,
+    openai_api,
+    sessions_api,
+    transfer_api,
+    ui,
+)
+from .guard import HostOriginGuard
+from .runtime import LEASED, LeasedDreamer, LeaseMiddleware, Runtime
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = {"/health"}
 HEARTBEAT_S = 30.0  # `lyra restore` refuses while a server heartbeats
+CATCH_UP_WAIT_S = 600.0  # how long a new catch-up waits for the one it replaces to let go
 
 
-@dataclass
 class AppState:
-    """What the routes share: settings, models and memory; models are swapped on reload."""
+    """What the routes share: settings, the store and the current ``Runtime`` (models, memory, companion).
 
-    settings: Settings
-    models: Models
-    store: Store
-    config_path: Path | None = None
-    reload_lock: threading.Lock = field(default_factory=threading.Lock)
-    _memory: Memory | None = None
-    _companion: Companion | None = None
-    dreams: DreamScheduler | None = None
-    imports: transfer_api.ImportJobs = field(default_factory=transfer_api.ImportJobs)
-    instance_id: str = field(default_factory=lambda: f"server-{socket.gethostname()}-{os.getpid()}")
+    ``models``, ``memory`` and ``companion`` are the request's leased runtime's
+    inside a request (see ``runtime.LeaseMiddleware``), else the current one's.
+    Work outside a request takes its own lease (``lease``, ``hold``, ``dreamer``).
+    """
 
-    def dreamer(self, stop: threading.Event) -> Dreamer:
-        """A dreamer on the current models; one instance id per server process."""
-        return Dreamer(self.store, self.models.summary, self.models.embed, self.settings,
-                       instance_id=f"dream-{socket.gethostname()}-{os.getpid()}", stop=stop)
+    def __init__(self, settings: Settings, models: Models, store: Store, config_path: Path | None = None) -> None:
+        self.settings = settings
+        self.store = store
+        self.config_path = config_path
+        self.reload_lock = threading.Lock()
+        self.dreams: DreamScheduler | None = None
+        self.imports = transfer_api.ImportJobs()
+        self.instance_id = f"server-{socket.gethostname()}-{os.getpid()}"
+        self._runtime = Runtime(models, store, settings)
+        self._earlier_chat: float | None = None  # the last turn on runtimes since retired
 
-    def last_chat(self) -> float | None:
-        return None if self._companion is None else self._companion.last_turn_at
+    @property
+    def runtime(self) -> Runtime:
+        return LEASED.get() or self._runtime
+
+    @property
+    def models(self) -> Models:
+        return self.runtime.models
 
     @property
     def memory(self) -> Memory:
-        models = self.models
-        if self._memory is None or self._memory.embedder is not models.embed:
-            self._memory = Memory(self.store, models.embed)
-        return self._memory
+        return self.runtime.memory
 
     @property
     def companion(self) -> Companion:
-        memory, chat = self.memory, self.models.chat
-        current = self._companion
-        if current is None or current.memory is not memory or current.chat is not chat:
-            if current is not None:
-                current.close()
-            current = self._companion = Companion(memory, chat, self.settings.companion)
-        return current
+        return self.runtime.companion
+
+    def acquire_current(self) -> Runtime:
+        """The current runtime with one lease taken on it (release with ``runtime.models.release()``)."""
+        with self.reload_lock:
+            runtime = self._runtime
+            runtime.models.acquire()
+        return runtime
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[Runtime]:
+        """Hold the current runtime open for a piece of work that runs outside a request."""
+        runtime = self.acquire_current()
+        token = LEASED.set(runtime)
+        try:
+            yield runtime
+        finally:
+            LEASED.reset(token)
+            runtime.models.release()
+
+    def hold(self) -> Callable[[], None]:
+        """A lease on this request's runtime for work that outlives the request; call the result when done."""
+        return self.runtime.hold()
+
+    def dreamer(self, stop: threading.Event) -> Dreamer:
+        """A dreamer on the current models, holding them until it is closed; one instance id per process."""
+        runtime = self.acquire_current()
+        try:
+            return LeasedDreamer(runtime, runtime.models.release, stop=stop,
+                                 instance_id=f"dream-{socket.gethostname()}-{os.getpid()}")
+        except BaseException:
+            runtime.models.release()
+            raise
+
+    def last_chat(self) -> float | None:
+        times = [t for t in (self._earlier_chat, self._runtime.last_chat()) if t is not None]
+        return max(times, default=None)
 
     def reload(self) -> None:
-        """Re-read the config and swap in fresh models; in-flight requests finish on the old ones."""
+        """Re-read the config and swap in fresh models; work in flight finishes on the old ones,
+        which close when the last of it ends."""
         with self.reload_lock:
             settings = load_settings(self.config_path)
-            old, self.models = self.models, Models(settings)
+            old = self._runtime
+            self._earlier_chat = self.last_chat()
+            self._runtime = Runtime(Models(settings), self.store, settings)
             self.settings = settings
-        # close() waits for each old model's lock, i.e. for in-flight generations.
-        threading.Thread(target=old.close, name="close-old-models", daemon=True).start()
+        old.models.retire()
         if settings.data_dir != self.store.data_dir:
             log.warning("data_dir changed to %s: that takes a restart; still using %s",
                         settings.data_dir, self.store.data_dir)
+        start_catch_up(self, after=old.models)  # a new embedding model: every tier gets its vectors
         log.info("configuration reloaded; models will load on next use")
+
+    def close_models(self, wait_s: float = 10.0) -> None:
+        """At shutdown: let the work still leasing the models end (briefly), then close them."""
+        models = self._runtime.models
+        models.retire()
+        if not models.wait_closed(wait_s):
+            models.close()
 
 
 def create_app(
@@ -109,7 +165,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if handle_sighup:
             _install_sighup(state)
-        threading.Thread(target=_catch_up_embeddings, args=(state,), name="reembed", daemon=True).start()
+        start_catch_up(state)
         state.store.coord.register(state.instance_id, "server", "web UI and API (lyra serve)")
         state.dreams = DreamScheduler(state.dreamer, state.settings.dream, state.last_chat)
         state.dreams.every(HEARTBEAT_S, lambda: state.store.coord.heartbeat(state.instance_id))
@@ -119,9 +175,7 @@ def create_app(
         finally:
             await run_in_threadpool(state.dreams.shutdown)
             await run_in_threadpool(state.store.coord.complete, state.instance_id, "stopped")
-            if state._companion is not None:
-                await run_in_threadpool(state._companion.close)
-            await run_in_threadpool(state.models.close)
+            await run_in_threadpool(state.close_models)
             await run_in_threadpool(state.store.close)
 
     app = FastAPI(title="Lyra", version=__version__, lifespan=lifespan)
@@ -129,6 +183,8 @@ def create_app(
     app.include_router(admin.router)
     app.include_router(openai_api.router)
     app.include_router(memory_api.router)
+    app.include_router(forget_api.router)
+    app.include_router(corrections_api.router)
     app.include_router(sessions_api.router)
     app.include_router(mind_api.router)
     app.include_router(transfer_api.router)
@@ -138,6 +194,8 @@ def create_app(
     @app.exception_handler(LyraError)
     async def lyra_error(request: Request, exc: LyraError) -> JSONResponse:
         return JSONResponse(error_body(exc), status_code=exc.status_code)
+
+    failures.install(app)  # anything else: a JSON answer for that request, and the server goes on
 
     @app.middleware("http")
     async def require_token(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -153,6 +211,9 @@ def create_app(
                        "hint": "send 'Authorization: Bearer <server.api_token>'"}},
             status_code=401)
 
+    app.add_middleware(LeaseMiddleware, state=state)  # a request's models stay open until its response ends
+    # Added last, so it runs first: a foreign Host or a cross-site write never reaches the token check.
+    app.add_middleware(HostOriginGuard, server=lambda: state.settings.server, bind_host=settings.server.host)
     return app
 
 
@@ -160,15 +221,46 @@ def error_body(exc: LyraError) -> dict[str, dict[str, str | None]]:
     return {"error": {"message": exc.message, "type": type(exc).__name__, "hint": exc.hint}}
 
 
-def _catch_up_embeddings(state: AppState) -> None:
-    """Embed rows that lack a vector of the configured model (a new model, or a crash mid-turn)."""
+def start_catch_up(state: AppState, *, after: Models | None = None) -> None:
+    """Re-embed in the background what lacks a vector of the configured model (once ``after`` has closed)."""
+    threading.Thread(target=_catch_up_embeddings, args=(state, after), name="reembed", daemon=True).start()
+
+
+def _catch_up_embeddings(state: AppState, after: Models | None) -> None:
+    """Embed turns, gists and digests that lack a vector of the configured model (a new model, a crash mid-turn).
+
+    After a reload, the previous catch-up (on the old models) stops at its next
+    batch and its models close first: two catch-ups would race to switch the active model.
+    """
+    if after is not None and not after.wait_closed(CATCH_UP_WAIT_S):
+        log.warning("the previous models are still in use; re-embedding starts anyway")
     try:
-        memory = state.memory
-        if memory.switching_model or state.store.exchanges.missing_vectors(memory.embedder.name, limit=1):
-            log.info("re-embedding the memory with %s in the background", memory.embedder.name)
-            memory.reembed()
+        _build_context_view(state.store)
+        with state.lease() as runtime:
+            memory = runtime.memory
+            if memory.switching_model or reembedding.any_missing(state.store, memory.embedder.name):
+                log.info("re-embedding the memory with %s in the background", memory.embedder.name)
+                memory.reembed(stop=lambda: runtime.models.retired)
+    except Superseded as exc:
+        log.info("%s: a newer configuration took over", exc)
     except (LyraError, sqlite3.Error) as exc:  # a dead model server, or shutdown closing the store
         log.error("background re-embedding stopped: %s", exc)
+
+
+def _build_context_view(store: Store) -> None:
+    """Turns stored before the context view existed get their rows; recall uses the view meanwhile."""
+    pending = context_view.pending(store)
+    if not pending:
+        return
+    log.info("building the context view of %d stored turns in the background", pending)
+    reported = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        if done / total >= reported[0] + 0.1 or done == total:
+            reported[0] = done / total
+            log.info("context view: %d of %d turns", done, total)
+
+    context_view.backfill(store, progress)
 
 
 def _install_sighup(state: AppState) -> None:

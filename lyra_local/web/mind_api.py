@@ -39,7 +39,7 @@ async def dream_status(request: Request) -> dict[str, Any]:
     state = app_state(request)
 
     def read() -> dict[str, Any]:
-        backlog = sense(state.store, state.settings.dream)
+        backlog = sense(state.store, state.settings.dream, zone=state.settings.companion.zone)
         return {"running": bool(state.dreams and state.dreams.running) or bool(state.store.dreams.running()),
                 "backlog": backlog.summary(), "drives": compute_drives(backlog),
                 "last_pass": state.store.dreams.last(),
@@ -126,7 +126,9 @@ async def digests(request: Request, granularity: Literal["day", "week", "month"]
 
 @router.get("/narrative")
 async def narrative(request: Request) -> dict[str, Any]:
-    return {"narrative": await run_in_threadpool(app_state(request).store.derived.narrative)}
+    current = await run_in_threadpool(app_state(request).store.derived.current_narrative)
+    return {"narrative": current["content"] if current else None, "id": current["id"] if current else None,
+            "method": current["method"] if current else None}
 
 
 @router.get("/self")

@@ -14,14 +14,16 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..companion import TurnEvent
-from ..errors import BadRequest, ModelUnavailable
+from ..errors import BadRequest, LyraError, ModelUnavailable
 from ..llm.base import GenerationOptions, Message
+from ..textsafe import well_formed
 from .deps import app_state
+from .failures import describe_failure
 from .streaming import stream_in_thread
 
 router = APIRouter(prefix="/v1")
@@ -33,11 +35,21 @@ class ContentPart(BaseModel):
     type: str
     text: str | None = None
 
+    @field_validator("text", mode="before")
+    @classmethod
+    def _storable(cls, value: object) -> object:
+        return well_formed(value) if isinstance(value, str) else value
+
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="ignore")
     role: Literal["system", "user", "assistant", "developer", "tool"]
     content: str | list[ContentPart] | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _storable(cls, value: object) -> object:
+        return well_formed(value) if isinstance(value, str) else value
 
     def text(self) -> str:
         if isinstance(self.content, list):
@@ -111,12 +123,20 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> dic
         return companion.turn(session_id, message["content"], options)
 
     if not body.stream:
-        events = await run_in_threadpool(lambda: list(turn()))
+        try:
+            events = await run_in_threadpool(lambda: list(turn()))
+        except LyraError:
+            raise
+        except Exception as exc:  # a clear JSON answer for this request; the server goes on
+            failure, _ = describe_failure(exc, "this chat completion")
+            raise LyraError(failure, hint="the server's log has the details") from exc
         text = "".join(e.text for e in events if e.type == "delta")
         errors = [e for e in events if e.type == "error"]
-        if errors and not text:
-            raise ModelUnavailable(errors[0].text)
-        done = next(e for e in events if e.type == "done")
+        done = next((e for e in events if e.type == "done"), None)
+        if errors and (not text or done is None):
+            status = int(errors[0].data.get("status", 503))
+            raise ModelUnavailable(errors[0].text) if status == 503 else _status_error(errors[0].text, status)
+        assert done is not None, "a turn without an error ends with done"
         completion_tokens = await run_in_threadpool(companion.chat.count_tokens, text)
         prompt_tokens = int(done.data.get("context_tokens", 0))
         return {
@@ -136,16 +156,28 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> dic
 
         yield chunk({"role": "assistant", "content": ""})
         failed = False
-        async for event in stream_in_thread(turn):
-            assert isinstance(event, TurnEvent)
-            if event.type == "delta":
-                yield chunk({"content": event.text})
-            elif event.type == "error":
-                failed = True
-                yield json.dumps({"error": {"message": event.text, "type": "ModelUnavailable",
-                                            "code": event.data.get("status", 503)}})
-            elif event.type == "done" and not failed:
-                yield chunk({}, event.data.get("finish_reason", "stop"))
+        try:
+            async for event in stream_in_thread(turn):
+                assert isinstance(event, TurnEvent)
+                if event.type == "delta":
+                    yield chunk({"content": event.text})
+                elif event.type == "error":
+                    failed = True
+                    yield json.dumps({"error": {"message": event.text, "type": "ModelUnavailable",
+                                                "code": event.data.get("status", 503)}})
+                elif event.type == "done" and not failed:
+                    yield chunk({}, event.data.get("finish_reason", "stop"))
+        except Exception as exc:  # the stream still ends with an error and [DONE]
+            failure, status = describe_failure(exc, "this chat completion")
+            yield json.dumps({"error": {"message": failure, "type": type(exc).__name__ if isinstance(
+                exc, LyraError) else "InternalError", "code": status}})
         yield "[DONE]"
 
     return EventSourceResponse(chunks(), ping=15)
+
+
+def _status_error(message: str, status: int) -> LyraError:
+    """A turn's error event as an exception with the status the turn gave it."""
+    error = LyraError(message)
+    error.status_code = status
+    return error

@@ -8,13 +8,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..companion import TurnEvent
 from ..store.sessions import SessionNotFound
+from ..textsafe import well_formed
 from .deps import app_state
+from .failures import describe_failure
 from .streaming import stream_in_thread
 
 router = APIRouter(prefix="/api")
@@ -30,6 +32,11 @@ class Rename(BaseModel):
 
 class ChatRequest(BaseModel):
     message: str = Field(min_length=1, max_length=200_000)
+
+    @field_validator("message", mode="before")
+    @classmethod
+    def _storable(cls, value: object) -> object:
+        return well_formed(value) if isinstance(value, str) else value
 
 
 @router.get("/sessions")
@@ -74,9 +81,20 @@ async def chat(session_id: int, body: ChatRequest, request: Request) -> EventSou
     companion = state.companion
 
     async def events() -> AsyncIterator[dict[str, str]]:
-        async for event in stream_in_thread(lambda: companion.turn(session_id, body.message)):
-            assert isinstance(event, TurnEvent)
-            yield {"event": event.type, "data": json.dumps({"text": event.text, **event.data})}
+        # Whatever fails, the stream ends with an error event and done, and says whether the message was kept.
+        stored = ended = False
+        try:
+            async for event in stream_in_thread(lambda: companion.turn(session_id, body.message)):
+                assert isinstance(event, TurnEvent)
+                stored = stored or event.type == "stored"
+                ended = event.type == "done"
+                yield {"event": event.type, "data": json.dumps({"text": event.text, **event.data})}
+        except Exception as exc:
+            text, status = describe_failure(exc, f"a turn in session {session_id}")
+            kept = "your message is saved" if stored else "your message was not saved: send it again"
+            yield {"event": "error", "data": json.dumps({"text": f"{text} ({kept})", "status": status})}
+        if not ended:
+            yield {"event": "done", "data": json.dumps({"text": "", "exchange_id": None, "finish_reason": "error"})}
 
     return EventSourceResponse(events(), ping=15)
 

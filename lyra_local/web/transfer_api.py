@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 import zipfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -62,14 +62,17 @@ class ImportJobs:
         self.jobs: dict[str, ImportJob] = {}
         self._one = threading.Lock()
 
-    def start(self, path: Path, filename: str, fmt: str, store: Store, embedder: Embedder) -> ImportJob:
+    def start(self, path: Path, filename: str, fmt: str, store: Store, embedder: Embedder,
+              release: Callable[[], None] = lambda: None) -> ImportJob:
+        """Import in a thread; ``release`` (the lease on the embedder's models) is called when it ends."""
         job = ImportJob(uuid.uuid4().hex[:12], filename)
         self.jobs[job.id] = job
-        threading.Thread(target=self._run, args=(job, path, fmt, store, embedder), name=f"import-{job.id}",
+        threading.Thread(target=self._run, args=(job, path, fmt, store, embedder, release), name=f"import-{job.id}",
                          daemon=True).start()
         return job
 
-    def _run(self, job: ImportJob, path: Path, fmt: str, store: Store, embedder: Embedder) -> None:
+    def _run(self, job: ImportJob, path: Path, fmt: str, store: Store, embedder: Embedder,
+             release: Callable[[], None]) -> None:
         def progress(done: int, total: int) -> None:
             job.done, job.total = done, total
 
@@ -84,6 +87,7 @@ class ImportJobs:
             job.error, job.status = f"{type(exc).__name__}: {exc}", "failed"
         finally:
             path.unlink(missing_ok=True)  # the upload is not kept: the memory is
+            release()
 
 
 @router.put("/import", status_code=202)
@@ -109,7 +113,7 @@ async def upload(request: Request, filename: str = Query(min_length=1, max_lengt
     if size == 0:
         dest.unlink(missing_ok=True)
         raise BadRequest("the upload is empty", hint="choose the export file again")
-    job = state.imports.start(dest, filename, format, state.store, state.models.embed)
+    job = state.imports.start(dest, filename, format, state.store, state.models.embed, release=state.hold())
     return {"job": job.id}
 
 

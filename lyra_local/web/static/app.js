@@ -111,7 +111,7 @@
                                     onclick: () => startRename(item, s) });
       const remove = el("button", { class: "icon-button", "aria-label": `Delete ${s.name}`, text: "✕",
                                     onclick: () => confirmDelete(s) });
-      const item = el("li", { class: s.id === state.current ? "active" : "" }, name,
+      const item = el("li", { class: s.id === state.current ? "active" : "", "data-id": s.id }, name,
                       el("span", { class: "session-actions" }, rename, remove));
       return item;
     }));
@@ -154,7 +154,7 @@
     dialog.showModal();
   }
 
-  async function selectSession(id) {
+  async function selectSession(id, turnId) {
     state.current = id;
     renderSessions();
     closeSessionsOnNarrow();
@@ -162,7 +162,64 @@
       renderMessages((await api(`/api/sessions/${id}/messages`)).messages);
     } catch (e) { showError(e.message); }
     if (state.panel === "memory") loadMemory();
-    $("composer-input").focus();
+    const turn = turnId ? document.querySelector(`#messages li[data-id="${Number(turnId)}"]`) : null;
+    if (turn) {  // opened from a memory's sources: show that turn
+      turn.classList.add("highlight");
+      turn.setAttribute("tabindex", "-1");
+      turn.scrollIntoView({ block: "center" });
+      turn.focus();
+    } else {
+      $("composer-input").focus();
+    }
+  }
+
+  // -- memory: sources, edits, deletions ----------------------------------------------------------
+
+  function sourcesToggle(kind, id, label) {
+    const list = el("ol", { class: "sources plain", hidden: true });
+    const button = el("button", { class: "link", "aria-expanded": "false", text: "Sources",
+      "aria-label": `Sources of ${label}`, onclick: async () => {
+        const open = button.getAttribute("aria-expanded") !== "true";
+        button.setAttribute("aria-expanded", String(open));
+        list.hidden = !open;
+        if (!open || list.childElementCount) return;
+        try {
+          const found = await api(`/api/sources/${kind}/${id}`);
+          list.replaceChildren(...found.turns.map((t) => el("li", {},
+            el("span", { class: "badge", text: `${t.created_at.slice(0, 10)} · ${t.session_name}` }),
+            el("button", { class: "link", text: "Open", "aria-label": `Open ${t.session_name} at this turn`,
+                           onclick: () => selectSession(t.session_id, t.id) }),
+            el("p", { text: t.content }))));
+          if (!found.turns.length) list.append(el("li", { class: "muted", text: "Its sources were forgotten." }));
+          if (found.total > found.turns.length) list.append(el("li", { class: "muted", text: `(${found.total} turns in all)` }));
+        } catch (e) { showError(e.message); }
+      } });
+    return [button, list];
+  }
+
+  // A derived memory the person can read through (sources), correct (edit) and delete.
+  function memoryItem(container, { kind, id, text, method, label, path, emptyText }) {
+    if (!text) { container.replaceChildren(el("p", { class: "muted", text: emptyText })); return; }
+    const body = el("p", { text });
+    const mine = method === "user" ? el("span", { class: "badge", text: "your words" }) :
+      method === "extractive" ? el("span", { class: "badge", text: "as said" }) : null;
+    const editButton = el("button", { class: "link", text: "Edit", "aria-label": `Edit ${label}`, onclick: () => {
+      const area = el("textarea", { rows: "4", "aria-label": `${label}, your version` });
+      area.value = text;
+      const save = el("button", { text: "Save", onclick: async () => {
+        try { await api(path, { method: "PUT", body: { content: area.value } }); loadMemory(); }
+        catch (e) { showError(e.message); } } });
+      const cancel = el("button", { text: "Cancel", onclick: () => loadMemory() });
+      container.replaceChildren(area, el("div", { class: "row" }, save, cancel));
+      area.focus();
+    } });
+    const deleteButton = el("button", { class: "link", text: "Delete", "aria-label": `Delete ${label}`,
+      onclick: async () => {
+        if (!window.confirm(`Delete ${label}? It is not written again until what it was built from changes.`)) return;
+        try { await api(path, { method: "DELETE" }); loadMemory(); } catch (e) { showError(e.message); }
+      } });
+    const [toggle, list] = sourcesToggle(kind, id, label);
+    container.replaceChildren(body, el("div", { class: "row" }, mine, toggle, editButton, deleteButton), list);
   }
 
   async function newSession(name) {
@@ -214,7 +271,8 @@
             (memories.length ? "memories it used:" : "no memories beyond this conversation.") }));
           box.append(el("ul", { class: "plain" }, ...memories.map((m) => el("li", {},
             el("span", { class: "badge", text: `${m.layer} · ${m.stage || m.kind}` }),
-            el("span", { text: " " + m.content.slice(0, 300) })))));
+            el("span", m.forgotten ? { class: "muted", text: " (forgotten)" }
+              : { text: " " + m.content.slice(0, 300) })))));
         } catch (e) { box.append(el("p", { class: "muted", text: e.message })); }
       }
     });
@@ -316,16 +374,21 @@
       $("sitrep").textContent = sitrep;
       renderProposals(proposals.proposals);
       const gist = state.current ? (await api(`/api/sessions/${state.current}/gist`)).gist : null;
-      $("session-gist").textContent = gist ? gist.content : "No summary yet: the dream cycle writes one when the conversation rests.";
-      $("session-gist").classList.toggle("muted", !gist);
+      memoryItem($("session-gist"), { kind: "gist", id: gist && gist.id, text: gist && gist.content,
+        method: gist && gist.method, label: "this conversation's summary", path: `/api/sessions/${state.current}/gist`,
+        emptyText: "No summary yet: the dream cycle writes one when the conversation rests." });
       const s = self.self_state;
       $("self-mood").textContent = s ? `Mood: ${s.mood} · energy ${Number(s.energy).toFixed(1)}. ${s.self_narrative || ""}` : "I have not reflected yet.";
-      $("reflections").replaceChildren(...((s && s.reflections) || []).map((r) => el("li", { text: r })));
+      const reflections = (s && s.reflections) || [];
+      $("reflections").replaceChildren(...reflections.map((r, i) => el("li", {}, r, el("button", {
+        class: "icon-button", text: "✕", "aria-label": `Delete the reflection “${r}”`, onclick: async () => {
+          try { await api("/api/self", { method: "PATCH", body: { reflections: reflections.filter((_, j) => j !== i) } }); loadMemory(); }
+          catch (e) { showError(e.message); } } }))));
       gauges($("drives"), self.drives);
       if (document.activeElement !== $("world-input")) $("world-input").value = world.world ? world.world.content : "";
       renderProfile(profile.facts);
-      $("narrative").textContent = narrative.narrative || "Not written yet.";
-      $("narrative").classList.toggle("muted", !narrative.narrative);
+      memoryItem($("narrative"), { kind: "narrative", id: narrative.id, text: narrative.narrative,
+        method: narrative.method, label: "the current arc", path: "/api/narrative", emptyText: "Not written yet." });
       renderTimeline(digests.digests);
     } catch (e) { showError(e.message); }
   }
@@ -352,17 +415,25 @@
         catch (e) { showError(e.message); } } });
       const remove = el("button", { class: "icon-button", "aria-label": `Forget ${f.key}`, text: "✕",
         onclick: async () => { await api(`/api/profile/${encodeURIComponent(f.key)}`, { method: "DELETE" }); loadMemory(); } });
-      return el("tr", { "data-key": f.key }, el("th", { scope: "row", text: f.key }), el("td", {}, value),
-                el("td", { class: "nowrap" }, save, remove));
-    }));
+      const [sources, list] = sourcesToggle("fact", f.id, f.key);
+      return [el("tr", { "data-key": f.key }, el("th", { scope: "row", text: f.key }), el("td", {}, value),
+                 el("td", { class: "nowrap" }, save, sources, remove)),
+              el("tr", { class: "fact-sources", "data-sources-of": f.key }, el("td", { colspan: "3" }, list))];
+    }).flat());
     if (!facts.length) $("profile").append(el("tr", {}, el("td", { class: "muted", colspan: "3", text: "Nothing yet." })));
   }
 
   function renderTimeline(digests) {
     const order = { month: 0, week: 1, day: 2 };
     const sorted = [...digests].sort((a, b) => (b.period > a.period ? 1 : b.period < a.period ? -1 : order[a.granularity] - order[b.granularity]));
-    $("timeline").replaceChildren(...sorted.map((d) => el("li", { class: d.granularity },
-      el("span", { class: "badge", text: `${d.granularity} · ${d.period}` }), el("p", { text: d.content }))));
+    $("timeline").replaceChildren(...sorted.map((d) => {
+      const item = el("li", { class: d.granularity }, el("span", { class: "badge", text: `${d.granularity} · ${d.period}` }));
+      const body = el("div", { class: "memory-item" });
+      memoryItem(body, { kind: "digest", id: d.id, text: d.content, method: d.method,
+        label: `the ${d.granularity} of ${d.period}`, path: `/api/digests/${d.id}` });
+      item.append(body);
+      return item;
+    }));
     if (!digests.length) $("timeline").append(el("li", { class: "muted", text: "Empty so far." }));
   }
 

@@ -6,14 +6,18 @@
 (function () {
   const SAFE_URL = /^(https?:\/\/|mailto:)/i;
 
-  function inline(parent, text) {
-    // tokens: `code`, **bold**, *italic* / _italic_, [label](url), bare https:// links
-    const pattern = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(\*[^*\n]+\*|_[^_\n]+_)|(\[[^\]\n]+\]\([^)\s]+\))|(https?:\/\/[^\s<>()]+)/;
-    let rest = text;
-    while (rest.length) {
-      const m = pattern.exec(rest);
-      if (!m) { parent.append(document.createTextNode(rest)); break; }
-      if (m.index) parent.append(document.createTextNode(rest.slice(0, m.index)));
+  function inline(parent, text, inLink = false) {
+    // tokens: `code`, **bold**, *italic* / _italic_, [label](url), bare https:// links.
+    // Every repeated class stops at the character that could start the next try (a label
+    // at "[", a URL at "["), so no match attempt scans past the next "[": the cost
+    // stays linear even on a hostile line of "[" or "[a](" (which used to take seconds).
+    const pattern = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(\*[^*\n]+\*|_[^_\n]+_)|(\[[^[\]\n]+\]\([^)[\s]+\))|(https?:\/\/[^\s<>()]+)/g;
+    let at = 0;
+    for (;;) {
+      pattern.lastIndex = at;
+      const m = pattern.exec(text);
+      if (!m) { if (at < text.length) parent.append(document.createTextNode(text.slice(at))); break; }
+      if (m.index > at) parent.append(document.createTextNode(text.slice(at, m.index)));
       const token = m[0];
       if (m[1]) {
         const code = document.createElement("code");
@@ -21,32 +25,37 @@
         parent.append(code);
       } else if (m[2]) {
         const b = document.createElement("strong");
-        inline(b, token.slice(2, -2));
+        inline(b, token.slice(2, -2), inLink);
         parent.append(b);
       } else if (m[3]) {
         const i = document.createElement("em");
-        inline(i, token.slice(1, -1));
+        inline(i, token.slice(1, -1), inLink);
         parent.append(i);
+      } else if (inLink) {  // no link inside a link's label
+        parent.append(document.createTextNode(token));
       } else if (m[4]) {
         const split = token.indexOf("](");
         link(parent, token.slice(1, split), token.slice(split + 2, -1));
       } else {
-        link(parent, token, token);
+        link(parent, null, token);
       }
-      rest = rest.slice(m.index + token.length);
+      at = m.index + token.length;
     }
   }
 
   function link(parent, label, url) {
+    // label null: a bare URL, shown as itself (rendering it as inline text again would
+    // find the same URL and recurse without end).
     if (!SAFE_URL.test(url)) {  // javascript:, data:, relative tricks: shown as text, not a link
-      parent.append(document.createTextNode(label === url ? url : `${label} (${url})`));
+      parent.append(document.createTextNode(label === null ? url : `${label} (${url})`));
       return;
     }
     const a = document.createElement("a");
     a.href = url;
     a.rel = "noopener noreferrer nofollow";
     a.target = "_blank";
-    inline(a, label);
+    if (label === null) a.textContent = url;
+    else inline(a, label, true);
     parent.append(a);
   }
 
@@ -64,7 +73,7 @@
     };
     while (i < lines.length) {
       const line = lines[i];
-      const fence = /^\s*(```|~~~)\s*([\w+-]*)\s*$/.exec(line);
+      const fence = /^\s*(```|~~~)\s*([\w+-]*)$/.exec(line.trimEnd());  // trimmed: no two \s* to share spaces
       if (fence) {
         flush();
         const body = [];

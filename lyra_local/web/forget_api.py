@@ -1,0 +1,45 @@
+"""``POST /api/forget``: the same forget as ``lyra forget``, by session, date or text, with a dry run.
+
+It returns once the forgotten text is gone from the database file, the WAL,
+the full-text segments and the index snapshots; it works in short
+transactions, so chat goes on meanwhile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+
+from ..errors import BadRequest
+from ..store.forget import ForgetPlan, plan_forget
+from ..transfer.timestamps import BadTimestamp, utc_timestamp
+from .deps import app_state
+
+router = APIRouter(prefix="/api")
+
+
+class ForgetRequest(BaseModel):
+    sessions: list[str] = Field(default_factory=list, max_length=10_000, description="session ids or uids")
+    before: str | None = Field(None, max_length=64, description="turns before this UTC ISO date or time")
+    matching: str | None = Field(None, min_length=1, max_length=4000, description="turns containing this text")
+    dry_run: bool = False
+
+
+@router.post("/forget")
+def forget_route(body: ForgetRequest, request: Request) -> dict[str, Any]:
+    if not (body.sessions or body.before or body.matching):
+        raise BadRequest("say what to forget", hint="give sessions, before or matching")
+    state = app_state(request)
+    try:  # the store's UTC text, as `lyra forget --before` writes it
+        before = utc_timestamp(body.before, "before") if body.before else None
+    except BadTimestamp as exc:
+        raise BadRequest(str(exc), hint="YYYY-MM-DD, or an ISO time; no offset means UTC") from exc
+    plan: ForgetPlan = plan_forget(state.store, sessions=body.sessions, before=before, matching=body.matching)
+    out: dict[str, Any] = {"sessions": plan.session_ids, "turns": len(plan.exchange_ids)}
+    if body.dry_run or plan.empty:
+        return {**out, "forgotten": None}
+    done = state.memory.forget_plan(plan)
+    return {**out, "forgotten": dataclasses.asdict(done)}

@@ -1,0 +1,132 @@
+"""The Memory panel in a real headless Chromium against a real ``lyra serve`` with the real tiny models:
+a fact shows its source turns and opens the conversation there; an edited gist survives a forced dream pass;
+a deleted fact does not come back. Screenshots go to test-output/screenshots/."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from lyra_local.store import Store
+from lyra_local.store.exchanges import NewExchange
+
+from .conftest import Served
+from .test_web_ui import browser, send, shot, start  # noqa: F401  (the browser fixture)
+
+pytestmark = pytest.mark.slow
+SAID = "I moved to Lisbon last spring and I love living near the river."
+
+
+def dream(served: Served) -> None:
+    """A forced pass through the API, waited for."""
+    before = (httpx.get(f"{served.url}/api/dream").json()["last_pass"] or {}).get("id", 0)
+    assert httpx.post(f"{served.url}/api/dream").json()["started"]
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        status = httpx.get(f"{served.url}/api/dream").json()
+        if not status["running"] and (status["last_pass"] or {}).get("id", 0) > before:
+            assert status["last_pass"]["status"] == "done", status["last_pass"]
+            return
+        time.sleep(0.5)
+    raise AssertionError("the dream pass did not finish")
+
+
+@pytest.fixture(scope="module")
+def dreamt(tmp_path_factory: pytest.TempPathFactory, browser: Browser) -> Iterator[tuple[Served, Path, int]]:  # noqa: F811
+    """A conversation, a second one opened after it, and a forced dream pass over both."""
+    tmp = tmp_path_factory.mktemp("memory-ui")
+    for served in start(tmp):
+        page = browser.new_page()
+        page.goto(served.url)
+        send(page, SAID)
+        expect(page.locator(".message.assistant .why-wrap")).to_have_count(1, timeout=120_000)
+        page.click("#new-session")
+        send(page, "Work was busy today, lots of meetings.")
+        expect(page.locator(".message.assistant .why-wrap")).to_have_count(1, timeout=120_000)
+        page.close()
+        dream(served)
+        yield served, tmp / "data", 1
+
+
+def open_memory(browser: Browser, served: Served) -> Page:
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.on("dialog", lambda d: d.accept())
+    page.goto(served.url)
+    page.click(".tab[data-panel=memory]")
+    return page
+
+
+def test_a_fact_shows_its_source_turns_and_opens_the_conversation_there(
+        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
+    served, data, session = dreamt
+    facts = httpx.get(f"{served.url}/api/profile").json()["facts"]
+    if not any(f["key"] == "home city" for f in facts):
+        # The 135M model may not name this fact (or not in words the person used); write it as the dream does,
+        # from the turn that says it, so the view under test has a dream-learnt fact with its source.
+        store = Store(data)
+        turn = next(t for t in store.exchanges.history(session) if t.content == SAID)
+        gist = store.derived.gist(session)
+        assert gist is not None
+        store.derived.apply_facts(gist, [("home city", "Lisbon", turn.id)], turn.created_at)
+        store.close()
+    page = open_memory(browser, served)
+    row = page.locator("#profile tr[data-key='home city']")
+    row.get_by_role("button", name="Sources of home city").click()
+    source = page.locator("#profile tr[data-sources-of='home city'] .sources li").first
+    expect(source).to_contain_text(SAID)
+    expect(source.locator(".badge")).to_contain_text(time.strftime("%Y-"))
+    shot(page, "memory-fact-sources")
+    source.get_by_role("button").click()
+    opened = page.locator("#messages li.highlight")
+    expect(opened).to_have_count(1)
+    expect(opened.locator(".bubble")).to_have_text(SAID)
+    expect(page.locator("#sessions [aria-current=true]")).to_have_count(1)
+    shot(page, "memory-fact-opened")
+    page.close()
+
+
+def test_an_edited_gist_survives_a_forced_dream_pass(browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
+    served, _, session = dreamt
+    page = open_memory(browser, served)
+    page.locator(f"#session-list li[data-id='{session}'] .session-name").click()
+    gist = page.locator("#session-gist")
+    expect(gist.get_by_role("button", name="Edit this conversation's summary")).to_be_visible(timeout=30_000)
+    gist.get_by_role("button", name="Edit this conversation's summary").click()
+    mine = "Sam moved to Lisbon last spring and loves the river."
+    gist.locator("textarea").fill(mine)
+    gist.get_by_role("button", name="Save").click()
+    expect(gist.locator("p")).to_have_text(mine)
+    expect(gist.locator(".badge")).to_have_text("your words")
+    store = Store(dreamt[1])  # a new turn: without the edit, the dream would redraft this gist
+    store.exchanges.add(NewExchange(session, "user", "The river was foggy this morning."))
+    store.close()
+    dream(served)
+    page.reload()
+    page.click(".tab[data-panel=memory]")
+    page.locator(f"#session-list li[data-id='{session}'] .session-name").click()
+    expect(page.locator("#session-gist p")).to_have_text(mine)
+    assert httpx.get(f"{served.url}/api/sessions/{session}/gist").json()["gist"]["content"] == mine
+    shot(page, "memory-gist-edited")
+    page.close()
+
+
+def test_a_deleted_fact_does_not_come_back(browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
+    served, _, _ = dreamt
+    facts = httpx.get(f"{served.url}/api/profile").json()["facts"]
+    assert facts  # the first test left one at least
+    key = facts[0]["key"]
+    page = open_memory(browser, served)
+    page.get_by_role("button", name=f"Forget {key}").click()
+    expect(page.locator(f"#profile tr[data-key='{key}']")).to_have_count(0)
+    dream(served)
+    page.reload()
+    page.click(".tab[data-panel=memory]")
+    expect(page.locator("#profile")).to_be_visible()
+    expect(page.locator(f"#profile tr[data-key='{key}']")).to_have_count(0)
+    assert key not in {f["key"] for f in httpx.get(f"{served.url}/api/profile").json()["facts"]}
+    page.close()
