@@ -15,7 +15,7 @@ from .errors import LyraError
 from .llm.local import gpu_offload_supported
 from .llm.registry import Models
 from .llm.server import ServerBackend
-from .store import Store
+from .store import Store, context_view
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,8 @@ def _data_dir_check(settings: Settings) -> Check:
         probe.write_text("ok")
         probe.unlink()
     except OSError as exc:
-        return Check("data dir", False, f"{settings.data_dir}: {exc}", "set data_dir or $LYRA_DATA_DIR to a writable folder")
+        return Check("data dir", False, f"{settings.data_dir}: {exc}",
+                     "set data_dir or $LYRA_DATA_DIR to a writable folder")
     return Check("data dir", True, str(settings.data_dir))
 
 
@@ -70,9 +71,12 @@ def _memory_check(settings: Settings) -> Check:
     try:
         sessions, exchanges = store.sessions.count(), store.exchanges.count()
         model = store.get_meta("embed_model") or "none yet"
+        pending = context_view.pending(store)
     finally:
         store.close()
-    return Check("memory", True, f"{sessions} session(s), {exchanges} exchange(s); embedding model: {model}")
+    building = f"; context view still to build for {pending} turn(s) (`lyra reindex`, or the server)" if pending else ""
+    return Check("memory", True,
+                 f"{sessions} session(s), {exchanges} exchange(s); embedding model: {model}{building}")
 
 
 def _model_check(settings: Settings, models: Models, role: str) -> Check:
@@ -91,7 +95,8 @@ def _model_check(settings: Settings, models: Models, role: str) -> Check:
             chat = models.chat if role == "chat" else models.summary
             if isinstance(chat, ServerBackend):
                 chat.health()
-            detail = f"{spec.backend} {where}: loads, n_ctx {chat.n_ctx}, 'hello' = {chat.count_tokens('hello')} token(s)"
+            tokens = chat.count_tokens("hello")
+            detail = f"{spec.backend} {where}: loads, n_ctx {chat.n_ctx}, 'hello' = {tokens} token(s)"
     except LyraError as exc:
         return Check(f"models.{role}", False, f"{spec.backend} {where}: {exc.message}", exc.hint)
     return Check(f"models.{role}", True, f"{detail} ({time.perf_counter() - start:.1f}s)")

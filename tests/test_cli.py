@@ -203,7 +203,8 @@ def test_reindex_switches_to_the_configured_embedding_model(env: dict[str, str],
 
     done = run_lyra("reindex", env=env)
     assert done.returncode == 0, done.stderr
-    assert "embedded 2 exchange(s); active embedding model: all-MiniLM-L6-v2.F16" in done.stdout
+    assert ("embedded 2 vector(s) (2 turn(s), 0 gist(s), 0 digest(s) lacked one); "
+            "context view built for 0 stored turn(s); active embedding model: all-MiniLM-L6-v2.F16") in done.stdout
     store = Store(tmp_path / "data")
     assert store.get_meta("embed_model") == "all-MiniLM-L6-v2.F16"
     assert store.index("exchange", "all-MiniLM-L6-v2.F16").size == 2
@@ -255,3 +256,26 @@ def test_terminal_chat_streams_and_stores(env: dict[str, str], tmp_path: Path) -
     assert session is not None
     assert [e.role for e in store.exchanges.history(session.id)] == ["user", "assistant"]
     store.close()
+
+
+def test_memory_lists_what_was_consolidated_with_its_sources(env: dict[str, str], tmp_path: Path) -> None:
+    from lyra_local.store.exchanges import NewExchange
+
+    store = Store(tmp_path / "data")
+    session = store.sessions.create("moving day", created_at="2024-03-04T09:00:00+00:00")
+    said = store.exchanges.add(NewExchange(session.id, "user", "I moved to Lisbon with my cat.",
+                                           "2024-03-04T09:00:00+00:00"))
+    store.exchanges.add(NewExchange(session.id, "assistant", "How exciting!", "2024-03-04T09:01:00+00:00"))
+    gist = store.derived.put_gist(session.id, "Sam said, “I moved to Lisbon with my cat.”", 2, method="extractive")
+    store.derived.apply_facts(gist, [("home city", "Lisbon", said.id)], "2024-03-04T09:00:00+00:00")
+    store.close()
+
+    done = run_lyra("memory", "--sources", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "gist #1  moving day  (extractive)" in done.stdout
+    assert "fact #1  home city  (dream)" in done.stdout
+    line = f"← 2024-03-04 · moving day · turn #{said.id} (user): I moved to Lisbon with my cat."
+    assert done.stdout.count(line) == 2  # the gist quotes it, the fact is said in it
+    assert "How exciting!" not in done.stdout  # an extractive gist shows the turns it quotes
+    listed = json.loads(run_lyra("memory", "facts", "--json", env=env).stdout)
+    assert [(f["label"], f["text"]) for f in listed] == [("home city", "Lisbon")] and "sources" not in listed[0]

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from ..companion import Companion
 from ..config import load_settings
+from ..errors import LyraError
 from ..llm.registry import Models
 from ..memory import Memory
 from ..store import Store
+from ..textsafe import well_formed
 
+log = logging.getLogger(__name__)
 QUIT = {"/quit", "/exit", ":q"}
 
 
@@ -24,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     store = Store(settings.data_dir)
     models = Models(settings)
-    companion = Companion(Memory(store, models.embed), models.chat, settings.companion)
+    companion = Companion(Memory(store, models.embed, zone=settings.companion.zone), models.chat, settings.companion)
     try:
         session = store.sessions.find(name=args.session) or store.sessions.create(args.session, source="cli")
         interactive = sys.stdin.isatty()
@@ -47,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _reply(companion: Companion, session_id: int, message: str, name: str) -> None:
-    turn = companion.turn(session_id, message)
+    turn = companion.turn(session_id, well_formed(message))  # a terminal may hand over undecodable bytes
     print(f"{name.lower()}> ", end="", flush=True)
     try:
         for event in turn:
@@ -58,4 +62,8 @@ def _reply(companion: Companion, session_id: int, message: str, name: str) -> No
     except KeyboardInterrupt:
         turn.close()  # stops generation; what was said is kept
         print(" [stopped]", end="")
+    except Exception as exc:  # one failed turn does not end the conversation
+        log.info("the turn failed", exc_info=exc)  # the traceback with --verbose
+        text = str(exc) if isinstance(exc, LyraError) else f"this turn failed ({type(exc).__name__}: {exc})"
+        print(f"\n[error] {text}", file=sys.stderr)
     print()

@@ -3,25 +3,34 @@
 Several of these (and the server's own scheduler) can run on one data
 directory: the leases in the store give each unit of work to exactly one.
 Ctrl-C (or SIGTERM) stops at the next model call; what was done is kept.
+The worker registers itself and heartbeats the whole time, also while it
+sleeps between passes, so `lyra sitrep` shows it running, not stale.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import signal
+import socket
+import sqlite3
 import threading
+import uuid
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from ..config import load_settings, missing_model_files
-from ..errors import ConfigError
+from ..config import Settings, load_settings, missing_model_files
+from ..errors import ConfigError, LyraError
 from ..llm.registry import Models
 from ..mind import Dreamer, PassReport
 from ..store import Store
 
+log = logging.getLogger(__name__)
 QUIET_KINDS = {"pass.start", "pass.end"}
+HEARTBEAT_S = 30.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -45,19 +54,44 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     store = Store(settings.data_dir)
     models = Models(settings)
-    dreamer = Dreamer(store, models.summary, models.embed, settings, stop=stop,
+    instance = f"dream-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    what = "lyra dream" + (f" --loop {args.loop:g}" if args.loop is not None else "")
+    store.coord.register(instance, "dream", what)  # `lyra sitrep` and `lyra restore` see it from the start
+    beating = threading.Thread(target=_heartbeat, args=(store, instance, heartbeat_s(settings), stop),
+                               name="dream-heartbeat", daemon=True)
+    beating.start()
+    dreamer = Dreamer(store, models.summary, models.embed, settings, stop=stop, instance_id=instance,
                       on_event=None if args.quiet else lambda e: _print_event(console, e))
+    passes, report = 0, None
     try:
         while True:
             report = dreamer.run_pass(force=args.force)
+            passes += 1
             _print_report(console, report)
             if args.loop is None or stop.wait(args.loop):
                 break
     finally:
+        stop.set()
+        beating.join()
         dreamer.close()
+        result = f"{passes} pass(es)" + (f", the last {report.status}" if report is not None else "")
+        store.coord.complete(instance, result, "done" if report is not None else "failed")
         store.close()
         models.close()
     return 0 if report.status in ("done", "idle") else 3
+
+
+def heartbeat_s(settings: Settings) -> float:
+    """Often enough that a worker asleep between passes (or in a long one) is never shown as stale."""
+    return min(HEARTBEAT_S, settings.coordination.stale_after_s / 3)
+
+
+def _heartbeat(store: Store, instance: str, every_s: float, stop: threading.Event) -> None:
+    while not stop.wait(every_s):
+        try:
+            store.coord.heartbeat(instance)
+        except (LyraError, sqlite3.Error) as exc:  # a locked database now and then: the next beat will do
+            log.warning("dream worker heartbeat failed: %s", exc)
 
 
 def _print_event(console: Console, event: dict[str, Any]) -> None:

@@ -1,8 +1,8 @@
 """``lyra forget``: delete a session, everything before a date, or every turn containing a text.
 
-Forgetting removes the rows, vectors and full-text entries, deletes the facts
-learnt from what goes, and marks the summaries built from it stale: the next
-dream pass rebuilds them without it. ``--dry-run`` lists what would go.
+Forgetting removes the rows, vectors and full-text entries and every memory
+built from what goes (gists, facts, digests, narrative, self-state); the next
+dream pass rebuilds them from what remains. ``--dry-run`` lists what would go.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sys
 from ..config import load_settings
 from ..errors import LyraError
 from ..store import Store
-from ..store.db import from_iso
 from ..store.forget import ForgetPlan, forget, plan_forget
+from ..transfer.timestamps import BadTimestamp, utc_timestamp
 
 SAMPLES = 3
 
@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("forget", help="forget a session, everything before a date, or turns containing a text")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--session", action="append", metavar="ID", help="a session id or uid (repeatable)")
-    what.add_argument("--before", metavar="DATE", help="every turn before this date (YYYY-MM-DD or ISO time, UTC)")
+    what.add_argument("--before", metavar="DATE",
+                      help="every turn before this date (YYYY-MM-DD or ISO time; no offset means UTC)")
     what.add_argument("--matching", metavar="TEXT", help="every turn containing TEXT (case-insensitive)")
     p.add_argument("--dry-run", action="store_true", help="only list what would be forgotten")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -33,10 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     before = None
     if args.before:
-        try:
-            before = from_iso(args.before if "T" in args.before else args.before + "T00:00:00+00:00").isoformat()
-        except ValueError as exc:
-            raise LyraError(f"--before {args.before!r} is not a date", hint="write it as YYYY-MM-DD") from exc
+        try:  # the store's own UTC text, so the comparison with stored times is right whatever was typed
+            before = utc_timestamp(args.before, "--before")
+        except BadTimestamp as exc:
+            raise LyraError(str(exc), hint="write it as YYYY-MM-DD, or an ISO time such as 2024-03-01T10:00+02:00 "
+                                           "(no offset means UTC)") from exc
     settings = load_settings(args.config)
     store = Store(settings.data_dir)
     try:
@@ -57,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
         done = forget(store, plan)
     finally:
         store.close()
-    print(f"forgot {done.sessions} session(s) and {done.exchanges} turn(s); {done.forgotten_facts} profile fact(s) "
-          f"deleted, {done.stale_digests} digest(s) to rebuild (the next dream pass does it: `lyra dream`)")
+    print(done.describe() + ("; the next dream pass rebuilds the summaries from what remains (`lyra dream`)"
+                             if done.memories else ""))
     return 0
 
 

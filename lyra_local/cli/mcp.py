@@ -8,7 +8,7 @@ import logging
 from ..config import load_settings
 from ..coord import Coordinator, agent_name
 from ..llm.registry import Models
-from ..mcp_server import build_server
+from ..mcp_server import build_server, run_stdio
 from ..memory import Memory
 from ..store import Store
 
@@ -25,8 +25,9 @@ def run(args: argparse.Namespace) -> int:
     store = Store(settings.data_dir)
     models = Models(settings)
     try:
-        server = build_server(Coordinator(store, settings, Memory(store, models.embed)), agent_name(args.agent))
-        server.run("stdio")
+        memory = Memory(store, models.embed, zone=settings.companion.zone)
+        server = build_server(Coordinator(store, settings, memory), agent_name(args.agent))
+        run_stdio(server)  # FastMCP's stdio, with lone surrogates in requests repaired
     finally:
         store.close()
         models.close()

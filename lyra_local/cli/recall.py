@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     store = Store(settings.data_dir)
     models = Models(settings)
     try:
-        hits = Memory(store, models.embed).recall(query)
+        hits = Memory(store, models.embed, zone=settings.companion.zone).recall(query)
     finally:
         store.close()
         models.close()

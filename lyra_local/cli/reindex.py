@@ -1,5 +1,9 @@
 """``lyra reindex``: embed what lacks a vector of the configured model, then rebuild the indexes.
 
+Turns, gists and digests are all embedded before recall switches to the new
+model (vectors of two models never mix). Turns stored before a full-text view
+existed (the turn read with the one before it) get their rows too.
+
 Run it after changing the embedding model (the server also does this in the
 background), or to rebuild the FAISS indexes from SQLite by hand.
 """
@@ -14,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from ..config import load_settings
 from ..llm.registry import Models
 from ..memory import Memory
-from ..store import Store
+from ..store import Store, context_view, reembedding
 from ..store.records import TIERS
 
 
@@ -29,16 +33,22 @@ def run(args: argparse.Namespace) -> int:
     models = Models(settings)
     try:
         memory = Memory(store, models.embed)
+        missing = reembedding.count_missing(store, models.embed.name)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn()) as bar:
             task = bar.add_task(f"embedding with {models.embed.name}", total=None)
             embedded = memory.reembed(progress=_advance(bar, task))
+            pending = context_view.pending(store)
+            task = bar.add_task("building the turns' context view", total=pending or None)
+            context_view.backfill(store, progress=_advance(bar, task))
             for tier in TIERS:
                 task = bar.add_task(f"rebuilding the {tier} index", total=None)
                 index = store.index(tier, memory.active_model)
                 index.rebuild(progress=_advance(bar, task))
                 index.save()
-        print(f"embedded {embedded} exchange(s); active embedding model: {memory.active_model}")
+        print(f"embedded {embedded} vector(s) ({missing['exchange']} turn(s), {missing['gist']} gist(s), "
+              f"{missing['digest']} digest(s) lacked one); context view built for {pending} stored turn(s); "
+              f"active embedding model: {memory.active_model}")
     finally:
         store.close()
         models.close()

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 
-from ..config import Settings, load_settings, missing_model_files
+from ..config import Settings, is_loopback, load_settings, missing_model_files
 from ..errors import ConfigError
 
 
@@ -16,20 +15,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(run=run)
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def check_can_serve(settings: Settings, host: str) -> None:
-    """Refuse an open bind without a token, and missing model files, before starting."""
-    if not is_loopback(host) and settings.server.api_token is None:
+    """Refuse an open bind without a token, and missing model files, before starting.
+
+    An empty or short token never gets this far: loading the settings refuses it.
+    """
+    if not is_loopback(host.strip("[]")) and settings.server.api_token is None:
         raise ConfigError(f"refusing to listen on {host} without an API token",
-                          hint="set server.api_token (or $LYRA_SERVER__API_TOKEN), or bind to 127.0.0.1")
+                          hint="set server.api_token (or $LYRA_SERVER__API_TOKEN) to a long random string, "
+                               "e.g. python3 -c \"import secrets; print(secrets.token_urlsafe(24))\"; "
+                               "or bind to 127.0.0.1")
     missing = missing_model_files(settings)
     if missing:
         raise ConfigError("cannot start:\n  " + "\n  ".join(missing))
@@ -44,8 +39,13 @@ def run(args: argparse.Namespace) -> int:
     host = args.host or settings.server.host
     port = args.port or settings.server.port
     check_can_serve(settings, host)
+    # The app's Host guard also answers to the address actually bound (when it is not 0.0.0.0).
+    settings = settings.model_copy(update={"server": settings.server.model_copy(update={"host": host, "port": port})})
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     app = create_app(settings, config_path=args.config, handle_sighup=True)
     print(f"Lyra on http://{host}:{port} (data: {settings.data_dir}; reload: kill -HUP or POST /admin/reload)")
+    if host.strip("[]") in ("0.0.0.0", "::") and not settings.server.allowed_hosts:
+        print("Answering to loopback names only: to open it from another device, add the name or address "
+              "it will use to server.allowed_hosts (LYRA_SERVER__ALLOWED_HOSTS)")
     uvicorn.run(app, host=host, port=port, log_level="warning")
     return 0

@@ -27,7 +27,6 @@ from ..transfer.lyra_format import write_sessions
 from ..transfer.memory_file import write_memory
 from ..transfer.sources import MEMORY_FILE, SESSIONS_FILE, open_source
 
-
 HEARTBEAT_S = 5.0
 
 
@@ -44,7 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(run=run_backup)
     p = sub.add_parser("restore", help="replace the memory with a backup (the current one is kept beside it)")
     p.add_argument("path", type=Path, help="a file written by `lyra backup`")
-    p.add_argument("--force", action="store_true", help="even if a server or dream worker seems to be running")
+    p.add_argument("--force", action="store_true",
+                   help="even if a server or dream worker heartbeat recently; a process that has the memory "
+                        "open always stops a restore")
     p.set_defaults(run=run_restore)
 
 
