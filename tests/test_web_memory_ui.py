@@ -94,11 +94,15 @@ def test_an_edited_gist_survives_a_forced_dream_pass(browser: Browser, dreamt: t
     served, _, session = dreamt
     page = open_memory(browser, served)
     page.locator(f"#session-list li[data-id='{session}'] .session-name").click()
-    gist = page.locator("#session-gist")
+    gist = page.locator(f"#session-gist[data-session='{session}']")  # not the summary shown before the click
     expect(gist.get_by_role("button", name="Edit this conversation's summary")).to_be_visible(timeout=30_000)
     gist.get_by_role("button", name="Edit this conversation's summary").click()
     mine = "Sam moved to Lisbon last spring and loves the river."
     gist.locator("textarea").fill(mine)
+    with page.expect_response(lambda r: r.url.endswith(f"/api/sessions/{session}/gist")):
+        page.locator(f"#session-list li[data-id='{session}'] .session-name").click()  # the panel refreshes
+    page.wait_for_timeout(300)  # the refresh has rendered by now
+    expect(gist.locator("textarea")).to_have_value(mine)  # and left the person's edit alone
     gist.get_by_role("button", name="Save").click()
     expect(gist.locator("p")).to_have_text(mine)
     expect(gist.locator(".badge")).to_have_text("your words")

@@ -17,7 +17,7 @@
   };
 
   const state = { sessions: [], current: null, streaming: null, panel: null, logAbort: null, lastEvent: null,
-                  dreaming: false, user: "You", companion: "Lyra" };
+                  dreaming: false, user: "You", companion: "Lyra", memoryLoads: 0 };
 
   // -- HTTP ----------------------------------------------------------------------------------
 
@@ -199,6 +199,9 @@
 
   // A derived memory the person can read through (sources), correct (edit) and delete.
   function memoryItem(container, { kind, id, text, method, label, path, emptyText }) {
+    // A refresh (a reply finished, another conversation opened) leaves alone what the person is editing.
+    if (container.dataset.editing && container.dataset.editing === String(id)) return;
+    delete container.dataset.editing;
     if (!text) { container.replaceChildren(el("p", { class: "muted", text: emptyText })); return; }
     const body = el("p", { text });
     const mine = method === "user" ? el("span", { class: "badge", text: "your words" }) :
@@ -207,9 +210,13 @@
       const area = el("textarea", { rows: "4", "aria-label": `${label}, your version` });
       area.value = text;
       const save = el("button", { text: "Save", onclick: async () => {
-        try { await api(path, { method: "PUT", body: { content: area.value } }); loadMemory(); }
-        catch (e) { showError(e.message); } } });
-      const cancel = el("button", { text: "Cancel", onclick: () => loadMemory() });
+        try { await api(path, { method: "PUT", body: { content: area.value } }); }
+        catch (e) { showError(e.message); return; }
+        delete container.dataset.editing;
+        loadMemory();
+      } });
+      const cancel = el("button", { text: "Cancel", onclick: () => { delete container.dataset.editing; loadMemory(); } });
+      container.dataset.editing = String(id);
       container.replaceChildren(area, el("div", { class: "row" }, save, cancel));
       area.focus();
     } });
@@ -367,16 +374,19 @@
   }
 
   async function loadMemory() {
+    const load = ++state.memoryLoads;  // an older load that answers late must not overwrite a newer one
     try {
       const [self, world, profile, narrative, digests, sitrep, proposals] = await Promise.all([
         api("/api/self"), api("/api/world"), api("/api/profile"), api("/api/narrative"), api("/api/digests"),
         api("/api/sitrep?format=text"), api("/api/world/proposals")]);
+      const gist = state.current ? (await api(`/api/sessions/${state.current}/gist`)).gist : null;
+      if (load !== state.memoryLoads) return;
       $("sitrep").textContent = sitrep;
       renderProposals(proposals.proposals);
-      const gist = state.current ? (await api(`/api/sessions/${state.current}/gist`)).gist : null;
       memoryItem($("session-gist"), { kind: "gist", id: gist && gist.id, text: gist && gist.content,
         method: gist && gist.method, label: "this conversation's summary", path: `/api/sessions/${state.current}/gist`,
         emptyText: "No summary yet: the dream cycle writes one when the conversation rests." });
+      $("session-gist").dataset.session = state.current ?? "";  // whose summary this is (a switch re-renders it)
       const s = self.self_state;
       $("self-mood").textContent = s ? `Mood: ${s.mood} · energy ${Number(s.energy).toFixed(1)}. ${s.self_narrative || ""}` : "I have not reflected yet.";
       const reflections = (s && s.reflections) || [];
@@ -408,6 +418,8 @@
   }
 
   function renderProfile(facts) {
+    const typing = $("profile").contains(document.activeElement) && document.activeElement.tagName === "INPUT";
+    if (typing) return;  // a refresh waits until the person leaves the value they are changing
     $("profile").replaceChildren(...facts.map((f) => {
       const value = el("input", { value: f.value, "aria-label": `Value of ${f.key}`, maxlength: "500" });
       const save = el("button", { text: "Save", onclick: async () => {
