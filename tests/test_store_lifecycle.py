@@ -23,10 +23,12 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def use_store(store: Store, barrier: threading.Barrier | None = None) -> None:
+def use_store(store: Store, barrier: threading.Barrier | None = None, go: threading.Event | None = None) -> None:
     store.sessions.list()
     if barrier is not None:
         barrier.wait()
+    if go is not None:  # hold the connection until the caller has counted
+        go.wait(30)
     with store.write() as conn:
         conn.execute("INSERT INTO meta (key, value) VALUES ('k', 'v') ON CONFLICT(key) DO UPDATE SET value = 'w'")
 
@@ -34,12 +36,14 @@ def use_store(store: Store, barrier: threading.Barrier | None = None) -> None:
 def test_a_threads_connection_is_closed_when_the_thread_ends(tmp_path: Path) -> None:
     store = Store(tmp_path / "data")
     assert store.open_connections() == 1  # this thread's, opened to migrate
-    started = threading.Barrier(9)
-    threads = [threading.Thread(target=use_store, args=(store, started)) for _ in range(8)]
+    started, counted = threading.Barrier(9), threading.Event()
+    threads = [threading.Thread(target=use_store, args=(store, started, counted)) for _ in range(8)]
     for thread in threads:
         thread.start()
-    started.wait()  # all eight hold a connection at once
-    assert store.open_connections() == 9
+    started.wait()  # all eight hold a connection at once, until counted
+    held = store.open_connections()
+    counted.set()
+    assert held == 9
     for thread in threads:
         thread.join()
     deadline = time.monotonic() + 5
