@@ -17,7 +17,8 @@ written — how many carry a name, number or (for facts) a value that no source
 says (the same simple test as ``tests/test_grounded_dream_real.py``; must be 0).
 Coverage: the share of LoCoMo's evidence turns whose content is in their
 session's gist (a gist sentence within cosine 0.6 of the turn). ``--gists FILE``
-keeps the gists (by session id) for ``scripts/eval_recall.py --gists FILE``.
+keeps the gists (by session id) of the first model run for
+``scripts/eval_recall.py --gists FILE``.
 
     python scripts/eval_consolidation.py --dataset locomo-dev --model ideal
     python scripts/eval_consolidation.py --sessions 4 --conversations 2   # a quicker look with the default model
@@ -240,7 +241,7 @@ def main() -> None:
                     store, events = dream_over(memory_set, Path(tmp) / kind / dataset, models, summary)
                     gists: dict[str, str] = {}
                     measure(store, events, memory_set, models, totals, coverage, gists)
-                    if kind == "default":
+                    if kind == kinds[0]:  # with both models, the default model's gists are kept
                         all_gists.update(gists)
                     store.close()
                 turns = sum(s.turns for s in sets)
@@ -249,7 +250,7 @@ def main() -> None:
                        time.perf_counter() - started)
         models.close()
     if args.gists:
-        args.gists.write_text(json.dumps({"format": "lyra-recall-gists", "model": "default summary model",
+        args.gists.write_text(json.dumps({"format": "lyra-recall-gists", "model": f"{kinds[0]} summary model",
                                           "sessions": all_gists}, ensure_ascii=False, indent=1) + "\n",
                               encoding="utf-8")
         print(f"\nwrote {len(all_gists)} gists to {args.gists}")
