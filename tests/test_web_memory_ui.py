@@ -96,8 +96,12 @@ def test_an_edited_gist_survives_a_forced_dream_pass(browser: Browser, dreamt: t
     page.locator(f"#session-list li[data-id='{session}'] .session-name").click()
     gist = page.locator(f"#session-gist[data-session='{session}']")  # not the summary shown before the click
     expect(gist.get_by_role("button", name="Edit this conversation's summary")).to_be_visible(timeout=30_000)
+    expect(page.locator("#messages .message.user .bubble").first).to_have_text(SAID)  # the conversation opened
+    page.wait_for_load_state("networkidle")  # and the panel's loads have answered
     gist.get_by_role("button", name="Edit this conversation's summary").click()
     mine = "Sam moved to Lisbon last spring and loves the river."
+    if not gist.locator("textarea").is_visible():
+        raise AssertionError("no editor after Edit: " + page.locator("#panel").inner_html()[:3000])
     gist.locator("textarea").fill(mine)
     with page.expect_response(lambda r: r.url.endswith(f"/api/sessions/{session}/gist")):
         page.locator(f"#session-list li[data-id='{session}'] .session-name").click()  # the panel refreshes

@@ -159,7 +159,9 @@
     renderSessions();
     closeSessionsOnNarrow();
     try {
-      renderMessages((await api(`/api/sessions/${id}/messages`)).messages);
+      const { messages } = await api(`/api/sessions/${id}/messages`);
+      if (state.current !== id) return;  // another conversation was opened while these loaded
+      renderMessages(messages);
     } catch (e) { showError(e.message); }
     if (state.panel === "memory") loadMemory();
     const turn = turnId ? document.querySelector(`#messages li[data-id="${Number(turnId)}"]`) : null;
