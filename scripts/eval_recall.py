@@ -175,6 +175,8 @@ def main() -> None:
     parser.add_argument("--path", type=Path, help="the dataset's file, for one dataset (default: recall_sets.py)")
     parser.add_argument("--only", action="append", default=[], help="strategies whose name contains this")
     parser.add_argument("--cache", type=Path, help="keep the imported data directories here and reuse them")
+    parser.add_argument("--conversations", type=int, default=0,
+                        help="only the first N memories of each set (as eval_consolidation.py --conversations)")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     parser.add_argument("--gists", type=Path, default=REPO / "eval" / "recall_gists.json",
                         help="sessions' gists by session id (scripts/make_eval_gists.py), for the gists stage")
@@ -190,7 +192,7 @@ def main() -> None:
         if gists:
             print(f"gists of {len(gists)} sessions from {args.gists.name}")
         for dataset in datasets:
-            sets = load(dataset, args.path if len(datasets) == 1 else None)
+            sets = load(dataset, args.path if len(datasets) == 1 else None)[:args.conversations or None]
             results = evaluate(dataset, sets, models, base / dataset, args.only, gists)
             print_table(results)
             all_results.append(results)
