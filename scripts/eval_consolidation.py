@@ -14,7 +14,10 @@ once (``Dreamer.run_pass(force=True)``) with:
 Per kind of memory it reports what was written (abstractive / extractive),
 what the checks refused and why (from the dream's own log), and — on what was
 written — how many carry a name, number or (for facts) a value that no source
-says (the same simple test as ``tests/test_grounded_dream_real.py``; must be 0).
+says (the same simple test as ``tests/test_grounded_dream_real.py``; must be 0),
+and which words it counted. What the model is shown besides the turns counts
+as said: each session's name and date, and the two names it is given (the
+companion's and the person's).
 Coverage: the share of LoCoMo's evidence turns whose content is in their
 session's gist (a gist sentence within cosine 0.6 of the turn). ``--gists FILE``
 keeps the gists (by session id) of the first model run for
@@ -93,7 +96,9 @@ def locomo_summaries(path: Path) -> dict[str, str]:
     return out
 
 
-def dream_over(memory_set: MemorySet, base: Path, models: Models, summary: Any) -> tuple[Store, list[dict[str, Any]]]:
+def dream_over(memory_set: MemorySet, base: Path, models: Models,
+               summary: Any) -> tuple[Store, list[dict[str, Any]], list[str]]:
+    """The set imported and dreamt over once; also the names the summary model is given (companion, person)."""
     data = base / memory_set.name
     data.mkdir(parents=True)
     (data / "in.jsonl").write_text(memory_set.jsonl(), encoding="utf-8")
@@ -103,15 +108,22 @@ def dream_over(memory_set: MemorySet, base: Path, models: Models, summary: Any) 
                                         "LYRA_DREAM__SESSION_IDLE_S": "0"})
     events: list[dict[str, Any]] = []
     Dreamer(store, summary, models.embed, settings, on_event=events.append).run_pass(force=True)
-    return store, events
+    return store, events, [settings.companion.name, settings.companion.user_name or ""]
 
 
-def measure(store: Store, events: list[dict[str, Any]], memory_set: MemorySet, models: Models,
+def measure(store: Store, events: list[dict[str, Any]], memory_set: MemorySet, models: Models, given: list[str],
             totals: dict[str, Counter[str]], coverage: list[float], gists: dict[str, str]) -> None:
+    """Add this set's figures to ``totals``; ``totals[kind]['flagged: word']`` names what was counted invented."""
     sessions = store.sessions.list(limit=10_000)
     turns = {s.id: store.exchanges.history(s.id) for s in sessions}
-    headers = {s.id: when(turns[s.id], s.name) for s in sessions}  # what the model is shown with each session
+    # what the model is shown besides the turns: each session's name and date, and the two names it is given
+    headers = {s.id: " ".join([when(turns[s.id], s.name), *given]) for s in sessions}
     everything = [t.content for ts in turns.values() for t in ts] + list(headers.values())
+
+    def invented_in(kind: str, text: str, sources: list[str]) -> bool:
+        words = invented(text, sources)
+        totals[kind].update(f"flagged: {w}" for w in words)
+        return bool(words)
     for event in events:
         kind = event["kind"].removesuffix(".rejected")
         if event["kind"].endswith(".rejected"):
@@ -125,14 +137,15 @@ def measure(store: Store, events: list[dict[str, Any]], memory_set: MemorySet, m
             continue
         gists[s.uid] = gist.content
         totals["gist"][f"written: {gist.method}"] += 1
-        totals["gist"]["invented"] += bool(invented(gist.content, [t.content for t in turns[s.id]] + [headers[s.id]]))
+        sources = [t.content for t in turns[s.id]] + [headers[s.id]]
+        totals["gist"]["invented"] += invented_in("gist", gist.content, sources)
     for d in store.derived.digests():
         totals["digest"][f"written: {d.method}"] += 1
-        totals["digest"]["invented"] += bool(invented(d.content, everything))
+        totals["digest"]["invented"] += invented_in("digest", d.content, everything)
     narrative = store.derived.narrative()
     if narrative:
         totals["narrative"]["written"] += 1
-        totals["narrative"]["invented"] += bool(invented(narrative, everything))
+        totals["narrative"]["invented"] += invented_in("narrative", narrative, everything)
     own = " ".join(t.content.lower() for ts in turns.values() for t in ts if t.role == "user")
     for fact in store.derived.profile():
         totals["fact"]["written"] += 1
@@ -141,11 +154,11 @@ def measure(store: Store, events: list[dict[str, Any]], memory_set: MemorySet, m
     for text in [state.get("self_narrative", ""), *state.get("reflections", [])]:
         if text:
             totals["reflect"]["written"] += 1
-            totals["reflect"]["invented"] += bool(invented(text, everything))
+            totals["reflect"]["invented"] += invented_in("reflect", text, everything)
     for w in store.coord.world_history():
         if w.author == "dream":
             totals["world"]["written"] += 1
-            totals["world"]["invented"] += bool(invented(w.content, everything))
+            totals["world"]["invented"] += invented_in("world", w.content, everything)
     by_source = store.exchanges.ids_by_source()
     for question in memory_set.questions:
         for source_id in question.evidence:
@@ -193,7 +206,8 @@ def report(title: str, totals: dict[str, Counter[str]], coverage: list[float], s
         refused = ", ".join(f"{k.removeprefix('refused: ')} {v}" for k, v in sorted(c.items())
                             if k.startswith("refused")) or "none"
         missing = f", sessions without a gist {c['sessions without a gist']}" if c["sessions without a gist"] else ""
-        print(f"| {kind} | {written}{missing} | {refused} | {c['invented']} |")
+        flagged = ", ".join(k.removeprefix("flagged: ") for k in sorted(c) if k.startswith("flagged"))
+        print(f"| {kind} | {written}{missing} | {refused} | {c['invented']}{f' ({flagged})' if flagged else ''} |")
     if coverage:
         print(f"\nCoverage: {sum(coverage) / len(coverage):.3f} of {len(coverage)} evidence turns are in their "
               f"session's gist (a gist sentence within cosine {COVERED}).")
@@ -238,9 +252,9 @@ def main() -> None:
                 coverage: list[float] = []
                 started = time.perf_counter()
                 for memory_set in sets:
-                    store, events = dream_over(memory_set, Path(tmp) / kind / dataset, models, summary)
+                    store, events, given = dream_over(memory_set, Path(tmp) / kind / dataset, models, summary)
                     gists: dict[str, str] = {}
-                    measure(store, events, memory_set, models, totals, coverage, gists)
+                    measure(store, events, memory_set, models, given, totals, coverage, gists)
                     if kind == kinds[0]:  # with both models, the default model's gists are kept
                         all_gists.update(gists)
                     store.close()

@@ -151,7 +151,9 @@ def test_stop_ends_the_reply_and_keeps_what_was_said(browser: Browser, chatty: S
 
 
 def test_rename_and_delete_a_session(page: Page, served: Served) -> None:
+    count = len(httpx.get(f"{served.url}/api/sessions").json()["sessions"])
     page.click("#new-session")
+    expect(page.locator(".session-list li")).to_have_count(count + 1)  # the new one is listed, first
     first = page.locator(".session-list li").first
     first.get_by_role("button", name="Rename").click()
     page.fill(".session-list input", "Balcony garden")

@@ -103,6 +103,8 @@
 
   function renderSessions() {
     const list = $("session-list");
+    // A rename in progress keeps its field: it re-renders the list itself when it ends.
+    if (list.querySelector("li[data-renaming]")) return;
     list.replaceChildren(...state.sessions.map((s) => {
       const name = el("button", { class: "session-name", text: s.name, title: s.name,
                                   "aria-current": s.id === state.current ? "true" : null,
@@ -123,6 +125,7 @@
     const finish = async (save) => {
       if (done) return;
       done = true;
+      delete item.dataset.renaming;
       if (save && input.value.trim() && input.value.trim() !== session.name) {
         try { await api(`/api/sessions/${session.id}`, { method: "PATCH", body: { name: input.value.trim() } }); }
         catch (e) { showError(e.message); }
@@ -134,6 +137,7 @@
       if (e.key === "Escape") { e.preventDefault(); finish(false); }
     });
     input.addEventListener("blur", () => finish(true));
+    item.dataset.renaming = "1";
     item.replaceChildren(input);
     input.focus();
     input.select();
