@@ -150,3 +150,25 @@ def test_the_dream_writes_the_floor_and_logs_checks_not_text(tmp_path: Path,
     logged = str([e["detail"] for e in events]) + str(store.coord.events(after_id=0))
     assert "Carolina" not in logged and "1999" not in logged and "awesome" not in logged.lower()
     store.close()
+
+
+def test_the_companions_name_is_not_given_to_a_person_of_an_imported_conversation(
+        tmp_path: Path, make_settings: Callable[..., Settings]) -> None:
+    """Two people talking ("Caroline: ...", "Melanie: ...") imported as user and assistant turns: a draft that
+    calls the second speaker by the companion's name loses that sentence (SmolLM2 did this on LoCoMo)."""
+    settings = make_settings('[dream]\nsession_idle_s = 0\n')
+    store = Store(tmp_path / "data")
+    session = add_session(store, "support", "2023-05-08", [
+        "Caroline: I went to a support group yesterday and it was so powerful.",
+        "Melanie: That is wonderful, I am glad you went to the support group."])
+
+    def drafting(messages: Sequence[Message], options: GenerationOptions | None) -> str:
+        if options is not None and options.json_schema is not None:
+            return transcribing(messages, options)
+        return "Caroline went to a support group and it was so powerful. Lyra was glad she went to the support group."
+
+    Dreamer(store, FakeChatModel(respond=drafting), FakeEmbedder(), settings).run_pass(force=True)
+    gist = store.derived.gist(session)
+    assert gist is not None and "Lyra" not in gist.content, gist
+    assert "Caroline went to a support group" in gist.content or "Caroline said" in gist.content
+    store.close()

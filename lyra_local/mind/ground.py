@@ -60,8 +60,12 @@ class Ground:
         self.budget = budget
 
     def _check(self, text: str, sources: Sequence[Source], keep: float = 1.0) -> tuple[Verdict, str]:
-        return grounding.check(text, sources, self.embed, budget=self.budget, count=self.count,
-                               names=[self.names.get("user", ""), self.names.get("name", "")], keep=keep)
+        # A name the model is given is allowed unsaid only for someone who speaks in the sources: in an
+        # imported talk between two people ("Caroline: ..."), the companion's name would put their words
+        # in the wrong mouth. Roll-ups allow a name that their pieces say.
+        speaking = {s.who for s in sources if s.who}
+        names = [n for n in (self.names.get("user", ""), self.names.get("name", "")) if n in speaking]
+        return grounding.check(text, sources, self.embed, budget=self.budget, count=self.count, names=names, keep=keep)
 
     def _who(self, turn: Exchange) -> str:
         return self.names.get("user", "the user") if turn.role == "user" else self.names.get("name", "the companion")
