@@ -382,11 +382,12 @@
   async function loadMemory() {
     const load = ++state.memoryLoads;  // an older load that answers late must not overwrite a newer one
     try {
-      const [self, world, profile, narrative, digests, sitrep, proposals] = await Promise.all([
+      const [self, world, profile, narrative, digests, sitrep, proposals, current] = await Promise.all([
         api("/api/self"), api("/api/world"), api("/api/profile"), api("/api/narrative"), api("/api/digests"),
-        api("/api/sitrep?format=text"), api("/api/world/proposals")]);
-      const gist = state.current ? (await api(`/api/sessions/${state.current}/gist`)).gist : null;
+        api("/api/sitrep?format=text"), api("/api/world/proposals"),
+        state.current ? api(`/api/sessions/${state.current}/gist`) : { gist: null }]);
       if (load !== state.memoryLoads) return;
+      const gist = current.gist;
       $("sitrep").textContent = sitrep;
       renderProposals(proposals.proposals);
       memoryItem($("session-gist"), { kind: "gist", id: gist && gist.id, text: gist && gist.content,
