@@ -154,13 +154,14 @@ class Dreamer:
         draft = draft_gist(scribe, self.store, session_id, self.zone)  # None: someone else caught it up already
         if draft is None:
             return
-        turns = self.store.exchanges.history(session_id)
+        # The turns up to what the draft covers: one said meanwhile is left for the next pass, not claimed.
+        turns = [t for t in self.store.exchanges.history(session_id) if t.id <= draft.covers_upto]
         written = self._ground(scribe).gist(draft.text, turns, self.store.sessions.get(session_id).name, self.zone)
         self._rejected("gist", f"session:{session_id}", written.verdict)
         if not written.text:
             return
         vector = self._embed(written.text)
-        gist = self.store.derived.put_gist(session_id, written.text, turns[-1].id, vector, self.embedder.name,
+        gist = self.store.derived.put_gist(session_id, written.text, draft.covers_upto, vector, self.embedder.name,
                                            read=draft.read, previous=draft.previous, method=written.method)
         self._act("gist", f"session:{session_id}", progress=progress, gist_id=gist.id, covers_upto=gist.covers_upto,
                   turns=draft.turns, chunks=draft.chunks, method=written.method,
