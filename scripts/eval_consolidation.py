@@ -123,6 +123,9 @@ def measure(store: Store, events: list[dict[str, Any]], memory_set: MemorySet, m
     def invented_in(kind: str, text: str, sources: list[str]) -> bool:
         words = invented(text, sources)
         totals[kind].update(f"flagged: {w}" for w in words)
+        for sentence in sentences(text):  # to read what was flagged, not only count it
+            if any(re.search(rf"\b{re.escape(w)}\b", sentence) for w in words):
+                print(f"  flagged {kind} in {memory_set.name}: {sorted(words)} in {sentence!r}", file=sys.stderr)
         return bool(words)
     for event in events:
         kind = event["kind"].removesuffix(".rejected")

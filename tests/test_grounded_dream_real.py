@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 LOCOMO = Path(os.environ.get("LYRA_LOCOMO", REPO.parent / "shared" / "data" / "locomo-dev.json"))
 TRANSCRIPT_LINE = re.compile(r"(?:^|[.!?\"“]\s*)([A-Z][a-z]+|[Uu]ser|[Aa]ssistant|Lyra)\s*:\s", re.M)
 NAME_OR_NUMBER = re.compile(r"\b(?:[A-Z][a-z]+|\w*\d\w*)\b")
-SENTENCE_START = re.compile(r"(?:^|[.!?“\"]\s+)([A-Z][a-z]+)")
+SENTENCE_START = re.compile(r"(?:^|[.!?…“”\"’)]\s+)([A-Z][a-z]+)", re.M)  # also after a closing quote
 
 
 def words(texts: list[str]) -> set[str]:

@@ -97,6 +97,13 @@ def test_the_floor_quotes_central_sentences_in_order_without_repeats_within_budg
     assert g.speaker_lines(text, ["Caroline", "Melanie"]) == 0
 
 
+def test_a_roll_up_reads_back_every_speakers_quotes_even_an_unnamed_persons() -> None:
+    text = g.Quote("the user", (0, 0), "I adopted a puppy.").render() + " " + \
+        g.Quote("Lyra", (0, 1), "What is its name?").render()
+    assert [(q.who, q.sentence) for q in g.quotes_of(text, 0)] == [
+        ("The user", "I adopted a puppy."), ("Lyra", "What is its name?")]
+
+
 @pytest.mark.parametrize(("fact", "reason"), [
     (("home city", "1"), "value_says_nothing"), (("job", "2"), "value_says_nothing"),
     (("partner", "cat"), "value_not_said_as_that_fact"), (("job", "work"), "value_says_nothing"),

@@ -280,7 +280,8 @@ def cited(text: str, turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [t for t, said in zip(turns, plain, strict=True) if any(q in said for q in quoted)] or list(turns)
 
 
-QUOTED = re.compile(r"([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*)?) said, “([^”]+)”")
+# "Caroline said", "Lyra said", and also "The user said" (a person without a configured name)
+QUOTED = re.compile(r"([A-Z][\w'’.-]*(?: [A-Za-z][\w'’.-]*)?) said, “([^”]+)”")
 
 
 def quotes_of(text: str, order: int) -> list[Quote]:
