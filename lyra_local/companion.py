@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .config import CompanionSettings
-from .errors import LyraError
+from .errors import BadRequest, LyraError
 from .llm.base import ChatModel, GenerationOptions, Vectors
 from .memory import Memory
 from .memory.context import Context, assemble
@@ -50,17 +50,48 @@ class Companion:
         # Persona, world state and profile are counted every turn; their counts do not change.
         self.count_tokens = functools.lru_cache(maxsize=8192)(chat.count_tokens)
 
-    def turn(self, session_id: int, message: str,
-             options: GenerationOptions | None = None) -> Generator[TurnEvent, None, None]:
-        """Stream one turn; closing the iterator stops generation and stores the partial reply."""
+    def turn(self, session_id: int, message: str, options: GenerationOptions | None = None, *,
+             replacing: int | None = None) -> Generator[TurnEvent, None, None]:
+        """Stream one turn; closing the iterator stops generation and stores the partial reply.
+
+        ``replacing``: the id of one of the person's messages this one is an edit of; it and what followed it are
+        set aside as a branch (``store/branches.py``) and the conversation goes on from the new message.
+        """
         store = self.memory.store
-        store.sessions.get(session_id)
+        session = store.sessions.get(session_id)
         self.last_turn_at = time.monotonic()
-        user, vector = self._store_user_message(session_id, message)
+        if replacing is not None:
+            self._editable(session_id, replacing)
+        user, vector = self._store_user_message(session_id, message, session.remember, replacing)
         yield TurnEvent("stored", data={"exchange_id": user.id})
+        yield from self._reply(session_id, message, user.id, vector, options, remember=session.remember)
+
+    def regenerate(self, reply_id: int, options: GenerationOptions | None = None
+                   ) -> Generator[TurnEvent, None, None]:
+        """Stream a new reply to the message ``reply_id`` answered; the old one stays as an alternative
+        (``store/branches.py``). Nothing changes unless the new reply is stored."""
+        store = self.memory.store
+        reply = store.exchanges.get(reply_id)
+        if reply is None or reply.role != "assistant":
+            raise BadRequest(f"{reply_id} is not a reply of the current conversation",
+                             hint="only a reply on the conversation's current path can be regenerated")
+        before = store.exchanges.history(reply.session_id, limit=1, before_id=reply_id)
+        if not before or before[0].role != "user":
+            raise BadRequest(f"reply {reply_id} answers no message of the person", hint="nothing to answer again")
+        session = store.sessions.get(reply.session_id)
+        self.last_turn_at = time.monotonic()
+        user = before[0]
+        vector = self._embed_query(user.content)
+        yield TurnEvent("stored", data={"exchange_id": user.id, "replacing": reply_id})
+        yield from self._reply(session.id, user.content, user.id, vector, options, remember=session.remember,
+                               replacing=reply_id)
+
+    def _reply(self, session_id: int, message: str, user_id: int, vector: Vectors | None,
+               options: GenerationOptions | None, *, remember: bool,
+               replacing: int | None = None) -> Generator[TurnEvent, None, None]:
         reply_budget = (options.max_tokens if options and options.max_tokens else None) or self._reply_tokens()
         try:
-            context = self.build_context(session_id, message, user.id, vector, reply_budget)
+            context = self.build_context(session_id, message, user_id, vector, reply_budget)
         except LyraError as exc:
             yield TurnEvent("error", str(exc), {"status": exc.status_code})
             return
@@ -83,7 +114,10 @@ class Companion:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()  # stops generation when our consumer went away
-            reply = self._store_reply(session_id, "".join(parts), context)
+            try:
+                reply = self._store_reply(session_id, "".join(parts), context, remember, replacing)
+            except LyraError as exc:  # the conversation changed under a regenerated reply
+                reply, error = None, exc
         if error is not None:
             yield TurnEvent("error", str(error), {"status": error.status_code})
         yield TurnEvent("done", data={"exchange_id": reply.id if reply else None, "finish_reason": finish,
@@ -95,6 +129,22 @@ class Companion:
         inputs = gather(self.memory, self.settings, session_id, message,
                         None if vector is None else vector[0], before_id=user_exchange_id)
         return assemble(inputs, count=self.count_tokens, n_ctx=self.chat.n_ctx, reply_tokens=reply_tokens)
+
+    def choose(self, turn_id: int) -> int:
+        """Make a version of a turn current (``store/branches.py``); returns its session. The turns that come
+        back onto the path are embedded again now (the catch-up would do it later), unless off the record."""
+        store = self.memory.store
+        session_id, _ = store.branches.session_of(turn_id)
+        back = store.branches.choose(turn_id)
+        if back and store.sessions.get(session_id).remember:
+            turns = [t for t in store.exchanges.get_many(back).values()]
+            try:
+                vectors = self.memory.embedder.embed([t.content for t in turns])
+                for turn, vector in zip(turns, vectors, strict=True):
+                    store.exchanges.set_vector(turn.id, vector, self.memory.embedder.name)
+            except Exception as exc:  # the re-embed catch-up adds them later
+                log.warning("could not embed the chosen turns now: %s", exc, exc_info=not isinstance(exc, LyraError))
+        return session_id
 
     def trace(self, exchange_id: int) -> dict[str, Any] | None:
         """The memories a reply's context used, with their content: "why did you say that?"."""
@@ -114,23 +164,37 @@ class Companion:
         wanted = spec_sampling.max_tokens if spec_sampling else 512
         return min(wanted, self.chat.n_ctx // 4)
 
-    def _store_user_message(self, session_id: int, message: str) -> tuple[Exchange, Vectors | None]:
-        vector = None
+    def _editable(self, session_id: int, message_id: int) -> None:
+        found = self.memory.store.exchanges.get(message_id)
+        if found is None or found.session_id != session_id or found.role != "user":
+            raise BadRequest(f"{message_id} is not one of your messages in this conversation",
+                             hint="only a message of the conversation's current path can be edited")
+
+    def _embed_query(self, message: str) -> Vectors | None:
         try:
-            vector = self.memory.embedder.embed([message])
+            return self.memory.embedder.embed([message])
         except Exception as exc:  # any failure: stored without a vector; the re-embed catch-up adds it later
             log.warning("could not embed the message now: %s", exc, exc_info=not isinstance(exc, LyraError))
+            return None
+
+    def _store_user_message(self, session_id: int, message: str, remember: bool,
+                            replacing: int | None) -> tuple[Exchange, Vectors | None]:
+        """Stored with its vector, which is also the recall query; off the record the vector is only the query."""
+        vector = self._embed_query(message)
         exchange = self.memory.store.exchanges.add(
             NewExchange(session_id, "user", message, tokens=self._count(message)),
-            vector=None if vector is None else vector[0], model=self.memory.embedder.name)
+            vector=None if vector is None or not remember else vector[0], model=self.memory.embedder.name,
+            replacing=replacing)
         return exchange, vector
 
-    def _store_reply(self, session_id: int, text: str, context: Context) -> Exchange | None:
+    def _store_reply(self, session_id: int, text: str, context: Context, remember: bool,
+                     replacing: int | None) -> Exchange | None:
         if not text:
             return None
         reply = self.memory.store.exchanges.add_reply(session_id, text, [asdict(t) for t in context.trace],
-                                                      context.tokens)
-        self._embedder.submit(self._embed_reply, reply)
+                                                      context.tokens, replacing=replacing)
+        if remember:
+            self._embedder.submit(self._embed_reply, reply)
         return reply
 
     def _embed_reply(self, reply: Exchange) -> None:

@@ -216,6 +216,8 @@ class CompanionSettings(_Strict):
     recalled_turns: int = Field(6, ge=0, le=50, description="Raw turns recalled from other sessions.")
     recalled_gists: int = Field(4, ge=0, le=50, description="Gists of other sessions recalled.")
     timeline_days: int = Field(14, ge=0, le=366, description="Days of day digests offered; older come as weeks/months.")
+    off_the_record_hours: float = Field(24, gt=0, le=8760, description="An off-the-record conversation is "
+                                        "deleted after this many hours without a turn (or when you leave it).")
     timezone: str = Field("", description="Your time zone (IANA name, e.g. 'Europe/Lisbon'): which day a turn "
                                           "belongs to for digests, the timeline and dates in questions. Empty: "
                                           "this machine's.")

@@ -63,3 +63,9 @@ class NotFound(LyraError):
     """The thing a request names does not exist."""
 
     status_code = 404
+
+
+class Conflict(LyraError):
+    """The request was made against a state that changed meanwhile (reload and try again)."""
+
+    status_code = 409

@@ -41,6 +41,10 @@ SEED = {
     11: ["UPDATE gists SET method = 'extractive' WHERE session_id = 1"],
     12: ["INSERT INTO dismissed (kind, target, basis, dismissed_at) VALUES ('gist', '1', '1', "
          "'2023-05-10T00:00:00+00:00')"],
+    13: ["INSERT INTO sessions (id, uid, name, created_at, updated_at, remember) VALUES (2, 'u2', 'aside', "
+         "'2023-05-12T00:00:00+00:00', '2023-05-12T00:00:00+00:00', 0)",
+         "INSERT INTO asides (id, session_id, parent_id, role, content, created_at, set_aside_seq) VALUES "
+         "(99, 1, 1, 'assistant', 'How many bees?', '2023-05-08T13:57:00+00:00', 1)"],
 }
 
 

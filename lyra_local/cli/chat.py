@@ -1,4 +1,8 @@
-"""``lyra chat [--session NAME]``: talk in the terminal, replies streamed as they are written."""
+"""``lyra chat [--session NAME] [--off-the-record]``: talk in the terminal, replies streamed as they are written.
+
+Off the record, the conversation is a new one that is never remembered, and it
+is deleted when the command ends (however it ends).
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ QUIT = {"/quit", "/exit", ":q"}
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("chat", help="chat in the terminal")
     parser.add_argument("--session", default="Terminal", help="session name (created if new; default Terminal)")
+    parser.add_argument("--off-the-record", action="store_true",
+                        help="a new conversation that is never remembered, deleted when you leave")
     parser.set_defaults(run=run)
 
 
@@ -29,11 +35,19 @@ def run(args: argparse.Namespace) -> int:
     store = Store(settings.data_dir)
     models = Models(settings)
     companion = Companion(Memory(store, models.embed, zone=settings.companion.zone), models.chat, settings.companion)
+    memory = companion.memory
+    session = None
     try:
-        session = store.sessions.find(name=args.session) or store.sessions.create(args.session, source="cli")
+        if args.off_the_record:
+            session = store.sessions.create(args.session, source="cli", remember=False)
+        else:
+            session = store.sessions.find(name=args.session) or store.sessions.create(args.session, source="cli")
         interactive = sys.stdin.isatty()
         if interactive:
-            print(f"{settings.companion.name} — session '{session.name}'. Ctrl-C stops a reply, /quit leaves.")
+            record = " (off the record: nothing is remembered, and it is deleted when you leave)" \
+                if args.off_the_record else ""
+            print(f"{settings.companion.name} — session '{session.name}'{record}. Ctrl-C stops a reply, "
+                  "/quit leaves.")
         while True:
             try:
                 line = input("you> " if interactive else "")
@@ -45,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
                 _reply(companion, session.id, line, settings.companion.name)
     finally:
         companion.close()
+        if session is not None and not session.remember:
+            memory.forget_session(session.id)
         store.close()
         models.close()
     return 0

@@ -27,6 +27,7 @@ from ..errors import ConfigError, LyraError
 from ..llm.registry import Models
 from ..mind import Dreamer, PassReport
 from ..store import Store
+from ..store.forget import forget_idle_off_the_record
 
 log = logging.getLogger(__name__)
 QUIET_KINDS = {"pass.start", "pass.end"}
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     passes, report = 0, None
     try:
         while True:
+            forget_idle_off_the_record(store, settings.companion.off_the_record_hours)  # as the server does
             report = dreamer.run_pass(force=args.force)
             passes += 1
             _print_report(console, report)

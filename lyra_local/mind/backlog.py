@@ -14,7 +14,7 @@ from .reflect import novelty
 
 def pending_sessions(store: Store, min_turns: int) -> list[PendingSession]:
     """Sessions with turns their gist does not cover; not one the person summarized themselves, nor one whose
-    gist they deleted and that has said nothing new since."""
+    gist they deleted and that has said nothing new since, nor one off the record."""
     rows = store.conn().execute(
         "SELECT s.id, g.id IS NOT NULL AS has_gist, coalesce(g.stale, 0) AS stale, "
         "(SELECT count(*) FROM exchanges e WHERE e.session_id = s.id "
@@ -23,7 +23,7 @@ def pending_sessions(store: Store, min_turns: int) -> list[PendingSession]:
         "(SELECT max(created_at) FROM exchanges e WHERE e.session_id = s.id) AS last_at "
         "FROM sessions s LEFT JOIN gists g ON g.session_id = s.id "
         "LEFT JOIN dismissed d ON d.kind = 'gist' AND d.target = CAST(s.id AS TEXT) "
-        "WHERE coalesce(g.method, '') != 'user' ORDER BY last_at, s.id")
+        "WHERE coalesce(g.method, '') != 'user' AND s.remember = 1 ORDER BY last_at, s.id")
     out = []
     for r in rows:
         if r["new_turns"] == 0 or (not r["has_gist"] and r["total_turns"] < min_turns):

@@ -45,7 +45,7 @@ class Reflection(BaseModel):
 def novelty_basis(store: Store) -> dict[str, Any]:
     """Where the memory stands: reflection is due once it moved past the last reflection's basis."""
     conn = store.conn()
-    last_exchange = conn.execute("SELECT coalesce(max(id), 0) FROM exchanges").fetchone()[0]
+    last_exchange = conn.execute("SELECT coalesce(max(id), 0) FROM exchanges WHERE remembered = 1").fetchone()[0]
     last_gist = conn.execute("SELECT coalesce(max(updated_at), '') FROM gists WHERE stale = 0").fetchone()[0]
     return {"exchange": int(last_exchange), "gist": str(last_gist)}
 
@@ -54,7 +54,8 @@ def novelty(store: Store) -> tuple[int, int]:
     """New turns and new or updated gists since the last reflection."""
     basis = (store.derived.self_state() or {}).get("basis") or {"exchange": 0, "gist": ""}
     conn = store.conn()
-    turns = conn.execute("SELECT count(*) FROM exchanges WHERE id > ?", (int(basis.get("exchange", 0)),)).fetchone()[0]
+    turns = conn.execute("SELECT count(*) FROM exchanges WHERE id > ? AND remembered = 1",
+                         (int(basis.get("exchange", 0)),)).fetchone()[0]
     gists = conn.execute("SELECT count(*) FROM gists WHERE stale = 0 AND updated_at > ?",
                          (str(basis.get("gist", "")),)).fetchone()[0]
     return int(turns), int(gists)

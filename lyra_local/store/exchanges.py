@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import BadRequest
+from ..errors import BadRequest, Conflict
 from . import provenance
 from .blobs import put_vector
+from .branches import set_aside
 from .db import canonical, utc_now
 from .records import Exchange
 
@@ -33,6 +34,16 @@ class NewExchange:
     source_id: str | None = None
 
 
+# A recalled memory with its date and conversation, for the trace ("Why?" dates and opens each one).
+_DATED = {
+    "exchange": "SELECT e.content, e.created_at AS at, e.session_id, s.name FROM exchanges e "
+                "JOIN sessions s ON s.id = e.session_id WHERE e.id = ?",
+    "gist": "SELECT g.content, g.updated_at AS at, g.session_id, s.name FROM gists g "
+            "JOIN sessions s ON s.id = g.session_id WHERE g.id = ?",
+    "digest": "SELECT content, period AS at, NULL AS session_id, NULL AS name FROM digests WHERE id = ?",
+}
+
+
 def row_to_exchange(row: sqlite3.Row) -> Exchange:
     return Exchange(row["id"], row["session_id"], row["role"], row["content"], row["created_at"], row["tokens"],
                     row["source_id"])
@@ -43,10 +54,20 @@ class Exchanges:
         self.store = store
 
     def add(self, new: NewExchange, *, vector: npt.NDArray[np.float32] | None = None,
-            model: str | None = None) -> Exchange:
-        """Insert one exchange and (optionally) its embedding atomically."""
+            model: str | None = None, replacing: int | None = None) -> Exchange:
+        """Insert one exchange and (optionally) its embedding atomically; ``replacing``: a turn of the path that
+        this one takes the place of, set aside with what followed it in the same transaction."""
         with self.store.write() as conn:
+            if replacing is not None:
+                self._make_room(conn, new.session_id, replacing)
             return self.insert(conn, [new], None if vector is None else vector[None, :], model)[0]
+
+    def _make_room(self, conn: sqlite3.Connection, session_id: int, replacing: int) -> None:
+        if not conn.execute("SELECT 1 FROM exchanges WHERE id = ? AND session_id = ?",
+                            (replacing, session_id)).fetchone():
+            raise Conflict(f"turn {replacing} is no longer on the conversation's path (it was forgotten or another "
+                           "version was chosen meanwhile)", hint="reload the conversation and try again")
+        set_aside(conn, session_id, replacing)
 
     def insert(self, conn: sqlite3.Connection, items: Sequence[NewExchange],
                vectors: npt.NDArray[np.float32] | None, model: str | None) -> list[Exchange]:
@@ -59,10 +80,11 @@ class Exchanges:
             if item.role not in ROLES:
                 raise BadRequest(f"role must be one of {', '.join(ROLES)}, not {item.role!r}")
             at = canonical(item.created_at) if item.created_at else utc_now()
-            row = conn.execute(
-                "INSERT INTO exchanges (session_id, role, content, created_at, tokens, source_id) "
-                "VALUES (?, ?, ?, ?, ?, ?) RETURNING *",
-                (item.session_id, item.role, item.content, at, item.tokens, item.source_id)).fetchone()
+            row = conn.execute(  # an off-the-record session's turns are not remembered (m013)
+                "INSERT INTO exchanges (session_id, role, content, created_at, tokens, source_id, remembered) "
+                "VALUES (?, ?, ?, ?, ?, ?, (SELECT remember FROM sessions WHERE id = ?)) RETURNING *",
+                (item.session_id, item.role, item.content, at, item.tokens, item.source_id,
+                 item.session_id)).fetchone()
             if vectors is not None and model is not None:
                 put_vector(conn, "exchange", model, row["id"], vectors[i])
             latest[item.session_id] = max(at, latest.get(item.session_id, at))
@@ -71,9 +93,13 @@ class Exchanges:
             self.store.sessions.touch(conn, session_id, at)
         return out
 
-    def add_reply(self, session_id: int, text: str, trace: list[dict[str, Any]], context_tokens: int) -> Exchange:
-        """Store a reply with the trace of the memories its context used (each a source of the trace)."""
+    def add_reply(self, session_id: int, text: str, trace: list[dict[str, Any]], context_tokens: int, *,
+                  replacing: int | None = None) -> Exchange:
+        """Store a reply with the trace of the memories its context used (each a source of the trace);
+        ``replacing``: the reply it was regenerated from, set aside in the same transaction."""
         with self.store.write() as conn:
+            if replacing is not None:
+                self._make_room(conn, session_id, replacing)
             reply = self.insert(conn, [NewExchange(session_id, "assistant", text)], None, None)[0]
             conn.execute("INSERT INTO context_traces (exchange_id, trace, tokens, created_at) VALUES (?, ?, ?, ?)",
                          (reply.id, json.dumps(trace), context_tokens, utc_now()))
@@ -82,7 +108,8 @@ class Exchanges:
         return reply
 
     def trace(self, exchange_id: int) -> dict[str, Any] | None:
-        """A reply's trace, each memory with its current content; a forgotten one says so, with no content."""
+        """A reply's trace, each memory with its current content, its date and its conversation (to open it);
+        a forgotten one says so, with no content."""
         conn = self.store.conn()
         row = conn.execute("SELECT trace, tokens, created_at FROM context_traces WHERE exchange_id = ?",
                            (exchange_id,)).fetchone()
@@ -93,8 +120,10 @@ class Exchanges:
             kind = provenance.KINDS.get(entry["kind"])
             found = None
             if kind is not None and kind.vector_tier and not entry.get("forgotten"):
-                found = conn.execute(f"SELECT content FROM {kind.table} WHERE id = ?", (entry["id"],)).fetchone()
-            entry["content"] = None if found is None else str(found[0])
+                found = conn.execute(_DATED[kind.name], (entry["id"],)).fetchone()
+            entry["content"] = None if found is None else str(found["content"])
+            if found is not None:
+                entry.update(created_at=found["at"], session_id=found["session_id"], session_name=found["name"])
             entry["forgotten"] = bool(entry.get("forgotten")) or (kind is not None and kind.vector_tier is not None
                                                                   and found is None)
         return {"exchange_id": exchange_id, "context_tokens": row["tokens"], "created_at": row["created_at"],
@@ -150,6 +179,6 @@ class Exchanges:
     def missing_vectors(self, model: str, limit: int = 1000) -> list[Exchange]:
         """Exchanges with no embedding for ``model`` (a crash before embedding, or a new model)."""
         rows = self.store.conn().execute(
-            "SELECT e.* FROM exchanges e WHERE NOT EXISTS (SELECT 1 FROM embeddings v WHERE v.tier = 'exchange' "
-            "AND v.model = ? AND v.item_id = e.id) ORDER BY e.id LIMIT ?", (model, limit))
+            "SELECT e.* FROM exchanges e WHERE e.remembered = 1 AND NOT EXISTS (SELECT 1 FROM embeddings v "
+            "WHERE v.tier = 'exchange' AND v.model = ? AND v.item_id = e.id) ORDER BY e.id LIMIT ?", (model, limit))
         return [row_to_exchange(r) for r in rows]

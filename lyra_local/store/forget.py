@@ -15,16 +15,19 @@ The next dream pass rebuilds what is missing from what remains.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from . import provenance
-from .db import BUSY_TIMEOUT_MS
+from .branches import doomed_asides, forget_asides
+from .db import BUSY_TIMEOUT_MS, to_iso
 from .sessions import SessionNotFound
 
 if TYPE_CHECKING:
@@ -96,11 +99,20 @@ def forget_sessions(store: Store, session_ids: Sequence[int]) -> Forgotten:
                     "SELECT id FROM profile_facts WHERE source_session_id = ?", (session_id,))]
                 counts = provenance.forget(conn, learnt) if learnt else {}
                 counts.pop("exchange", None)
+                total += _forget_turns(conn, [r[0] for r in conn.execute("SELECT id FROM asides WHERE session_id = ?",
+                                                                         (session_id,))])
                 gone = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
                 total += Forgotten(gone, 0, counts)
                 break
     scrub(store)
     return total
+
+
+def forget_idle_off_the_record(store: Store, hours: float, *, now: datetime | None = None) -> Forgotten:
+    """Delete the off-the-record conversations with no turn for ``hours`` (``companion.off_the_record_hours``)."""
+    before = to_iso((now or datetime.now(timezone.utc)) - timedelta(hours=hours))
+    due = store.sessions.off_the_record_idle(before)
+    return forget_sessions(store, due) if due else Forgotten(0, 0)
 
 
 def forget_exchanges(store: Store, exchange_ids: Sequence[int]) -> Forgotten:
@@ -116,9 +128,14 @@ def forget_exchanges(store: Store, exchange_ids: Sequence[int]) -> Forgotten:
     return total
 
 
-def _forget_turns(conn: sqlite3.Connection, ids: list[int]) -> Forgotten:
-    counts = provenance.forget(conn, [("exchange", i) for i in ids])
-    return Forgotten(0, counts.pop("exchange", 0), counts)
+def _forget_turns(conn: sqlite3.Connection, ids: Sequence[int]) -> Forgotten:
+    """These turns (on the path or aside: store/branches.py), the other versions of those on the path, every turn
+    that followed one of them aside, and what was built from any of them."""
+    on_path = [int(r[0]) for r in conn.execute("SELECT id FROM exchanges WHERE id IN (SELECT value FROM json_each(?))",
+                                               (json.dumps(list(ids)),))]
+    aside = doomed_asides(conn, on_path, sorted(set(ids) - set(on_path)))
+    counts = provenance.forget(conn, [("exchange", i) for i in [*on_path, *aside]])
+    return Forgotten(0, counts.pop("exchange", 0) + forget_asides(conn, aside), counts)
 
 
 # -- nothing left on disk -----------------------------------------------------------------
@@ -201,7 +218,8 @@ class ForgetPlan:
 
 def plan_forget(store: Store, *, sessions: Sequence[str] = (), before: str | None = None,
                 matching: str | None = None) -> ForgetPlan:
-    """Select by session (id or uid), by date (turns before it), or by text (turns containing it)."""
+    """Select by session (id or uid), by date (turns before it), or by text (turns containing it, on the path
+    or set aside)."""
     conn = store.conn()
     whole: set[int] = set()
     for ref in sessions:
@@ -230,6 +248,9 @@ def plan_forget(store: Store, *, sessions: Sequence[str] = (), before: str | Non
                 whole.add(sid)
             else:
                 turns |= ids
+        # versions set aside (store/branches.py) that match go too
+        turns |= {int(r[0]) for r in conn.execute(f"SELECT id, session_id FROM asides WHERE {' OR '.join(clauses)}",
+                                                  args) if r[1] not in whole}
     return ForgetPlan(sorted(whole), sorted(turns))
 
 

@@ -451,3 +451,76 @@ CREATE TABLE dismissed (
     PRIMARY KEY (kind, target)
 ) WITHOUT ROWID;
 """)
+
+
+@migration
+def m013_branches_and_off_the_record(conn: sqlite3.Connection) -> None:
+    """Regenerated replies, edited messages and off-the-record conversations.
+
+    ``exchanges`` holds each conversation's current path only: what is
+    remembered. A reply that was regenerated, or what followed a message that
+    was edited, moves to ``asides`` (same ids: a turn keeps its id wherever it
+    is), kept with the conversation and outside long-term memory: no vector, no
+    full text, no dream. Choosing it again moves it back. A session with
+    ``remember = 0`` is off the record: its turns are stored (the conversation
+    needs them) with ``remembered = 0``, which the full-text triggers, the
+    vector table and recall's filters all honour; every existing row stays as it is.
+    """
+    successor_row = f"SELECT n.id, {_CONTEXT_OF.format(t='n')} FROM exchanges n WHERE n.id = {_SUCCESSOR}"
+    _script(conn, f"""
+ALTER TABLE sessions ADD COLUMN remember INTEGER NOT NULL DEFAULT 1 CHECK (remember IN (0, 1));
+ALTER TABLE exchanges ADD COLUMN remembered INTEGER NOT NULL DEFAULT 1 CHECK (remembered IN (0, 1));
+DROP TRIGGER exchanges_fts_insert;
+DROP TRIGGER exchanges_fts_delete;
+DROP TRIGGER exchanges_fts_update;
+CREATE TRIGGER exchanges_fts_insert AFTER INSERT ON exchanges WHEN new.remembered BEGIN
+    INSERT INTO exchanges_fts(rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER exchanges_fts_delete AFTER DELETE ON exchanges WHEN old.remembered BEGIN
+    INSERT INTO exchanges_fts(exchanges_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER exchanges_fts_update AFTER UPDATE OF content ON exchanges WHEN old.remembered BEGIN
+    INSERT INTO exchanges_fts(exchanges_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO exchanges_fts(rowid, content) VALUES (new.id, new.content);
+END;
+DROP TRIGGER exchange_context_insert;
+DROP TRIGGER exchange_context_delete;
+DROP TRIGGER exchange_context_update;
+CREATE TRIGGER exchange_context_insert AFTER INSERT ON exchanges WHEN new.remembered BEGIN
+    INSERT INTO exchange_context_fts(rowid, content) VALUES (new.id, {_CONTEXT_OF.format(t='new')});
+END;
+CREATE TRIGGER exchange_context_delete AFTER DELETE ON exchanges WHEN old.remembered BEGIN
+    DELETE FROM exchange_context_fts WHERE rowid = old.id;
+    DELETE FROM exchange_context_fts WHERE rowid = {_SUCCESSOR};
+    INSERT INTO exchange_context_fts(rowid, content) {successor_row};
+END;
+CREATE TRIGGER exchange_context_update AFTER UPDATE OF content ON exchanges WHEN old.remembered BEGIN
+    DELETE FROM exchange_context_fts WHERE rowid = old.id;
+    INSERT INTO exchange_context_fts(rowid, content) VALUES (new.id, {_CONTEXT_OF.format(t='new')});
+    DELETE FROM exchange_context_fts WHERE rowid = {_SUCCESSOR};
+    INSERT INTO exchange_context_fts(rowid, content) {successor_row};
+END;
+DROP TRIGGER embeddings_need_row;
+CREATE TRIGGER embeddings_need_row BEFORE INSERT ON embeddings
+WHEN (new.tier = 'exchange' AND NOT EXISTS (SELECT 1 FROM exchanges WHERE id = new.item_id AND remembered = 1))
+  OR (new.tier = 'gist' AND NOT EXISTS (SELECT 1 FROM gists WHERE id = new.item_id))
+  OR (new.tier = 'digest' AND NOT EXISTS (SELECT 1 FROM digests WHERE id = new.item_id))
+BEGIN
+    SELECT RAISE(IGNORE);
+END;
+CREATE TABLE asides (
+    id INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    parent_id INTEGER,
+    role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'system')),
+    content TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    tokens INTEGER,
+    source_id TEXT,
+    trace TEXT CHECK (trace IS NULL OR json_valid(trace)),
+    trace_tokens INTEGER,
+    trace_created_at TEXT,
+    set_aside_seq INTEGER NOT NULL
+);
+CREATE INDEX asides_by_parent ON asides(session_id, parent_id);
+""")

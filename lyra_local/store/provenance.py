@@ -176,6 +176,12 @@ def _mark_traces(conn: sqlite3.Connection, exchange_ids: list[int], doomed: set[
             if (entry.get("kind"), entry.get("id")) in doomed:
                 entry["forgotten"] = True
         conn.execute("UPDATE context_traces SET trace = ? WHERE exchange_id = ?", (json.dumps(entries), exchange_id))
+    for exchange_id in exchange_ids:  # a reply set aside (store/branches.py) keeps its trace with it
+        row = conn.execute("SELECT trace FROM asides WHERE id = ? AND trace IS NOT NULL", (exchange_id,)).fetchone()
+        if row is not None:
+            entries = [{**e, "forgotten": True} if (e.get("kind"), e.get("id")) in doomed else e
+                       for e in json.loads(row[0])]
+            conn.execute("UPDATE asides SET trace = ? WHERE id = ?", (json.dumps(entries), exchange_id))
 
 
 def backfill(conn: sqlite3.Connection) -> None:

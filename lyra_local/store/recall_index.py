@@ -3,7 +3,8 @@
 Recall's stages (``memory/stages.py``) decide what to ask; every SQL statement
 they need lives here, next to the tables it reads. Filters (a session only or
 excluded, a time range, a role) are applied inside every query, so a filter
-never empties a result that a wider search would have filled.
+never empties a result that a wider search would have filled. Off-the-record
+turns (m013) have no vector and no full-text entry, so no candidate is one.
 """
 
 from __future__ import annotations
@@ -122,8 +123,10 @@ class RecallIndex:
 
     def any_between(self, flt: Filters, since: str, until: str) -> bool:
         narrowed = flt.narrowed(since, until)
+        remembered = " AND t.remembered = 1" if flt.tier == "exchange" else ""
         return self.store.conn().execute(
-            f"SELECT 1 FROM {TABLES[flt.tier]} t WHERE {narrowed.where} LIMIT 1", narrowed.args).fetchone() is not None
+            f"SELECT 1 FROM {TABLES[flt.tier]} t WHERE {narrowed.where}{remembered} LIMIT 1",
+            narrowed.args).fetchone() is not None
 
     def rows(self, tier: str, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Rows by id, with ``session_id``, ``role``, ``content`` and ``created_at`` for every tier."""

@@ -18,6 +18,7 @@ class Session:
     updated_at: str
     source: str
     source_id: str | None
+    remember: bool = True  # False: off the record (never embedded, recalled, dreamt over or exported)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import sqlite3
 import uuid
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ class SessionNotFound(LyraError):
 
 def row_to_session(row: sqlite3.Row) -> Session:
     return Session(row["id"], row["uid"], row["name"], row["created_at"], row["updated_at"], row["source"],
-                   row["source_id"])
+                   row["source_id"], bool(row["remember"]))
 
 
 class Sessions:
@@ -28,14 +29,14 @@ class Sessions:
         self.store = store
 
     def create(self, name: str, *, created_at: str | None = None, source: str = "lyra",
-               source_id: str | None = None, uid: str | None = None,
+               source_id: str | None = None, uid: str | None = None, remember: bool = True,
                conn: sqlite3.Connection | None = None) -> Session:
-        """A new session; pass ``conn`` to join a larger transaction (imports)."""
+        """A new session (``remember=False``: off the record); pass ``conn`` to join a larger transaction."""
         name = name.strip() or "New chat"
         now = canonical(created_at) if created_at else utc_now()
-        values = (uid or uuid.uuid4().hex, name, now, now, source, source_id)
-        sql = ("INSERT INTO sessions (uid, name, created_at, updated_at, source, source_id) "
-               "VALUES (?, ?, ?, ?, ?, ?) RETURNING *")
+        values = (uid or uuid.uuid4().hex, name, now, now, source, source_id, int(remember))
+        sql = ("INSERT INTO sessions (uid, name, created_at, updated_at, source, source_id, remember) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *")
         if conn is not None:
             return row_to_session(conn.execute(sql, values).fetchone())
         with self.store.write() as c:
@@ -85,6 +86,12 @@ class Sessions:
         if row is None:
             raise SessionNotFound(f"no session with id {session_id}")
         return row_to_session(row)
+
+    def off_the_record_idle(self, before: str) -> "builtins.list[int]":
+        """Off-the-record sessions with no turn since ``before``: they are due to be deleted."""
+        rows = self.store.conn().execute("SELECT id FROM sessions WHERE remember = 0 AND updated_at < ? ORDER BY id",
+                                         (before,))
+        return [int(r[0]) for r in rows]
 
     def touch(self, conn: sqlite3.Connection, session_id: int, at: str) -> None:
         conn.execute("UPDATE sessions SET updated_at = max(updated_at, ?) WHERE id = ?", (at, session_id))

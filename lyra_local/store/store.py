@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..errors import LyraError
 from . import db, migrations
+from .branches import Branches
 from .connections import ThreadConnections
 from .coordination import Coordination
 from .corrections import Corrections
@@ -63,6 +64,7 @@ class Store:
             raise
         self.sessions = Sessions(self)
         self.exchanges = Exchanges(self)
+        self.branches = Branches(self)
         self.derived = Derived(self)
         self.corrections = Corrections(self)
         self.coord = Coordination(self)

@@ -2,7 +2,8 @@
 
 ``VACUUM INTO`` copies one read transaction's snapshot, so a backup taken while
 the server (or an import) writes is a consistent store as of that instant.
-The FAISS indexes are not copied: they are rebuilt from the database.
+The FAISS indexes are not copied: they are rebuilt from the database. An
+off-the-record conversation is not in a backup: it is removed from the copy.
 A restore takes the data directory's lock exclusively (see ``store/dirlock.py``).
 """
 
@@ -33,11 +34,28 @@ def backup(store: Store, dest: Path) -> int:
     tmp.unlink(missing_ok=True)
     try:
         store.conn().execute("VACUUM INTO ?", (str(tmp),))
+        drop_off_the_record(tmp)
         check(tmp)
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
     return dest.stat().st_size
+
+
+def drop_off_the_record(path: Path) -> None:
+    """Remove off-the-record conversations from a copy of the database, leaving no trace in its pages."""
+    conn = sqlite3.connect(path)
+    try:
+        if not conn.execute("SELECT 1 FROM sessions WHERE remember = 0 LIMIT 1").fetchone():
+            return
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA secure_delete = ON")
+        with conn:
+            conn.execute("DELETE FROM exchanges WHERE session_id IN (SELECT id FROM sessions WHERE remember = 0)")
+            conn.execute("DELETE FROM sessions WHERE remember = 0")
+        conn.execute("VACUUM")
+    finally:
+        conn.close()
 
 
 def check(path: Path) -> None:

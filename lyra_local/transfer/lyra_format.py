@@ -92,10 +92,11 @@ def _optional_id(value: Any) -> str | None:
 
 
 def write_sessions(store: Store, out: IO[str]) -> tuple[int, int]:
-    """Every session as one line, in a stable order; returns (sessions, messages)."""
+    """Every remembered session (not one off the record) as one line, in a stable order, each with its current
+    path (not the replies regenerated away nor the branches left); returns (sessions, messages)."""
     conn = store.conn()
     sessions = messages = 0
-    for s in conn.execute("SELECT * FROM sessions ORDER BY created_at, uid"):
+    for s in conn.execute("SELECT * FROM sessions WHERE remember = 1 ORDER BY created_at, uid"):
         rows = conn.execute("SELECT role, content, created_at, source_id FROM exchanges WHERE session_id = ? "
                             "AND role IN ('user', 'assistant') ORDER BY id", (s["id"],)).fetchall()
         line: dict[str, Any] = {"id": s["uid"], "name": s["name"], "created_at": s["created_at"]}

@@ -33,6 +33,7 @@ from ..memory.reembed import Superseded
 from ..mind import Dreamer
 from ..mind.scheduler import DreamScheduler
 from ..store import Store, context_view, reembedding
+from ..store.forget import forget_idle_off_the_record
 from . import (
     admin,
     coord_api,
@@ -52,6 +53,7 @@ from .runtime import LEASED, LeasedDreamer, LeaseMiddleware, Runtime
 log = logging.getLogger(__name__)
 OPEN_PATHS = {"/health"}
 HEARTBEAT_S = 30.0  # `lyra restore` refuses while a server heartbeats
+OFF_THE_RECORD_CHECK_S = 300.0  # how often idle off-the-record conversations are looked for (and at start-up)
 CATCH_UP_WAIT_S = 600.0  # how long a new catch-up waits for the one it replaces to let go
 
 
@@ -150,6 +152,14 @@ class AppState:
             models.close()
 
 
+def expire_off_the_record(state: AppState) -> None:
+    """Delete off-the-record conversations idle for ``companion.off_the_record_hours``."""
+    gone = forget_idle_off_the_record(state.store, state.settings.companion.off_the_record_hours)
+    if gone.sessions:
+        log.info("deleted %d off-the-record conversation(s) idle for %g h", gone.sessions,
+                 state.settings.companion.off_the_record_hours)
+
+
 def create_app(
     settings: Settings,
     *,
@@ -169,6 +179,7 @@ def create_app(
         state.store.coord.register(state.instance_id, "server", "web UI and API (lyra serve)")
         state.dreams = DreamScheduler(state.dreamer, state.settings.dream, state.last_chat)
         state.dreams.every(HEARTBEAT_S, lambda: state.store.coord.heartbeat(state.instance_id))
+        state.dreams.every(OFF_THE_RECORD_CHECK_S, lambda: expire_off_the_record(state))
         state.dreams.start()
         try:
             yield

@@ -25,19 +25,23 @@ class ForgetRequest(BaseModel):
     sessions: list[str] = Field(default_factory=list, max_length=10_000, description="session ids or uids")
     before: str | None = Field(None, max_length=64, description="turns before this UTC ISO date or time")
     matching: str | None = Field(None, min_length=1, max_length=4000, description="turns containing this text")
+    exchange_ids: list[int] = Field(default_factory=list, max_length=10_000,
+                                    description="turns by id (with their other versions: a regenerated reply's)")
     dry_run: bool = False
 
 
 @router.post("/forget")
 def forget_route(body: ForgetRequest, request: Request) -> dict[str, Any]:
-    if not (body.sessions or body.before or body.matching):
-        raise BadRequest("say what to forget", hint="give sessions, before or matching")
+    if not (body.sessions or body.before or body.matching or body.exchange_ids):
+        raise BadRequest("say what to forget", hint="give sessions, before, matching or exchange_ids")
     state = app_state(request)
     try:  # the store's UTC text, as `lyra forget --before` writes it
         before = utc_timestamp(body.before, "before") if body.before else None
     except BadTimestamp as exc:
         raise BadRequest(str(exc), hint="YYYY-MM-DD, or an ISO time; no offset means UTC") from exc
     plan: ForgetPlan = plan_forget(state.store, sessions=body.sessions, before=before, matching=body.matching)
+    if body.exchange_ids:
+        plan = ForgetPlan(plan.session_ids, sorted(set(plan.exchange_ids) | set(body.exchange_ids)))
     out: dict[str, Any] = {"sessions": plan.session_ids, "turns": len(plan.exchange_ids)}
     if body.dry_run or plan.empty:
         return {**out, "forgotten": None}

@@ -1,4 +1,4 @@
-"""The memory API: ``/api/recall`` (more arrives with sessions and the dream cycle)."""
+"""The memory API: ``/api/recall`` (one tier, every knob) and ``/api/search`` (the search page: every kind)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from ..memory import RecallQuery
+from ..memory.search import SearchQuery, SearchTier, search
 from .deps import app_state
 
 router = APIRouter(prefix="/api")
@@ -34,3 +35,19 @@ async def recall(
     memory = app_state(request).memory
     hits = await run_in_threadpool(memory.recall, query)
     return {"query": q, "hits": [dataclasses.asdict(h) for h in hits]}
+
+
+@router.get("/search")
+async def search_memory(
+    request: Request,
+    q: str = Query(min_length=1, max_length=4000, description="what to look for, by meaning and by words"),
+    since: str | None = None,
+    until: str | None = None,
+    session_id: int | None = None,
+    tier: SearchTier | None = None,
+    k: int = Query(20, ge=1, le=100),
+) -> dict[str, Any]:
+    """Turns, gists, facts and digests that match, each with its date, conversation and the turn to open."""
+    query = SearchQuery(q, k=k, tier=tier, session_id=session_id, since=since, until=until)
+    found = await run_in_threadpool(search, app_state(request).memory, query)
+    return {"query": q, "results": [dataclasses.asdict(f) for f in found]}

@@ -96,13 +96,26 @@ async def list_models(request: Request) -> dict[str, Any]:
     ]}
 
 
+def remembering(request: Request) -> bool:
+    """``X-Lyra-Remember: off`` makes the conversation off the record (``on``, the default, remembers it)."""
+    value = request.headers.get("x-lyra-remember", "on").strip().lower()
+    if value not in ("on", "off"):
+        raise BadRequest(f"X-Lyra-Remember must be on or off, not {value[:20]!r}")
+    return value == "on"
+
+
 def session_for(request: Request, body: ChatCompletionRequest) -> int:
-    """The session a client talks in: ``X-Lyra-Session``, else the ``user`` field, else "default"."""
+    """The session a client talks in: ``X-Lyra-Session``, else the ``user`` field, else "default".
+
+    Off the record it is another session of the same name, never the remembered one.
+    """
     store = app_state(request).store
     name = (request.headers.get("x-lyra-session") or body.user or "default").strip()[:200] or "default"
-    session = store.sessions.find(source="openai", source_id=name)
+    remember = remembering(request)
+    source = "openai" if remember else "openai-off-the-record"
+    session = store.sessions.find(source=source, source_id=name)
     if session is None:
-        session = store.sessions.create(name, source="openai", source_id=name)
+        session = store.sessions.create(name, source=source, source_id=name, remember=remember)
     return session.id
 
 

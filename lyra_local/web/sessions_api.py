@@ -1,10 +1,11 @@
-"""Sessions and chat for the web UI: list, create, rename, forget, history, a streamed turn, the trace."""
+"""Sessions and chat for the web UI: list, create, rename, forget, history, a streamed turn, the trace;
+regenerating a reply, editing a message, and choosing among the versions of a turn."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -13,6 +14,8 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..companion import TurnEvent
+from ..store import Store
+from ..store.branches import TurnNotFound
 from ..store.sessions import SessionNotFound
 from ..textsafe import well_formed
 from .deps import app_state
@@ -24,10 +27,20 @@ router = APIRouter(prefix="/api")
 
 class NewSession(BaseModel):
     name: str = Field("New chat", max_length=200)
+    remember: bool = True  # False: off the record
 
 
 class Rename(BaseModel):
     name: str = Field(min_length=1, max_length=200)
+
+
+class EditRequest(BaseModel):
+    content: str = Field(min_length=1, max_length=200_000)
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _storable(cls, value: object) -> object:
+        return well_formed(value) if isinstance(value, str) else value
 
 
 class ChatRequest(BaseModel):
@@ -48,7 +61,8 @@ async def list_sessions(request: Request, limit: int = 100, offset: int = 0) -> 
 
 @router.post("/sessions", status_code=201)
 async def create_session(body: NewSession, request: Request) -> dict[str, Any]:
-    session = await run_in_threadpool(app_state(request).store.sessions.create, body.name)
+    session = await run_in_threadpool(lambda: app_state(request).store.sessions.create(body.name,
+                                                                                         remember=body.remember))
     return dataclasses.asdict(session)
 
 
@@ -65,12 +79,44 @@ async def forget_session(session_id: int, request: Request) -> dict[str, Any]:
     return {"forgotten": dataclasses.asdict(forgotten)}
 
 
+def messages_of(store: Store, session_id: int, limit: int | None = None) -> dict[str, Any]:
+    """The current path, each turn with how many versions it has (``alternatives``), which one it is
+    (``chosen``, from 1) and their ids in order (``versions``), for paging ‹ 2/3 ›."""
+    store.sessions.get(session_id)
+    versions = store.branches.versions(session_id)
+    out = []
+    for m in store.exchanges.history(session_id, limit=limit):
+        found = versions.get(m.id)
+        out.append({**dataclasses.asdict(m), "alternatives": found.count if found else 1,
+                    "chosen": found.chosen if found else 1, "versions": list(found.ids) if found else [m.id]})
+    return {"session_id": session_id, "messages": out}
+
+
 @router.get("/sessions/{session_id}/messages")
 async def history(session_id: int, request: Request, limit: int | None = None) -> dict[str, Any]:
-    store = app_state(request).store
-    await run_in_threadpool(store.sessions.get, session_id)
-    messages = await run_in_threadpool(store.exchanges.history, session_id, limit=limit)
-    return {"messages": [dataclasses.asdict(m) for m in messages]}
+    return await run_in_threadpool(messages_of, app_state(request).store, session_id, limit)
+
+
+def streamed(make_stream: Callable[[], Iterator[TurnEvent]], what: str) -> EventSourceResponse:
+    """A turn as server-sent events: stored, delta..., (notice), (error), done. Whatever fails, the stream ends
+    with an error event and done, and says whether the message was kept."""
+
+    async def events() -> AsyncIterator[dict[str, str]]:
+        stored = ended = False
+        try:
+            async for event in stream_in_thread(make_stream):
+                assert isinstance(event, TurnEvent)
+                stored = stored or event.type == "stored"
+                ended = event.type == "done"
+                yield {"event": event.type, "data": json.dumps({"text": event.text, **event.data})}
+        except Exception as exc:
+            text, status = describe_failure(exc, what)
+            kept = "your message is saved" if stored else "your message was not saved: send it again"
+            yield {"event": "error", "data": json.dumps({"text": f"{text} ({kept})", "status": status})}
+        if not ended:
+            yield {"event": "done", "data": json.dumps({"text": "", "exchange_id": None, "finish_reason": "error"})}
+
+    return EventSourceResponse(events(), ping=15)
 
 
 @router.post("/sessions/{session_id}/chat")
@@ -79,24 +125,49 @@ async def chat(session_id: int, body: ChatRequest, request: Request) -> EventSou
     state = app_state(request)
     await run_in_threadpool(state.store.sessions.get, session_id)  # 404 before the stream starts
     companion = state.companion
+    return streamed(lambda: companion.turn(session_id, body.message), f"a turn in session {session_id}")
 
-    async def events() -> AsyncIterator[dict[str, str]]:
-        # Whatever fails, the stream ends with an error event and done, and says whether the message was kept.
-        stored = ended = False
-        try:
-            async for event in stream_in_thread(lambda: companion.turn(session_id, body.message)):
-                assert isinstance(event, TurnEvent)
-                stored = stored or event.type == "stored"
-                ended = event.type == "done"
-                yield {"event": event.type, "data": json.dumps({"text": event.text, **event.data})}
-        except Exception as exc:
-            text, status = describe_failure(exc, f"a turn in session {session_id}")
-            kept = "your message is saved" if stored else "your message was not saved: send it again"
-            yield {"event": "error", "data": json.dumps({"text": f"{text} ({kept})", "status": status})}
-        if not ended:
-            yield {"event": "done", "data": json.dumps({"text": "", "exchange_id": None, "finish_reason": "error"})}
 
-    return EventSourceResponse(events(), ping=15)
+@router.post("/exchanges/{exchange_id}/regenerate")
+async def regenerate(exchange_id: int, request: Request) -> EventSourceResponse:
+    """A new reply in place of this one, streamed like a turn; the old one stays as an alternative."""
+    companion = app_state(request).companion
+    stream = await run_in_threadpool(companion.regenerate, exchange_id)
+    first = await run_in_threadpool(next, stream)  # checks the reply before the stream starts: 400/404 as JSON
+
+    def events() -> Iterator[TurnEvent]:
+        yield first
+        yield from stream
+
+    return streamed(events, f"regenerating reply {exchange_id}")
+
+
+@router.post("/exchanges/{exchange_id}/edit")
+async def edit(exchange_id: int, body: EditRequest, request: Request) -> EventSourceResponse:
+    """The person's message, edited: the conversation goes on from it with a new reply, streamed like a turn;
+    the old message and what followed it are kept as a branch."""
+    state = app_state(request)
+    turn = await run_in_threadpool(state.store.exchanges.get, exchange_id)
+    if turn is None:
+        raise TurnNotFound(f"no message {exchange_id} on a conversation's current path",
+                           hint="choose its version first, or reload the conversation")
+    companion = state.companion
+    stream = await run_in_threadpool(lambda: companion.turn(turn.session_id, body.content, replacing=exchange_id))
+    first = await run_in_threadpool(next, stream)
+
+    def events() -> Iterator[TurnEvent]:
+        yield first
+        yield from stream
+
+    return streamed(events, f"editing message {exchange_id}")
+
+
+@router.post("/exchanges/{exchange_id}/choose")
+async def choose(exchange_id: int, request: Request) -> dict[str, Any]:
+    """Make this version of a turn the current one (and what last followed it); returns the conversation."""
+    state = app_state(request)
+    session_id = await run_in_threadpool(state.companion.choose, exchange_id)
+    return await run_in_threadpool(messages_of, state.store, session_id)
 
 
 @router.get("/exchanges/{exchange_id}/trace")
