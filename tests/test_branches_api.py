@@ -214,3 +214,28 @@ def test_why_dates_each_recalled_memory(client, chat) -> None:
     assert turn["session_id"] == old and turn["session_name"] == "bees" and turn["created_at"][:4].isdigit()
     prompt = " ".join(m["content"] for m in chat.history[-1][0])
     assert f"{turn['created_at'][:10]}: I keep two beehives" in prompt  # the model sees the date too
+
+
+def test_forgetting_by_text_reaches_versions_set_aside(client, chat) -> None:
+    session = client.post("/api/sessions", json={}).json()["id"]
+    chat.enqueue("The vault code is ocelotprism.", "I would rather not say.")
+    say(client, session, "What was the code?")
+    reply = messages(client, session)[1]["id"]
+    sse_events(client.post(f"/api/exchanges/{reply}/regenerate").text.splitlines())
+    assert messages(client, session)[1]["content"] == "I would rather not say."
+    done = client.post("/api/forget", json={"matching": "ocelotprism"}).json()
+    assert done["turns"] == 1 and done["forgotten"]["exchanges"] == 1
+    assert messages(client, session)[1]["alternatives"] == 1  # the current reply stays, alone now
+    data_dir = Path(client.get("/api/settings").json()["data_dir"])
+    assert b"ocelotprism" not in (data_dir / "lyra.db").read_bytes()
+
+
+def test_a_backup_leaves_off_the_record_conversations_out(client, chat) -> None:
+    kept = client.post("/api/sessions", json={"name": "kept"}).json()["id"]
+    off = client.post("/api/sessions", json={"name": "off", "remember": False}).json()["id"]
+    chat.enqueue("Fine.", "Fine.")
+    say(client, kept, "The plants need water on Sundays.")
+    say(client, off, "Between us: pangolinorbit.")
+    backup = client.get("/api/backup").content
+    assert b"plants need water" in backup and b"pangolinorbit" not in backup
+    assert messages(client, off)[0]["content"] == "Between us: pangolinorbit."  # the live one is still there

@@ -258,6 +258,25 @@ def test_terminal_chat_streams_and_stores(env: dict[str, str], tmp_path: Path) -
     store.close()
 
 
+@pytest.mark.slow
+def test_terminal_chat_off_the_record_leaves_nothing(env: dict[str, str], tmp_path: Path) -> None:
+    require_file(CHAT_GGUF)
+    store = Store(tmp_path / "data")
+    kept = store.sessions.create("Evening")  # the remembered session of that name is not the one used
+    store.close()
+    done = subprocess.run([*LYRA, "chat", "--session", "Evening", "--off-the-record"],
+                          input="My locker code is marmosetvelvet.\n", env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("lyra> ") and len(done.stdout.strip()) > len("lyra>")
+    store = Store(tmp_path / "data")
+    assert [s.id for s in store.sessions.list()] == [kept.id] and store.exchanges.history(kept.id) == []
+    store.close()
+    for path in (tmp_path / "data").rglob("*"):
+        if path.is_file():
+            assert b"marmosetvelvet" not in path.read_bytes(), path
+
+
 def test_memory_lists_what_was_consolidated_with_its_sources(env: dict[str, str], tmp_path: Path) -> None:
     from lyra_local.store.exchanges import NewExchange
 

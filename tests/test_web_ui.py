@@ -297,11 +297,11 @@ def test_every_control_has_a_name_and_tab_order_follows_the_page(page: Page) -> 
     page.wait_for_load_state("networkidle")  # the page focuses the message box once it has loaded
     page.locator(".skip").focus()  # the first stop of the page
     order = []
-    for _ in range(4):
+    for _ in range(6):
         page.keyboard.press("Tab")
         order.append(page.evaluate("document.activeElement.id || document.activeElement.className"))
     # after the skip link: the header's tabs, then the conversations, as the page reads
-    assert order == ["tab", "tab", "tab", "new-session"], order
+    assert order == ["tab", "tab", "tab", "tab", "new-session", "new-off-record"], order
     page.click(".tab[data-panel=memory]")
     unnamed = page.evaluate("""() => [...document.querySelectorAll('button, input, textarea, [role=meter]')]
         .filter((e) => e.offsetParent !== null)

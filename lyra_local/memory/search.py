@@ -2,7 +2,9 @@
 
 Turns, gists and digests come from recall (dense and full-text stages fused);
 profile facts are few, so they are matched here: their words against the
-query's, and their meaning (embedded now) against the query's vector. Each
+query's, and their meaning (embedded now) against the query's vector. Unlike a
+reply's recall, which always takes its nearest memories, a search keeps only
+what shares a word with the query or is close to it in meaning. Each
 result says where it came from (a conversation, a turn to open), so the
 search page can open it, and forget it through the same forget as everywhere.
 Results are interleaved best-first across kinds, so no kind crowds out the rest.
@@ -20,13 +22,16 @@ import numpy as np
 from ..errors import BadRequest
 from ..store import provenance
 from ..store.db import canonical
+from ..store.recall_index import RecallIndex
 from ..store.sessions import SessionNotFound
 from .memory import Memory
 from .recall import RecallQuery
 
 SearchTier = Literal["exchange", "gist", "fact", "digest"]
 SEARCH_TIERS: tuple[SearchTier, ...] = ("exchange", "gist", "fact", "digest")
+MEANING = 0.35  # found by meaning alone, a memory is shown from this cosine with the query (found by words: always)
 FACT_MEANING = 0.55  # a fact matches by meaning from this cosine with the query (by words, at any)
+BY_MEANING_ONLY = {"dense", "neighbours"}  # recall's stages that find without a shared word
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,11 @@ def search(memory: Memory, query: SearchQuery) -> list[Found]:
             continue  # a digest belongs to a period, not to one conversation
         hits = memory.recall(RecallQuery(query.text, k=query.k, tier=tier, session_id=query.session_id,
                                          since=since, until=until), vector=vector[0])
+        # Recall always fills its k (a reply wants its nearest memories); a search shows only what matches.
+        vectors = RecallIndex(memory.store).vectors(tier, memory.active_model, [h.id for h in hits])
+        query_vector = np.asarray(vector[0], dtype=np.float32)
+        hits = [h for h in hits if set(h.stages) - BY_MEANING_ONLY
+                or (h.id in vectors and float(vectors[h.id] @ query_vector) >= MEANING)]
         found.append([_placed(memory, h.kind, h.id, h.content, h.created_at, h.session_id, h.score) for h in hits])
     merged = [f for rank in zip_longest(*found) for f in rank if f is not None]
     return merged[:query.k]

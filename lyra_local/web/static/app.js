@@ -106,9 +106,10 @@
     // A rename in progress keeps its field: it re-renders the list itself when it ends.
     if (list.querySelector("li[data-renaming]")) return;
     list.replaceChildren(...state.sessions.map((s) => {
-      const name = el("button", { class: "session-name", text: s.name, title: s.name,
+      const name = el("button", { class: "session-name", title: s.name,
                                   "aria-current": s.id === state.current ? "true" : null,
-                                  onclick: () => selectSession(s.id) });
+                                  onclick: () => selectSession(s.id) }, s.name,
+                      s.remember === false ? el("span", { class: "badge off", text: "off the record" }) : null);
       const rename = el("button", { class: "icon-button", "aria-label": `Rename ${s.name}`, text: "✎",
                                     onclick: () => startRename(item, s) });
       const remove = el("button", { class: "icon-button", "aria-label": `Delete ${s.name}`, text: "✕",
@@ -143,24 +144,48 @@
     input.select();
   }
 
-  function confirmDelete(session) {
+  /* Asks before forgetting anything; resolves true when the person says "Forget it". */
+  function confirmForget(title, text) {
     const dialog = $("confirm-dialog");
-    $("confirm-text").textContent = `“${session.name}” is deleted with everything remembered from it.`;
-    dialog.addEventListener("close", async () => {
-      if (dialog.returnValue !== "ok") return;
-      try {
-        await api(`/api/sessions/${session.id}`, { method: "DELETE" });
-        if (state.current === session.id) { state.current = null; renderMessages([]); }
-        await loadSessions();
-      } catch (e) { showError(e.message); }
-    }, { once: true });
+    $("confirm-title").textContent = title;
+    $("confirm-text").textContent = text;
     dialog.returnValue = "";
     dialog.showModal();
+    return new Promise((resolve) => dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"),
+                                                            { once: true }));
+  }
+
+  async function confirmDelete(session) {
+    const what = session.remember === false ? "Nothing of it was remembered." : "It is deleted with everything remembered from it.";
+    if (!await confirmForget("Forget this conversation?", `“${session.name}”: ${what}`)) return;
+    try {
+      await api(`/api/sessions/${session.id}`, { method: "DELETE" });
+      if (state.current === session.id) { state.current = null; renderMessages([]); showOffRecord(); }
+      await loadSessions();
+    } catch (e) { showError(e.message); }
+  }
+
+  /* Leaving an off-the-record conversation deletes it (the banner says so while it is open). */
+  async function leaveCurrent(nextId) {
+    const leaving = state.sessions.find((s) => s.id === state.current);
+    if (!leaving || leaving.remember !== false || leaving.id === nextId) return;
+    try { await api(`/api/sessions/${leaving.id}`, { method: "DELETE" }); }
+    catch (e) { showError(e.message); }
+    state.sessions = state.sessions.filter((s) => s.id !== leaving.id);
+  }
+
+  function showOffRecord() {
+    const session = state.sessions.find((s) => s.id === state.current);
+    const off = Boolean(session && session.remember === false);
+    $("off-record-banner").hidden = !off;
+    document.body.classList.toggle("off-record-mode", off);
   }
 
   async function selectSession(id, turnId) {
+    await leaveCurrent(id);
     state.current = id;
     renderSessions();
+    showOffRecord();
     closeSessionsOnNarrow();
     try {
       const { messages } = await api(`/api/sessions/${id}/messages`);
@@ -235,31 +260,112 @@
     container.replaceChildren(body, el("div", { class: "row" }, mine, toggle, editButton, deleteButton), list);
   }
 
-  async function newSession(name) {
-    const session = await api("/api/sessions", { method: "POST", body: name ? { name } : {} });
+  async function newSession(name, remember = true) {
+    await leaveCurrent(null);
+    const body = { ...(name ? { name } : {}), ...(remember ? {} : { remember: false }) };
+    const session = await api("/api/sessions", { method: "POST", body });
     state.sessions.unshift(session);
     state.current = session.id;
     renderSessions();
     renderMessages([]);
+    showOffRecord();
     return session;
   }
 
   // -- messages ---------------------------------------------------------------------------------
 
   function renderMessages(messages) {
-    $("messages").replaceChildren(...messages.map((m) => messageItem(m.role, m.content, m.id)));
+    $("messages").replaceChildren(...messages.map((m) => messageItem(m.role, m.content, m.id, m)));
     $("empty").hidden = messages.length > 0;
     scrollDown();
   }
 
-  function messageItem(role, content, id) {
+  function messageItem(role, content, id, versions) {
     const body = el("div", { class: "bubble" });
     const who = role === "assistant" ? state.companion : state.user;
     const item = el("li", { class: `message ${role}`, "data-id": id ?? "" },
                     el("span", { class: "who", text: who }), body);
     setContent(item, content);
-    if (role === "assistant" && id) item.append(whyToggle(id));
+    if (id) item.append(messageTools(item, role, id, versions));
     return item;
+  }
+
+  /* Under a message: its versions (‹ 2/3 ›), and Regenerate (a reply) or Edit (the person's message); Why? */
+  function messageTools(item, role, id, versions) {
+    const tools = el("div", { class: "message-tools" });
+    const ids = (versions && versions.versions) || [id];
+    if (ids.length > 1) {
+      const at = ids.indexOf(id);
+      const what = role === "assistant" ? "reply" : "version of this message";
+      const go = (to) => () => chooseVersion(ids[to]);
+      tools.append(el("span", { class: "pager", role: "group", "aria-label": `Versions of this ${role === "assistant" ? "reply" : "message"}` },
+        el("button", { class: "icon-button", "aria-label": `Previous ${what}`, text: "‹", disabled: at <= 0, onclick: go(at - 1) }),
+        el("span", { class: "pager-count", text: `${at + 1}/${ids.length}`, "aria-label": `${at + 1} of ${ids.length}` }),
+        el("button", { class: "icon-button", "aria-label": `Next ${what}`, text: "›", disabled: at >= ids.length - 1, onclick: go(at + 1) })));
+    }
+    if (role === "assistant") {
+      tools.append(el("button", { class: "link-button", text: "Regenerate", "aria-label": "Regenerate this reply",
+                                  onclick: () => regenerate(item, id) }));
+      tools.append(whyToggle(id));
+    } else {
+      tools.append(el("button", { class: "link-button", text: "Edit", "aria-label": "Edit this message",
+                                  onclick: () => startEdit(item, id) }));
+    }
+    return tools;
+  }
+
+  async function reloadMessages() {
+    if (!state.current) return;
+    const id = state.current;
+    const { messages } = await api(`/api/sessions/${id}/messages`);
+    if (state.current === id) renderMessages(messages);
+  }
+
+  async function chooseVersion(turnId) {
+    if (state.streaming) return;
+    try {
+      const { session_id, messages } = await api(`/api/exchanges/${turnId}/choose`, { method: "POST" });
+      if (state.current === session_id) renderMessages(messages);
+      const kept = document.querySelector(`#messages li[data-id="${Number(turnId)}"] .pager button:not([disabled])`);
+      if (kept) kept.focus();
+      if (state.panel === "memory") loadMemory();
+    } catch (e) { showError(e.message); }
+  }
+
+  function startEdit(item, id) {
+    if (state.streaming) return;
+    const old = item.querySelector(".bubble").innerText;
+    const area = el("textarea", { rows: "3", "aria-label": "Your message, edited" });
+    area.value = old;
+    const save = el("button", { class: "primary", text: "Send", onclick: () => {
+      if (!area.value.trim() || area.value === old) { reloadMessages(); return; }
+      editMessage(item, id, area.value);
+    } });
+    const cancel = el("button", { text: "Cancel", onclick: () => reloadMessages() });
+    area.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); save.click(); }
+      if (e.key === "Escape") { e.preventDefault(); cancel.click(); }
+    });
+    item.querySelector(".message-tools").replaceChildren(el("div", { class: "edit-box" }, area,
+      el("div", { class: "row end" }, cancel, save)));
+    item.querySelector(".bubble").hidden = true;
+    area.focus();
+  }
+
+  /* An edited message: what followed it leaves the page (it is kept as a branch) and a new reply streams. */
+  async function editMessage(item, id, text) {
+    while (item.nextElementSibling) item.nextElementSibling.remove();
+    const userItem = messageItem("user", text);
+    item.replaceWith(userItem);
+    await streamReply(`/api/exchanges/${id}/edit`, { content: text }, userItem);
+  }
+
+  async function regenerate(item, id) {
+    if (state.streaming) return;
+    while (item.nextElementSibling) item.nextElementSibling.remove();
+    const userItem = item.previousElementSibling;
+    item.remove();
+    await streamReply(`/api/exchanges/${id}/regenerate`, null, userItem);
   }
 
   function setContent(item, text) {
@@ -284,8 +390,12 @@
             (memories.length ? "memories it used:" : "no memories beyond this conversation.") }));
           box.append(el("ul", { class: "plain" }, ...memories.map((m) => el("li", {},
             el("span", { class: "badge", text: `${m.layer} · ${m.stage || m.kind}` }),
+            m.created_at ? el("span", { class: "badge date", text: [m.created_at.slice(0, 10), m.session_name].filter(Boolean).join(" · ") }) : null,
             el("span", m.forgotten ? { class: "muted", text: " (forgotten)" }
-              : { text: " " + m.content.slice(0, 300) })))));
+              : { text: " " + m.content.slice(0, 300) }),
+            !m.forgotten && m.session_id ? el("button", { class: "link-button", text: "Open",
+              "aria-label": `Open ${m.session_name || "the conversation"} at this memory`,
+              onclick: () => selectSession(m.session_id, m.kind === "exchange" ? m.id : undefined) }) : null))));
         } catch (e) { box.append(el("p", { class: "muted", text: e.message })); }
       }
     });
@@ -306,9 +416,16 @@
       if (!sessionId) sessionId = (await newSession(text.trim().slice(0, 48))).id;
     } catch (e) { showError(e.message); return; }
     const userItem = messageItem("user", text);
+    $("messages").append(userItem);
+    await streamReply(`/api/sessions/${sessionId}/chat`, { message: text }, userItem);
+  }
+
+  /* Streams a reply (a turn, a regenerated reply, the reply to an edited message) under ``userItem``, then
+   * shows the conversation as the server has it (with each turn's versions). */
+  async function streamReply(path, body, userItem) {
     const reply = messageItem("assistant", "");
     reply.classList.add("streaming");
-    $("messages").append(userItem, reply);
+    $("messages").append(reply);
     $("empty").hidden = true;
     scrollDown();
     const controller = new AbortController();
@@ -316,10 +433,11 @@
     setStreaming(true);
     let textSoFar = "";
     let pending = false;
+    let finished = false;
     try {
-      await sse(`/api/sessions/${sessionId}/chat`, { method: "POST", body: JSON.stringify({ message: text }),
-                                                      signal: controller.signal }, (event, data) => {
-        if (event === "stored") userItem.dataset.id = data.exchange_id;
+      await sse(path, { method: "POST", body: body ? JSON.stringify(body) : undefined,
+                        signal: controller.signal }, (event, data) => {
+        if (event === "stored" && userItem) userItem.dataset.id = data.exchange_id;
         else if (event === "delta") {
           textSoFar += data.text;
           if (!pending) {  // re-render at most every 40 ms however fast tokens come
@@ -328,10 +446,7 @@
           }
         } else if (event === "notice") showNotice(data.text);
         else if (event === "error") showError(data.text || "the model failed");
-        else if (event === "done" && data.exchange_id) {
-          reply.dataset.id = data.exchange_id;
-          reply.append(whyToggle(data.exchange_id));
-        }
+        else if (event === "done") finished = Boolean(data.exchange_id);
       });
     } catch (e) {
       if (e.name !== "AbortError") showError(e.message);
@@ -341,6 +456,8 @@
       reply.classList.remove("streaming");
       setContent(reply, textSoFar);
       if (!textSoFar) reply.remove();
+      await reloadMessages().catch(() => {});  // ids, versions and tools as stored (a stopped reply too)
+      if (!finished && !textSoFar) $("composer-input").focus();
       loadSessions().catch(() => {});
       if (state.panel === "memory") loadMemory();
     }
@@ -361,8 +478,8 @@
     document.querySelectorAll("#panel > section").forEach((s) => { s.hidden = s.dataset.panel !== state.panel; });
     if (state.logAbort && state.panel !== "dream") { state.logAbort.abort(); state.logAbort = null; }
     if (!state.panel) return;
-    $("panel-title").textContent = { memory: "Memory", dream: "Dream", settings: "Settings" }[state.panel];
-    ({ memory: loadMemory, dream: loadDream, settings: loadSettings })[state.panel]();
+    $("panel-title").textContent = { memory: "Memory", search: "Search", dream: "Dream", settings: "Settings" }[state.panel];
+    ({ memory: loadMemory, search: openSearch, dream: loadDream, settings: loadSettings })[state.panel]();
   }
 
   function gauges(container, drives) {
@@ -454,6 +571,62 @@
       return item;
     }));
     if (!digests.length) $("timeline").append(el("li", { class: "muted", text: "Empty so far." }));
+  }
+
+  // -- search: what I remember, by meaning and by words ---------------------------------------------
+
+  function openSearch() { $("search-input").focus(); }
+
+  const TIER_NAMES = { exchange: "turn", gist: "summary", fact: "fact", digest: "timeline" };
+
+  async function runSearch() {
+    const q = $("search-input").value.trim();
+    if (!q) return;
+    const params = new URLSearchParams({ q });
+    if ($("search-tier").value) params.set("tier", $("search-tier").value);
+    if ($("search-since").value) params.set("since", $("search-since").value);
+    if ($("search-until").value) params.set("until", nextDay($("search-until").value));  // "until" includes that day
+    if ($("search-here").checked && state.current) params.set("session_id", state.current);
+    $("search-status").textContent = "Searching…";
+    try {
+      const { results } = await api(`/api/search?${params}`);
+      $("search-status").textContent = results.length ? `${results.length} found.` : "Nothing found.";
+      $("search-results").replaceChildren(...results.map(searchResult));
+    } catch (e) { $("search-status").textContent = ""; showError(e.message); }
+  }
+
+  function nextDay(day) {
+    const d = new Date(`${day}T00:00:00Z`);
+    d.setUTCDate(d.getUTCDate() + 1);
+    return d.toISOString().slice(0, 10);
+  }
+
+  function searchResult(r) {
+    const kind = TIER_NAMES[r.tier] || r.tier;
+    const label = `the ${kind} “${r.content.slice(0, 40)}”`;
+    const where = [r.created_at.slice(0, 10), r.session_name].filter(Boolean).join(" · ");
+    const open = r.session_id ? el("button", { class: "link-button", text: "Open",
+      "aria-label": `Open ${r.session_name} at ${label}`, onclick: () => selectSession(r.session_id, r.turn_id) }) : null;
+    const forget = el("button", { class: "link-button danger-link", text: "Forget", "aria-label": `Forget ${label}`,
+      onclick: async () => {
+        if (!await confirmForget(`Forget this ${kind}?`, `“${r.content.slice(0, 200)}” is forgotten, with what was built from it.`)) return;
+        try {
+          await forgetResult(r);
+          await runSearch();
+          if (r.session_id === state.current) await reloadMessages();
+        } catch (e) { showError(e.message); }
+      } });
+    return el("li", { class: "result", "data-tier": r.tier },
+      el("div", { class: "row" }, el("span", { class: "badge", text: kind }), el("span", { class: "badge date", text: where })),
+      el("p", { text: r.content }), el("div", { class: "row" }, open, forget));
+  }
+
+  /* The same forget as everywhere else: a turn with what was built from it; a derived memory as its panel does. */
+  function forgetResult(r) {
+    if (r.tier === "exchange") return api("/api/forget", { method: "POST", body: { exchange_ids: [r.id] } });
+    if (r.tier === "gist") return api(`/api/sessions/${r.session_id}/gist`, { method: "DELETE" });
+    if (r.tier === "digest") return api(`/api/digests/${r.id}`, { method: "DELETE" });
+    return api(`/api/profile/${encodeURIComponent(r.content.split(": ")[0])}`, { method: "DELETE" });
   }
 
   async function loadDream() {
@@ -557,6 +730,9 @@
     });
     $("stop").addEventListener("click", () => state.streaming && state.streaming.abort());
     $("new-session").addEventListener("click", () => newSession().then(() => input.focus()).catch((e) => showError(e.message)));
+    $("new-off-record").addEventListener("click", () => newSession("Off the record", false).then(() => input.focus())
+      .catch((e) => showError(e.message)));
+    $("search-form").addEventListener("submit", (e) => { e.preventDefault(); runSearch(); });
     document.querySelectorAll(".tab").forEach((t) => t.addEventListener("click", () => openPanel(t.dataset.panel)));
     $("close-panel").addEventListener("click", () => openPanel(state.panel));
     $("toggle-sessions").addEventListener("click", () => {
