@@ -92,6 +92,22 @@ def test_a_forced_pass_clears_the_backlog_and_a_second_does_nothing(tmp_path: Pa
     assert second.actions == [] and len(model.history) == calls
 
 
+def test_the_dream_never_reads_an_off_the_record_conversation(tmp_path: Path, settings: Settings) -> None:
+    store = Store(tmp_path / "data")
+    kept = add_session(store, "moving", "2024-03-04", ["I live in Berlin with my cat Miso", "How lovely!"])
+    off = store.sessions.create("secret", created_at="2024-03-04T10:00:00+00:00", remember=False)
+    with store.write() as conn:
+        store.exchanges.insert(conn, [NewExchange(off.id, "user", "I actually live in Lisbon",
+                                                  "2024-03-04T10:00:00+00:00")], None, None)
+    model = FakeChatModel(respond=respond)
+    assert dreamer(store, settings, model).run_pass(force=True).status == "done"
+    assert store.derived.gist(kept) is not None and store.derived.gist(off.id) is None
+    assert {(f.key, f.value) for f in store.derived.profile()} == {("home city", "Berlin"), ("pet", "a cat named Miso")}
+    shown = " ".join(m["content"] for call in model.history for m in call[0])
+    assert "Lisbon" not in shown  # not in any prompt of the pass: gists, digests, narrative, reflection
+    store.close()
+
+
 def test_contradiction_newer_fact_wins_and_the_older_is_history(tmp_path: Path, settings: Settings) -> None:
     store = Store(tmp_path / "data")
     add_session(store, "home", "2024-01-10", ["I live in Berlin", "Nice city"])
