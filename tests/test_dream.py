@@ -96,9 +96,11 @@ def test_the_dream_never_reads_an_off_the_record_conversation(tmp_path: Path, se
     store = Store(tmp_path / "data")
     kept = add_session(store, "moving", "2024-03-04", ["I live in Berlin with my cat Miso", "How lovely!"])
     off = store.sessions.create("secret", created_at="2024-03-04T10:00:00+00:00", remember=False)
+    said = ["I actually live in Lisbon", "Oh, Lisbon!", "Yes, Lisbon since May", "Noted"] * 3
     with store.write() as conn:
-        store.exchanges.insert(conn, [NewExchange(off.id, "user", "I actually live in Lisbon",
-                                                  "2024-03-04T10:00:00+00:00")], None, None)
+        store.exchanges.insert(conn, [NewExchange(off.id, "user" if i % 2 == 0 else "assistant", text,
+                                                  f"2024-03-04T10:{i:02d}:00+00:00") for i, text in enumerate(said)],
+                               None, None)
     model = FakeChatModel(respond=respond)
     assert dreamer(store, settings, model).run_pass(force=True).status == "done"
     assert store.derived.gist(kept) is not None and store.derived.gist(off.id) is None
