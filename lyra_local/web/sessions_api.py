@@ -34,22 +34,18 @@ class Rename(BaseModel):
     name: str = Field(min_length=1, max_length=200)
 
 
-class EditRequest(BaseModel):
-    content: str = Field(min_length=1, max_length=200_000)
-
-    @field_validator("content", mode="before")
-    @classmethod
-    def _storable(cls, value: object) -> object:
-        return well_formed(value) if isinstance(value, str) else value
+def _storable(value: object) -> object:
+    return well_formed(value) if isinstance(value, str) else value
 
 
 class ChatRequest(BaseModel):
     message: str = Field(min_length=1, max_length=200_000)
+    _message_storable = field_validator("message", mode="before")(_storable)
 
-    @field_validator("message", mode="before")
-    @classmethod
-    def _storable(cls, value: object) -> object:
-        return well_formed(value) if isinstance(value, str) else value
+
+class EditRequest(BaseModel):
+    content: str = Field(min_length=1, max_length=200_000)
+    _content_storable = field_validator("content", mode="before")(_storable)
 
 
 @router.get("/sessions")
