@@ -239,3 +239,19 @@ def test_a_backup_leaves_off_the_record_conversations_out(client, chat) -> None:
     backup = client.get("/api/backup").content
     assert b"plants need water" in backup and b"pangolinorbit" not in backup
     assert messages(client, off)[0]["content"] == "Between us: pangolinorbit."  # the live one is still there
+
+
+def test_a_regenerate_drops_the_dreams_summary_but_not_the_persons(client, chat) -> None:
+    session = client.post("/api/sessions", json={}).json()["id"]
+    chat.enqueue("Take the 8:15 train.", "Take the bus.")
+    say(client, session, "How do I get to work tomorrow?")
+    store = client.app.state.lyra.store
+    turns = [m["id"] for m in messages(client, session)]
+    store.derived.put_gist(session, "Asked how to get to work; told to take the 8:15 train.", turns[-1], read=turns)
+    sse_events(client.post(f"/api/exchanges/{turns[-1]}/regenerate").text.splitlines())
+    assert client.get(f"/api/sessions/{session}/gist").json()["gist"] is None  # it said what is no longer said
+    assert client.put(f"/api/sessions/{session}/gist", json={"content": "My commute question."}).status_code == 200
+    reply = messages(client, session)[-1]["id"]
+    sse_events(client.post(f"/api/exchanges/{reply}/regenerate").text.splitlines())
+    gist = client.get(f"/api/sessions/{session}/gist").json()["gist"]
+    assert gist["content"] == "My commute question." and gist["method"] == "user"

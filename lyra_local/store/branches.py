@@ -51,8 +51,9 @@ def parent_of(conn: sqlite3.Connection, session_id: int, turn_id: int) -> int | 
 def set_aside(conn: sqlite3.Connection, session_id: int, from_id: int) -> list[int]:
     """Inside a write transaction: move the path's turns from ``from_id`` on to ``asides``; their ids.
 
-    What was built from them is forgotten (they are not remembered while aside);
-    a reply keeps its trace, and what other replies' traces say of them stays.
+    What the dream built from them is forgotten (they are not remembered while
+    aside), not what the person wrote; a reply keeps its trace, and what other
+    replies' traces say of them stays.
     """
     rows = conn.execute("SELECT e.*, c.trace, c.tokens AS trace_tokens, c.created_at AS trace_created_at "
                         "FROM exchanges e LEFT JOIN context_traces c ON c.exchange_id = e.id "
@@ -70,11 +71,24 @@ def set_aside(conn: sqlite3.Connection, session_id: int, from_id: int) -> list[i
         parent = row["id"]
     ids = [int(r["id"]) for r in rows]
     built = provenance.dependents(conn, [("exchange", i) for i in ids])
-    derived = [(kind, i) for kind, found in built.items() if kind != "exchange" for i in found]
+    derived = [(kind, i) for kind, found in built.items() if kind != "exchange" for i in found
+               if not _the_persons(conn, kind, i)]
     if derived:
         provenance.forget(conn, derived)
     conn.execute("DELETE FROM exchanges WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
     return ids
+
+
+# What the person wrote themselves (a correction) stays when a turn only moves aside; forgetting still takes it.
+_PERSONS = {"gist": "SELECT 1 FROM gists WHERE id = ? AND method = 'user'",
+            "digest": "SELECT 1 FROM digests WHERE id = ? AND method = 'user'",
+            "narrative": "SELECT 1 FROM narrative WHERE id = ? AND method = 'user'",
+            "fact": "SELECT 1 FROM profile_facts WHERE id = ? AND author = 'user'"}
+
+
+def _the_persons(conn: sqlite3.Connection, kind: str, item_id: int) -> bool:
+    sql = _PERSONS.get(kind)
+    return sql is not None and conn.execute(sql, (item_id,)).fetchone() is not None
 
 
 def restore(conn: sqlite3.Connection, session_id: int, chain: list[int]) -> list[int]:
