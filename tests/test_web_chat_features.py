@@ -197,8 +197,9 @@ def test_why_shows_the_date_and_conversation_of_each_recalled_memory(page: Page,
         "My sister Ingrid lives in Tromsø and keeps reindeer.")
 
 
-def test_the_new_controls_work_at_phone_width_with_names(browser: Browser, served: Served) -> None:  # noqa: F811
-    context = browser.new_context(viewport={"width": 390, "height": 760})
+def test_the_new_controls_work_at_phone_width_in_the_dark_with_names(browser: Browser,  # noqa: F811
+                                                                     served: Served) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 760}, color_scheme="dark")
     page = context.new_page()
     page.goto(served.url)
     page.wait_for_load_state("networkidle")
@@ -209,5 +210,7 @@ def test_the_new_controls_work_at_phone_width_with_names(browser: Browser, serve
         .filter((e) => !(e.getAttribute('aria-label') || e.labels?.length || e.textContent.trim()))
         .map((e) => e.outerHTML.slice(0, 80))""")
     assert unnamed == []
-    shot(page, "search-phone")
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(21, 20, 18)", background  # the dark palette
+    shot(page, "search-phone-dark")
     context.close()

@@ -147,6 +147,9 @@ def test_stop_ends_the_reply_and_keeps_what_was_said(browser: Browser, chatty: S
         time.sleep(0.2)
     assert stored[-1]["role"] == "assistant" and stored[-1]["content"].startswith(shown.strip()[:20])
     assert len(httpx.get(f"{served.url}/api/sessions/{session}/messages").json()["messages"]) == 2
+    # once the server has stored it, the page shows the stopped reply as stored, with its tools
+    expect(page.get_by_role("button", name="Regenerate this reply")).to_be_visible(timeout=20_000)
+    expect(page.locator(".message.assistant .bubble").last).to_contain_text(stored[-1]["content"].strip()[:20])
     page.close()
 
 

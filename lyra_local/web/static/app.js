@@ -314,6 +314,18 @@
     return tools;
   }
 
+  async function settleAfterStop(sessionId, replied, tries = 10) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    if (state.current !== sessionId || state.streaming) return;
+    try {
+      const { messages } = await api(`/api/sessions/${sessionId}/messages`);
+      const stored = messages.length && messages[messages.length - 1].role === "assistant";
+      if (state.current !== sessionId || state.streaming) return;
+      if (stored || !replied || tries <= 1) renderMessages(messages);
+      else settleAfterStop(sessionId, replied, tries - 1);
+    } catch (e) { showError(e.message); }
+  }
+
   async function reloadMessages() {
     if (!state.current) return;
     const id = state.current;
@@ -456,7 +468,10 @@
       reply.classList.remove("streaming");
       setContent(reply, textSoFar);
       if (!textSoFar) reply.remove();
-      await reloadMessages().catch(() => {});  // ids, versions and tools as stored (a stopped reply too)
+      // Then the conversation as stored: ids, versions, tools. A stopped reply is stored when the server sees
+      // the hang-up, at its next token: until then the page keeps what it showed.
+      if (controller.signal.aborted) settleAfterStop(state.current, Boolean(textSoFar));
+      else await reloadMessages().catch(() => {});
       if (!finished && !textSoFar) $("composer-input").focus();
       loadSessions().catch(() => {});
       if (state.panel === "memory") loadMemory();
