@@ -263,6 +263,8 @@ def test_terminal_chat_off_the_record_leaves_nothing(env: dict[str, str], tmp_pa
     require_file(CHAT_GGUF)
     store = Store(tmp_path / "data")
     kept = store.sessions.create("Evening")  # the remembered session of that name is not the one used
+    left = store.sessions.create("Evening", remember=False)  # nor is one off the record left behind
+    assert store.sessions.find(name="Evening") == kept
     store.close()
     done = subprocess.run([*LYRA, "chat", "--session", "Evening", "--off-the-record"],
                           input="My locker code is marmosetvelvet.\n", env=env, capture_output=True, text=True,
@@ -270,7 +272,7 @@ def test_terminal_chat_off_the_record_leaves_nothing(env: dict[str, str], tmp_pa
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("lyra> ") and len(done.stdout.strip()) > len("lyra>")
     store = Store(tmp_path / "data")
-    assert [s.id for s in store.sessions.list()] == [kept.id] and store.exchanges.history(kept.id) == []
+    assert {s.id for s in store.sessions.list()} == {kept.id, left.id} and store.exchanges.history(kept.id) == []
     store.close()
     for path in (tmp_path / "data").rglob("*"):
         if path.is_file():

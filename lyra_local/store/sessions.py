@@ -61,9 +61,9 @@ class Sessions:
         elif source is not None and source_id is not None:
             row = conn.execute("SELECT * FROM sessions WHERE source = ? AND source_id = ?",
                                (source, source_id)).fetchone()
-        elif name is not None:
-            row = conn.execute("SELECT * FROM sessions WHERE name = ? ORDER BY updated_at DESC LIMIT 1",
-                               (name,)).fetchone()
+        elif name is not None:  # a remembered one: an off-the-record session is never taken up again by name
+            row = conn.execute("SELECT * FROM sessions WHERE name = ? AND remember = 1 "
+                               "ORDER BY updated_at DESC LIMIT 1", (name,)).fetchone()
         else:
             raise BadRequest("find a session by uid, by source and source_id, or by name")
         return None if row is None else row_to_session(row)
