@@ -25,7 +25,9 @@ from .memory import Memory
 from .memory.context import Context, assemble
 from .memory.gather import gather
 from .store import Exchange
+from .store.branches import TurnNotFound
 from .store.exchanges import NewExchange
+from .store.recall_index import RecallIndex
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +74,11 @@ class Companion:
         (``store/branches.py``). Nothing changes unless the new reply is stored."""
         store = self.memory.store
         reply = store.exchanges.get(reply_id)
-        if reply is None or reply.role != "assistant":
-            raise BadRequest(f"{reply_id} is not a reply of the current conversation",
-                             hint="only a reply on the conversation's current path can be regenerated")
+        if reply is None:
+            raise TurnNotFound(f"no reply {reply_id} on a conversation's current path",
+                               hint="choose that version first, or reload the conversation")
+        if reply.role != "assistant":
+            raise BadRequest(f"{reply_id} is not a reply", hint="only the companion's replies can be regenerated")
         before = store.exchanges.history(reply.session_id, limit=1, before_id=reply_id)
         if not before or before[0].role != "user":
             raise BadRequest(f"reply {reply_id} answers no message of the person", hint="nothing to answer again")
@@ -115,8 +119,8 @@ class Companion:
             if close is not None:
                 close()  # stops generation when our consumer went away
             try:
-                reply = self._store_reply(session_id, "".join(parts), context, remember, replacing)
-            except LyraError as exc:  # the conversation changed under a regenerated reply
+                reply = self._store_reply(session_id, "".join(parts), context, remember, user_id, replacing)
+            except LyraError as exc:  # the conversation changed while the reply was written
                 reply, error = None, exc
         if error is not None:
             yield TurnEvent("error", str(error), {"status": error.status_code})
@@ -132,12 +136,15 @@ class Companion:
 
     def choose(self, turn_id: int) -> int:
         """Make a version of a turn current (``store/branches.py``); returns its session. The turns that come
-        back onto the path are embedded again now (the catch-up would do it later), unless off the record."""
+        back onto the path bring their vectors back; one that has none of the embedding model in use (switched
+        meanwhile) is embedded now (the catch-up would do it later), unless off the record."""
         store = self.memory.store
         session_id, _ = store.branches.session_of(turn_id)
         back = store.branches.choose(turn_id)
-        if back and store.sessions.get(session_id).remember:
-            turns = [t for t in store.exchanges.get_many(back).values()]
+        model = self.memory.embedder.name
+        lacking = set(back) - set(RecallIndex(store).vectors("exchange", model, back))
+        if lacking and store.sessions.get(session_id).remember:
+            turns = list(store.exchanges.get_many(sorted(lacking)).values())
             try:
                 vectors = self.memory.embedder.embed([t.content for t in turns])
                 for turn, vector in zip(turns, vectors, strict=True):
@@ -187,12 +194,12 @@ class Companion:
             replacing=replacing)
         return exchange, vector
 
-    def _store_reply(self, session_id: int, text: str, context: Context, remember: bool,
+    def _store_reply(self, session_id: int, text: str, context: Context, remember: bool, answering: int,
                      replacing: int | None) -> Exchange | None:
         if not text:
             return None
         reply = self.memory.store.exchanges.add_reply(session_id, text, [asdict(t) for t in context.trace],
-                                                      context.tokens, replacing=replacing)
+                                                      context.tokens, answering=answering, replacing=replacing)
         if remember:
             self._embedder.submit(self._embed_reply, reply)
         return reply

@@ -55,8 +55,8 @@ class Coordinator:
             "locks": [dataclasses.asdict(lease) for lease in coord.leases()],
             "recent": {
                 "sessions": [dict(r) for r in conn.execute(
-                    "SELECT id, name, updated_at FROM sessions WHERE updated_at > ? ORDER BY updated_at DESC "
-                    "LIMIT 5", (day,))],
+                    "SELECT id, name, updated_at FROM sessions WHERE updated_at > ? AND remember = 1 "
+                    "ORDER BY updated_at DESC LIMIT 5", (day,))],
                 "facts": [dict(r) for r in conn.execute(
                     "SELECT key, value, author, created_at FROM profile_facts WHERE created_at > ? "
                     "AND superseded_at IS NULL ORDER BY id DESC LIMIT 5", (week,))],

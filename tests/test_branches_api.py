@@ -83,7 +83,7 @@ def test_regenerating_what_is_not_a_reply_is_refused_clearly(client, chat) -> No
     user = say(client, session, "Hi")[0][1]["exchange_id"]
     refused = client.post(f"/api/exchanges/{user}/regenerate")
     assert refused.status_code == 400 and "not a reply" in refused.json()["error"]["message"]
-    assert client.post("/api/exchanges/999999/regenerate").status_code == 400
+    assert client.post("/api/exchanges/999999/regenerate").status_code == 404
     assert client.post("/api/exchanges/999999/choose").status_code == 404
 
 
@@ -255,3 +255,23 @@ def test_a_regenerate_drops_the_dreams_summary_but_not_the_persons(client, chat)
     sse_events(client.post(f"/api/exchanges/{reply}/regenerate").text.splitlines())
     gist = client.get(f"/api/sessions/{session}/gist").json()["gist"]
     assert gist["content"] == "My commute question." and gist["method"] == "user"
+
+
+def test_a_reply_to_a_message_forgotten_while_it_was_written_is_not_kept(client, chat) -> None:
+    session = client.post("/api/sessions", json={}).json()["id"]
+    chat.enqueue("You told me about your secret.")
+    companion = client.app.state.lyra.companion
+    turn = companion.turn(session, "my secret is tapirlantern")
+    stored = next(turn)
+    assert stored.type == "stored"
+    assert client.post("/api/forget", json={"exchange_ids": [stored.data["exchange_id"]]}).status_code == 200
+    rest = list(turn)
+    assert [e.type for e in rest][-2:] == ["error", "done"] and rest[-2].data["status"] == 409
+    assert rest[-1].data["exchange_id"] is None
+    assert messages(client, session) == []
+
+
+def test_an_off_the_record_conversation_takes_no_summary(client, chat) -> None:
+    off = client.post("/api/sessions", json={"remember": False}).json()["id"]
+    refused = client.put(f"/api/sessions/{off}/gist", json={"content": "We talked about nothing."})
+    assert refused.status_code == 409 and "off the record" in refused.json()["error"]["message"]

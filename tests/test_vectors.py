@@ -175,6 +175,34 @@ def test_hnsw_above_the_threshold_keeps_recall_and_handles_deletes(tmp_path: Pat
     approx.close()
 
 
+@pytest.mark.parametrize("search_between", [False, True])
+def test_a_turn_chosen_again_is_found_again_without_rebuilding_the_hnsw_index(tmp_path: Path, monkeypatch,
+                                                                               search_between: bool) -> None:
+    from lyra_local.store import branches, vectors as vector_module
+
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(1500, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store = Store(tmp_path, index_settings=IndexSettings(hnsw_threshold=1000))
+    session = store.sessions.create("s")
+    with store.write() as conn:
+        store.exchanges.insert(conn, [NewExchange(session.id, "user" if i % 2 == 0 else "assistant", f"t{i}")
+                                      for i in range(1500)], vectors, "m")
+    index = store.index("exchange", "m")
+    assert index.kind == "hnsw"
+    last = int(store.exchanges.history(session.id, limit=1)[0].id)
+    rebuilds = []
+    monkeypatch.setattr(vector_module.VectorIndex, "rebuild", lambda self: rebuilds.append(1))
+    with store.write() as conn:
+        branches.set_aside(conn, session.id, last)  # the last reply, regenerated away
+    if search_between:  # the index sees it go before it comes back
+        assert last not in {i for i, _ in store.index("exchange", "m").search(vectors[-1], 5)}
+    store.branches.choose(last)
+    assert last in {i for i, _ in store.index("exchange", "m").search(vectors[-1], 5)}
+    assert rebuilds == []
+    store.close()
+
+
 def test_changing_the_embedding_model_never_mixes_vectors(tmp_path: Path) -> None:
     old = Memory(Store(tmp_path), FakeEmbedder(name="model-a"))
     fill(old, 40)

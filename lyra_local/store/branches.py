@@ -18,8 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..errors import BadRequest, NotFound
 from . import provenance
+from .blobs import put_vector
 
 if TYPE_CHECKING:
     from .store import Store
@@ -51,44 +54,55 @@ def parent_of(conn: sqlite3.Connection, session_id: int, turn_id: int) -> int | 
 def set_aside(conn: sqlite3.Connection, session_id: int, from_id: int) -> list[int]:
     """Inside a write transaction: move the path's turns from ``from_id`` on to ``asides``; their ids.
 
-    What the dream built from them is forgotten (they are not remembered while
-    aside), not what the person wrote; a reply keeps its trace, and what other
-    replies' traces say of them stays.
+    Each keeps its trace and its vector (out of the index, for when it comes
+    back). What the dream built from them is no longer remembered (``_unbuilt``);
+    what other replies' traces say of them stays.
     """
-    rows = conn.execute("SELECT e.*, c.trace, c.tokens AS trace_tokens, c.created_at AS trace_created_at "
-                        "FROM exchanges e LEFT JOIN context_traces c ON c.exchange_id = e.id "
-                        "WHERE e.session_id = ? AND e.id >= ? ORDER BY e.id", (session_id, from_id)).fetchall()
+    rows = conn.execute(
+        "SELECT e.*, c.trace, c.tokens AS trace_tokens, c.created_at AS trace_created_at, v.vector, "
+        "v.model AS vector_model FROM exchanges e LEFT JOIN context_traces c ON c.exchange_id = e.id "
+        "LEFT JOIN embeddings v ON v.tier = 'exchange' AND v.item_id = e.id AND v.model = (SELECT min(w.model) "
+        "FROM embeddings w WHERE w.tier = 'exchange' AND w.item_id = e.id) "
+        "WHERE e.session_id = ? AND e.id >= ? ORDER BY e.id", (session_id, from_id)).fetchall()
     if not rows:
         return []
     seq = int(conn.execute("SELECT coalesce(max(set_aside_seq), 0) + 1 FROM asides").fetchone()[0])
     parent = parent_of(conn, session_id, rows[0]["id"])
     for row in rows:
         conn.execute("INSERT INTO asides (id, session_id, parent_id, role, content, created_at, tokens, source_id, "
-                     "trace, trace_tokens, trace_created_at, set_aside_seq) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "trace, trace_tokens, trace_created_at, vector, vector_model, set_aside_seq) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      (row["id"], session_id, parent, row["role"], row["content"], row["created_at"], row["tokens"],
-                      row["source_id"], row["trace"], row["trace_tokens"], row["trace_created_at"], seq))
+                      row["source_id"], row["trace"], row["trace_tokens"], row["trace_created_at"], row["vector"],
+                      row["vector_model"], seq))
         parent = row["id"]
     ids = [int(r["id"]) for r in rows]
-    built = provenance.dependents(conn, [("exchange", i) for i in ids])
-    derived = [(kind, i) for kind, found in built.items() if kind != "exchange" for i in found
-               if not _the_persons(conn, kind, i)]
-    if derived:
-        provenance.forget(conn, derived)
+    _unbuilt(conn, ids)
     conn.execute("DELETE FROM exchanges WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
     return ids
 
 
-# What the person wrote themselves (a correction) stays when a turn only moves aside; forgetting still takes it.
-_PERSONS = {"gist": "SELECT 1 FROM gists WHERE id = ? AND method = 'user'",
-            "digest": "SELECT 1 FROM digests WHERE id = ? AND method = 'user'",
-            "narrative": "SELECT 1 FROM narrative WHERE id = ? AND method = 'user'",
-            "fact": "SELECT 1 FROM profile_facts WHERE id = ? AND author = 'user'"}
+# Derived memories the dream writes again once marked stale (recall, the context and the panels skip stale rows).
+_STALE = {"gist": "gists", "digest": "digests", "narrative": "narrative"}
 
 
-def _the_persons(conn: sqlite3.Connection, kind: str, item_id: int) -> bool:
-    sql = _PERSONS.get(kind)
-    return sql is not None and conn.execute(sql, (item_id,)).fetchone() is not None
+def _unbuilt(conn: sqlite3.Connection, turn_ids: list[int]) -> None:
+    """What the dream built from these turns is no longer remembered: a fact drawn from one of them is forgotten
+    (a fact it had replaced is current again); a gist, and the digests and arc over it, are marked stale, for
+    the dream to write again from the path as it is now. What the person wrote stays as they wrote it."""
+    turns = json.dumps(turn_ids)
+    facts = [("fact", int(r[0])) for r in conn.execute(
+        "SELECT DISTINCT p.item_id FROM provenance p JOIN profile_facts f ON f.id = p.item_id WHERE p.kind = 'fact' "
+        "AND p.source_kind = 'exchange' AND p.source_id IN (SELECT value FROM json_each(?)) AND f.author != 'user'",
+        (turns,))]
+    if facts:
+        provenance.forget(conn, facts, legacy=False)
+    built = provenance.dependents(conn, [("exchange", i) for i in turn_ids], legacy=False)
+    for kind, table in _STALE.items():
+        conn.execute(f"UPDATE {table} SET stale = 1 WHERE method != 'user' AND id IN (SELECT value FROM json_each(?))",
+                     (json.dumps(built.get(kind, [])),))
+    conn.execute("DELETE FROM provenance WHERE kind = 'gist' AND source_kind = 'exchange' "
+                 "AND source_id IN (SELECT value FROM json_each(?))", (turns,))
 
 
 def restore(conn: sqlite3.Connection, session_id: int, chain: list[int]) -> list[int]:
@@ -110,16 +124,11 @@ def restore(conn: sqlite3.Connection, session_id: int, chain: list[int]) -> list
         if row["trace"] is not None:
             conn.execute("INSERT INTO context_traces (exchange_id, trace, tokens, created_at) VALUES (?, ?, ?, ?)",
                          (row["id"], row["trace"], row["trace_tokens"], row["trace_created_at"]))
+        if row["vector"] is not None:  # the same vector as before: the index takes it back as it was
+            put_vector(conn, "exchange", row["vector_model"], row["id"],
+                       np.frombuffer(row["vector"], dtype=np.float32))
         conn.execute("DELETE FROM asides WHERE id = ?", (turn_id,))
     return path
-
-
-def next_id(conn: sqlite3.Connection) -> int:
-    """A new turn id from the exchanges' sequence, for a turn stored straight into ``asides``."""
-    conn.execute("INSERT OR IGNORE INTO sqlite_sequence (name, seq) SELECT 'exchanges', coalesce(max(id), 0) "
-                 "FROM exchanges WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'exchanges')")
-    return int(conn.execute("UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'exchanges' "
-                            "RETURNING seq").fetchone()[0])
 
 
 def doomed_asides(conn: sqlite3.Connection, exchange_ids: Sequence[int], aside_ids: Sequence[int] = ()) -> list[int]:

@@ -17,7 +17,7 @@ BATCH = 2000
 Progress = Callable[[int, int], None]
 ROW = ("SELECT e.id, coalesce((SELECT p.content || char(10) FROM exchanges p WHERE p.session_id = e.session_id "
        "AND p.id < e.id ORDER BY p.id DESC LIMIT 1), '') || e.content FROM exchanges e "
-       "WHERE e.id > ? AND e.id <= ? "
+       "WHERE e.id > ? AND e.id <= ? AND e.remembered = 1 "
        "AND NOT EXISTS (SELECT 1 FROM exchange_context_fts c WHERE c.rowid = e.id)")
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import NotFound
+from ..errors import Conflict, NotFound
 from . import provenance
 from .blobs import put_vector
 from .db import utc_now
@@ -36,7 +36,11 @@ class Corrections:
 
     def edit_gist(self, session_id: int, content: str, vector: npt.NDArray[np.float32] | None = None,
                   model: str | None = None) -> Gist:
-        """The person's own summary of a session: kept as written, never redrafted."""
+        """The person's own summary of a session: kept as written, never redrafted. Not of one off the record:
+        it would be remembered."""
+        if not self.store.sessions.get(session_id).remember:
+            raise Conflict(f"session {session_id} is off the record: nothing of it is remembered, a summary neither",
+                           hint="start a conversation that is remembered to keep this")
         last = self.store.conn().execute("SELECT max(id) FROM exchanges WHERE session_id = ?",
                                          (session_id,)).fetchone()[0]
         gist = self.store.derived.put_gist(session_id, content, int(last or 0), vector, model, method="user")

@@ -94,12 +94,22 @@ class Exchanges:
         return out
 
     def add_reply(self, session_id: int, text: str, trace: list[dict[str, Any]], context_tokens: int, *,
-                  replacing: int | None = None) -> Exchange:
-        """Store a reply with the trace of the memories its context used (each a source of the trace);
-        ``replacing``: the reply it was regenerated from, set aside in the same transaction."""
+                  answering: int | None = None, replacing: int | None = None) -> Exchange:
+        """Store a reply with the trace of the memories its context used (each a source of the trace).
+
+        ``replacing``: the reply it was regenerated from, set aside in the same transaction. ``answering``: the
+        message it answers, which must still end the conversation's path (not forgotten, not set aside by
+        another tab's choice meanwhile), else ``Conflict`` and nothing is stored.
+        """
         with self.store.write() as conn:
             if replacing is not None:
                 self._make_room(conn, session_id, replacing)
+            if answering is not None:
+                last = conn.execute("SELECT max(id) FROM exchanges WHERE session_id = ?", (session_id,)).fetchone()[0]
+                if last != answering:
+                    raise Conflict("the conversation changed while the reply was written (the message it answers "
+                                   "was forgotten, edited or set aside, or another message came first)",
+                                   hint="reload the conversation; the reply was not kept")
             reply = self.insert(conn, [NewExchange(session_id, "assistant", text)], None, None)[0]
             conn.execute("INSERT INTO context_traces (exchange_id, trace, tokens, created_at) VALUES (?, ?, ?, ?)",
                          (reply.id, json.dumps(trace), context_tokens, utc_now()))
@@ -124,10 +134,13 @@ class Exchanges:
             entry["content"] = None if found is None else str(found["content"])
             if found is not None:
                 entry.update(created_at=found["at"], session_id=found["session_id"], session_name=found["name"])
+            aside = (found is None and entry["kind"] == "exchange" and not entry.get("forgotten") and conn.execute(
+                "SELECT 1 FROM asides WHERE id = ?", (entry["id"],)).fetchone() is not None)
+            entry["set_aside"] = aside  # a version not chosen now (store/branches.py): it may come back
             entry["forgotten"] = bool(entry.get("forgotten")) or (kind is not None and kind.vector_tier is not None
-                                                                  and found is None)
+                                                                  and found is None and not aside)
         return {"exchange_id": exchange_id, "context_tokens": row["tokens"], "created_at": row["created_at"],
-                "memories": [e for e in entries if e["content"] is not None or e["forgotten"]]}
+                "memories": [e for e in entries if e["content"] is not None or e["forgotten"] or e["set_aside"]]}
 
     def set_vector(self, exchange_id: int, vector: npt.NDArray[np.float32], model: str) -> None:
         """Attach (or replace) an exchange's embedding, e.g. after the reply was streamed."""

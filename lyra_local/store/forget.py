@@ -77,9 +77,15 @@ class _Turns:
 
 
 def forget_sessions(store: Store, session_ids: Sequence[int]) -> Forgotten:
-    """Forget whole sessions: their turns (and what was built from them) in chunks, then the sessions."""
+    """Forget whole sessions: their turns (and what was built from them) in chunks, then the sessions.
+
+    Off-the-record sessions were never in the full-text tables or the vector indexes, so deleting only those
+    needs no merge and no new snapshots: their freed pages are zeroed and the WAL truncated.
+    """
     total = Forgotten(0, 0)
     turns = _Turns()
+    remembered = store.conn().execute("SELECT count(*) FROM sessions WHERE remember = 1 AND id IN (SELECT value "
+                                      "FROM json_each(?))", (json.dumps(list(session_ids)),)).fetchone()[0]
     for session_id in session_ids:
         while True:
             started = time.monotonic()
@@ -104,7 +110,10 @@ def forget_sessions(store: Store, session_ids: Sequence[int]) -> Forgotten:
                 gone = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
                 total += Forgotten(gone, 0, counts)
                 break
-    scrub(store)
+    if remembered:
+        scrub(store)
+    else:
+        truncate_wal(store.conn())
     return total
 
 

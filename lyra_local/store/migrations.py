@@ -460,8 +460,9 @@ def m013_branches_and_off_the_record(conn: sqlite3.Connection) -> None:
     ``exchanges`` holds each conversation's current path only: what is
     remembered. A reply that was regenerated, or what followed a message that
     was edited, moves to ``asides`` (same ids: a turn keeps its id wherever it
-    is), kept with the conversation and outside long-term memory: no vector, no
-    full text, no dream. Choosing it again moves it back. A session with
+    is), kept with the conversation and outside long-term memory: no vector in
+    the index (its vector waits beside it for when it comes back), no full
+    text, no dream. Choosing it again moves it back. A session with
     ``remember = 0`` is off the record: its turns are stored (the conversation
     needs them) with ``remembered = 0``, which the full-text triggers, the
     vector table and recall's filters all honour; every existing row stays as it is.
@@ -520,7 +521,10 @@ CREATE TABLE asides (
     trace TEXT CHECK (trace IS NULL OR json_valid(trace)),
     trace_tokens INTEGER,
     trace_created_at TEXT,
+    vector BLOB,
+    vector_model TEXT,
     set_aside_seq INTEGER NOT NULL
 );
-CREATE INDEX asides_by_parent ON asides(session_id, parent_id);
+CREATE INDEX asides_by_session ON asides(session_id);
+CREATE INDEX asides_by_parent ON asides(parent_id);
 """)

@@ -113,14 +113,15 @@ def require(conn: sqlite3.Connection, sources: Sequence[Ref]) -> None:
             raise StaleSources(f"{len(ids) - found} {kind} source(s) were forgotten or replaced meanwhile")
 
 
-def dependents(conn: sqlite3.Connection, seeds: Sequence[Ref]) -> dict[str, list[int]]:
-    """Every memory built, directly or not, from ``seeds`` (legacy rows on ``ANY`` included), by kind."""
+def dependents(conn: sqlite3.Connection, seeds: Sequence[Ref], *, legacy: bool = True) -> dict[str, list[int]]:
+    """Every memory built, directly or not, from ``seeds`` (with ``legacy``: rows on ``ANY`` too), by kind."""
     rows = conn.execute(
         "WITH RECURSIVE doomed(kind, id) AS ("
         " SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
         " UNION SELECT p.kind, p.item_id FROM provenance p JOIN doomed d"
         "   ON p.source_kind = d.kind AND p.source_id = d.id WHERE p.kind != 'trace'"
-        ") SELECT kind, id FROM doomed", (json.dumps([list(s) for s in [*seeds, ANY]]),)).fetchall()
+        ") SELECT kind, id FROM doomed", (json.dumps([list(s) for s in [*seeds, *([ANY] if legacy else [])]]),)
+    ).fetchall()
     out: dict[str, list[int]] = {}
     for kind, item_id in rows:
         if kind in KINDS:
@@ -145,9 +146,10 @@ def turns_behind(conn: sqlite3.Connection, kind: str, item_id: int) -> list[int]
     return [int(r[0]) for r in rows]
 
 
-def forget(conn: sqlite3.Connection, seeds: Sequence[Ref]) -> dict[str, int]:
-    """Inside a write transaction: delete these memories and everything built from them; counts by kind."""
-    doomed = dependents(conn, seeds)
+def forget(conn: sqlite3.Connection, seeds: Sequence[Ref], *, legacy: bool = True) -> dict[str, int]:
+    """Inside a write transaction: delete these memories and everything built from them (with ``legacy``: the
+    rows of unknown provenance too, which any forget removes); counts by kind."""
+    doomed = dependents(conn, seeds, legacy=legacy)
     doomed.setdefault("exchange", [])
     refs = json.dumps([[k, i] for k, ids in doomed.items() for i in ids] + [list(ANY)]
                       + [["trace", i] for i in doomed["exchange"]])  # a forgotten reply's own trace

@@ -38,20 +38,24 @@ def _table(tier: str) -> str:
     return tables[0]
 
 
+def _lacking(tier: str) -> str:
+    """Rows of ``tier`` with no vector of the model given as a parameter; never an off-the-record turn (m013)."""
+    remembered = " AND t.remembered = 1" if tier == "exchange" else ""
+    return (f"FROM {_table(tier)} t WHERE NOT EXISTS (SELECT 1 FROM embeddings v WHERE v.tier = ? AND v.model = ? "
+            f"AND v.item_id = t.id){remembered}")
+
+
 def missing(store: Store, tier: str, model: str, limit: int = 1000) -> list[Unembedded]:
     """Rows of ``tier`` with no vector of ``model``, oldest first."""
-    rows = store.conn().execute(
-        f"SELECT t.id, t.content FROM {_table(tier)} t WHERE NOT EXISTS (SELECT 1 FROM embeddings v "
-        "WHERE v.tier = ? AND v.model = ? AND v.item_id = t.id) ORDER BY t.id LIMIT ?", (tier, model, limit))
+    rows = store.conn().execute(f"SELECT t.id, t.content {_lacking(tier)} ORDER BY t.id LIMIT ?", (tier, model, limit))
     return [Unembedded(tier, int(r[0]), str(r[1])) for r in rows]
 
 
 def count_missing(store: Store, model: str) -> dict[str, int]:
     """How many rows of each tier lack a vector of ``model``."""
     conn = store.conn()
-    return {tier: int(conn.execute(
-        f"SELECT count(*) FROM {_table(tier)} t WHERE NOT EXISTS (SELECT 1 FROM embeddings v "
-        "WHERE v.tier = ? AND v.model = ? AND v.item_id = t.id)", (tier, model)).fetchone()[0]) for tier in TIERS}
+    return {tier: int(conn.execute(f"SELECT count(*) {_lacking(tier)}", (tier, model)).fetchone()[0])
+            for tier in TIERS}
 
 
 def any_missing(store: Store, model: str) -> bool:

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import re
+import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -305,15 +306,20 @@ class VectorIndex:
         if not final:
             self._hwm = latest
             return
-        if removed and self._is_hnsw():
-            if any(final[i] == "add" for i in removed):
+        added = [i for i, op in final.items() if op == "add"]
+        if self._is_hnsw():
+            # A turn chosen again (store/branches.py) comes back with the very vector it left with: the index
+            # still holds it, under a tombstone; lifting the tombstone is all it takes.
+            held = self._held(conn, [i for i in added if i in removed or i in self._tombstones])
+            if not all(held.values()):
                 self.rebuild()  # HNSW cannot replace a vector in place
                 return
-            self._tombstones.update(removed)
+            self._tombstones.difference_update(held)
+            added = [i for i in added if i not in held]
+            self._tombstones.update(i for i in removed if final[i] == "del")
         elif removed:
             # Only deletions and replacements need a pass over the index; new rows are just added.
             self._index.remove_ids(np.fromiter(removed, dtype=np.int64, count=len(removed)))
-        added = [i for i, op in final.items() if op == "add"]
         for start in range(0, len(added), 900):
             chunk = added[start:start + 900]
             marks = ",".join("?" * len(chunk))
@@ -328,6 +334,22 @@ class VectorIndex:
         self._hwm = latest
         if not self._is_hnsw() and self._index.ntotal > self.settings.hnsw_threshold:
             self._upgrade_in_background()
+
+    def _held(self, conn: sqlite3.Connection, ids: list[int]) -> dict[int, bool]:
+        """Of ``ids``, those the index holds a vector for: whether it is the vector the database has now."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = dict(conn.execute(f"SELECT item_id, vector FROM embeddings WHERE tier = ? AND model = ? "
+                                 f"AND item_id IN ({marks})", (self.tier, self.model, *ids)).fetchall())
+        out = {}
+        for i in ids:
+            try:
+                vector = self._index.reconstruct(int(i))
+            except RuntimeError:  # not in the index: added like any new row
+                continue
+            out[i] = i in rows and np.array_equal(vector, np.frombuffer(rows[i], dtype=np.float32))
+        return out
 
     def _new_index(self, dim: int, expected: int, *, hnsw: bool | None = None) -> Any:
         inner: faiss.Index

@@ -17,7 +17,7 @@
   };
 
   const state = { sessions: [], current: null, streaming: null, panel: null, logAbort: null, lastEvent: null,
-                  dreaming: false, user: "You", companion: "Lyra", memoryLoads: 0 };
+                  dreaming: false, user: "You", companion: "Lyra", memoryLoads: 0, opening: null };
 
   // -- HTTP ----------------------------------------------------------------------------------
 
@@ -169,9 +169,14 @@
   async function leaveCurrent(nextId) {
     const leaving = state.sessions.find((s) => s.id === state.current);
     if (!leaving || leaving.remember !== false || leaving.id === nextId) return;
-    try { await api(`/api/sessions/${leaving.id}`, { method: "DELETE" }); }
-    catch (e) { showError(e.message); }
-    state.sessions = state.sessions.filter((s) => s.id !== leaving.id);
+    if (state.streaming) {  // its reply stops first, so nothing of it is written after it is deleted
+      state.streaming.abort();
+      for (let i = 0; i < 100 && state.streaming; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    try {
+      await api(`/api/sessions/${leaving.id}`, { method: "DELETE" });
+      state.sessions = state.sessions.filter((s) => s.id !== leaving.id);
+    } catch (e) { showError(e.message); }
   }
 
   function showOffRecord() {
@@ -260,16 +265,23 @@
     container.replaceChildren(body, el("div", { class: "row" }, mine, toggle, editButton, deleteButton), list);
   }
 
-  async function newSession(name, remember = true) {
-    await leaveCurrent(null);
-    const body = { ...(name ? { name } : {}), ...(remember ? {} : { remember: false }) };
-    const session = await api("/api/sessions", { method: "POST", body });
-    state.sessions.unshift(session);
-    state.current = session.id;
-    renderSessions();
-    renderMessages([]);
-    showOffRecord();
-    return session;
+  /* A message sent while a new conversation is being opened waits for it (else it would go to the old one). */
+  function newSession(name, remember = true) {
+    const opening = (async () => {
+      await leaveCurrent(null);
+      const body = { ...(name ? { name } : {}), ...(remember ? {} : { remember: false }) };
+      const session = await api("/api/sessions", { method: "POST", body });
+      state.sessions.unshift(session);
+      state.current = session.id;
+      renderSessions();
+      renderMessages([]);
+      showOffRecord();
+      return session;
+    })();
+    state.opening = opening;
+    const done = () => { if (state.opening === opening) state.opening = null; };
+    opening.then(done, done);
+    return opening;
   }
 
   // -- messages ---------------------------------------------------------------------------------
@@ -285,6 +297,7 @@
     const who = role === "assistant" ? state.companion : state.user;
     const item = el("li", { class: `message ${role}`, "data-id": id ?? "" },
                     el("span", { class: "who", text: who }), body);
+    item.content = content;  // as stored (an edit starts from it)
     setContent(item, content);
     if (id) item.append(messageTools(item, role, id, versions));
     return item;
@@ -346,7 +359,7 @@
 
   function startEdit(item, id) {
     if (state.streaming) return;
-    const old = item.querySelector(".bubble").innerText;
+    const old = item.content;
     const area = el("textarea", { rows: "3", "aria-label": "Your message, edited" });
     area.value = old;
     const save = el("button", { class: "primary", text: "Send", onclick: () => {
@@ -366,6 +379,7 @@
 
   /* An edited message: what followed it leaves the page (it is kept as a branch) and a new reply streams. */
   async function editMessage(item, id, text) {
+    if (state.streaming) return;
     while (item.nextElementSibling) item.nextElementSibling.remove();
     const userItem = messageItem("user", text);
     item.replaceWith(userItem);
@@ -403,9 +417,9 @@
           box.append(el("ul", { class: "plain" }, ...memories.map((m) => el("li", {},
             el("span", { class: "badge", text: `${m.layer} · ${m.stage || m.kind}` }),
             m.created_at ? el("span", { class: "badge date", text: [m.created_at.slice(0, 10), m.session_name].filter(Boolean).join(" · ") }) : null,
-            el("span", m.forgotten ? { class: "muted", text: " (forgotten)" }
-              : { text: " " + m.content.slice(0, 300) }),
-            !m.forgotten && m.session_id ? el("button", { class: "link-button", text: "Open",
+            el("span", m.forgotten ? { class: "muted", text: " (forgotten)" } : m.set_aside
+              ? { class: "muted", text: " (a version not chosen now)" } : { text: " " + m.content.slice(0, 300) }),
+            !m.forgotten && !m.set_aside && m.session_id ? el("button", { class: "link-button", text: "Open",
               "aria-label": `Open ${m.session_name || "the conversation"} at this memory`,
               onclick: () => selectSession(m.session_id, m.kind === "exchange" ? m.id : undefined) }) : null))));
         } catch (e) { box.append(el("p", { class: "muted", text: e.message })); }
@@ -423,6 +437,7 @@
     if (!text.trim() || state.streaming) return;
     showError("");
     showNotice("");
+    if (state.opening) await state.opening.catch(() => {});
     let sessionId = state.current;
     try {
       if (!sessionId) sessionId = (await newSession(text.trim().slice(0, 48))).id;
@@ -522,7 +537,9 @@
       const gist = current.gist;
       $("sitrep").textContent = sitrep;
       renderProposals(proposals.proposals);
-      memoryItem($("session-gist"), { kind: "gist", id: gist && gist.id, text: gist && gist.content,
+      const off = state.sessions.find((s) => s.id === state.current)?.remember === false;
+      if (off) $("session-gist").replaceChildren(el("p", { class: "muted", text: "Off the record: nothing of this conversation is summarized or remembered." }));
+      else memoryItem($("session-gist"), { kind: "gist", id: gist && gist.id, text: gist && gist.content,
         method: gist && gist.method, label: "this conversation's summary", path: `/api/sessions/${state.current}/gist`,
         emptyText: "No summary yet: the dream cycle writes one when the conversation rests." });
       $("session-gist").dataset.session = state.current ?? "";  // whose summary this is (a switch re-renders it)
@@ -624,7 +641,9 @@
       "aria-label": `Open ${r.session_name} at ${label}`, onclick: () => selectSession(r.session_id, r.turn_id) }) : null;
     const forget = el("button", { class: "link-button danger-link", text: "Forget", "aria-label": `Forget ${label}`,
       onclick: async () => {
-        if (!await confirmForget(`Forget this ${kind}?`, `“${r.content.slice(0, 200)}” is forgotten, with what was built from it.`)) return;
+        const also = r.tier === "exchange" ? " Its other versions, and any branch that went on from them, go too." : "";
+        if (!await confirmForget(`Forget this ${kind}?`,
+                                 `“${r.content.slice(0, 200)}” is forgotten, with what was built from it.${also}`)) return;
         try {
           await forgetResult(r);
           await runSearch();
