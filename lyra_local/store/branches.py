@@ -4,10 +4,12 @@
 created after the one before it, so ids grow along any path). A turn moved off
 the path (a reply regenerated away, or what followed a message that was
 edited) goes to ``asides`` with the same id and a pointer to the turn before
-it; there it has no vector and no full-text entry, and the dream never reads
-it. Choosing it again moves it, and the turns that followed it last time, back.
-Moving a turn off the path forgets what was built from it (a gist, a fact):
-the dream rebuilds them from the path as it is now.
+it; there it has no full-text entry, its vector waits beside it out of the
+index, and the dream never reads it. Choosing it again moves it, and the turns
+that followed it last time, back, vector included. Moving a turn off the path
+forgets a fact drawn from it and marks the gist, digests and arc over it stale:
+the dream writes them again from the path as it is now. What the person wrote
+stays.
 """
 
 from __future__ import annotations
@@ -189,7 +191,8 @@ class Branches:
 
     def choose(self, turn_id: int) -> list[int]:
         """Make an aside turn current: the path from where it branches off is set aside and it (with what last
-        followed it) takes its place. Returns the ids that came back onto the path (to embed them)."""
+        followed it) takes its place. Returns the ids that came back onto the path (to embed any that lack a vector
+        of the model in use)."""
         with self.store.write() as conn:
             row = conn.execute("SELECT session_id FROM asides WHERE id = ?", (turn_id,)).fetchone()
             if row is None:
