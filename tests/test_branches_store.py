@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lyra_local.store import Store
+from lyra_local.store import Store, provenance
 from lyra_local.store.branches import set_aside
 from lyra_local.store.exchanges import NewExchange
 
@@ -28,8 +28,14 @@ def test_setting_turns_aside_makes_the_dreams_memories_stale_and_keeps_the_rest(
     theirs = store.derived.put_digest("week", "2024-W10", "My Lisbon week.", 1, sources=[("gist", gist.id)],
                                       method="user")
     legacy = store.derived.set_narrative("An arc from before provenance.")  # built from who knows what (ANY)
+    said = store.derived.set_fact("home city", "Lisbon", source_session_id=session.id)
     with store.write() as conn:
+        provenance.record(conn, "fact", said.id, [("exchange", ids[-1])])  # as if drawn from the reply
         assert set_aside(conn, session.id, ids[-1]) == [ids[-1]]
+    assert store.derived.profile() == []  # a fact drawn from a turn set aside is forgotten ...
+    legacy_sources = store.conn().execute("SELECT source_kind, source_id FROM provenance WHERE kind = 'narrative' "
+                                          "AND item_id = ?", (legacy,)).fetchall()
+    assert [tuple(r) for r in legacy_sources] == [provenance.ANY]  # ... and the legacy arc keeps its mark
     assert store.derived.gist(session.id) is None  # stale: the dream writes it again from the path as it is
     assert store.derived.gist(other.id) == kept_gist
     digests = {(d.granularity, d.period): d for d in store.derived.digests()}

@@ -151,7 +151,7 @@ def forget(conn: sqlite3.Connection, seeds: Sequence[Ref], *, legacy: bool = Tru
     rows of unknown provenance too, which any forget removes); counts by kind."""
     doomed = dependents(conn, seeds, legacy=legacy)
     doomed.setdefault("exchange", [])
-    refs = json.dumps([[k, i] for k, ids in doomed.items() for i in ids] + [list(ANY)]
+    refs = json.dumps([[k, i] for k, ids in doomed.items() for i in ids] + ([list(ANY)] if legacy else [])
                       + [["trace", i] for i in doomed["exchange"]])  # a forgotten reply's own trace
     traces = [r[0] for r in conn.execute(
         "SELECT DISTINCT p.item_id FROM provenance p JOIN json_each(?) d ON p.kind = 'trace' "
