@@ -73,21 +73,20 @@ def search(memory: Memory, query: SearchQuery) -> list[Found]:
     since = canonical(query.since) if query.since else None
     until = canonical(query.until) if query.until else None
     tiers = [query.tier] if query.tier else list(SEARCH_TIERS)
-    vector = memory.embedder.embed([query.text])
+    vector = np.asarray(memory.embedder.embed([query.text])[0], dtype=np.float32)
     found: list[list[Found]] = []
     for tier in tiers:
         if tier == "fact":
-            found.append(_facts(memory, query, vector[0], since, until))
+            found.append(_facts(memory, query, vector, since, until))
             continue
         if tier == "digest" and query.session_id is not None:
             continue  # a digest belongs to a period, not to one conversation
         hits = memory.recall(RecallQuery(query.text, k=query.k, tier=tier, session_id=query.session_id,
-                                         since=since, until=until), vector=vector[0])
+                                         since=since, until=until), vector=vector)
         # Recall always fills its k (a reply wants its nearest memories); a search shows only what matches.
         vectors = RecallIndex(memory.store).vectors(tier, memory.active_model, [h.id for h in hits])
-        query_vector = np.asarray(vector[0], dtype=np.float32)
         hits = [h for h in hits if set(h.stages) - BY_MEANING_ONLY
-                or (h.id in vectors and float(vectors[h.id] @ query_vector) >= MEANING)]
+                or (h.id in vectors and float(vectors[h.id] @ vector) >= MEANING)]
         found.append([_placed(memory, h.kind, h.id, h.content, h.created_at, h.session_id, h.score) for h in hits])
     merged = [f for rank in zip_longest(*found) for f in rank if f is not None]
     return merged[:query.k]
@@ -102,7 +101,7 @@ def _facts(memory: Memory, query: SearchQuery, vector: np.ndarray, since: str | 
     if not facts:
         return []
     texts = [f"{f.key}: {f.value}" for f in facts]
-    meaning = np.asarray(memory.embedder.embed(texts), dtype=np.float32) @ np.asarray(vector, dtype=np.float32)
+    meaning = np.asarray(memory.embedder.embed(texts), dtype=np.float32) @ vector
     asked = set(re.findall(r"\w{3,}", query.text.lower()))
     scored = []
     for fact, text, cosine in zip(facts, texts, meaning, strict=True):

@@ -169,21 +169,17 @@ def forget(conn: sqlite3.Connection, seeds: Sequence[Ref], *, legacy: bool = Tru
 
 
 def _mark_traces(conn: sqlite3.Connection, exchange_ids: list[int], doomed: set[Ref]) -> None:
-    for exchange_id in exchange_ids:
-        row = conn.execute("SELECT trace FROM context_traces WHERE exchange_id = ?", (exchange_id,)).fetchone()
-        if row is None:
-            continue
-        entries = json.loads(row[0])
-        for entry in entries:
-            if (entry.get("kind"), entry.get("id")) in doomed:
-                entry["forgotten"] = True
-        conn.execute("UPDATE context_traces SET trace = ? WHERE exchange_id = ?", (json.dumps(entries), exchange_id))
-    for exchange_id in exchange_ids:  # a reply set aside (store/branches.py) keeps its trace with it
-        row = conn.execute("SELECT trace FROM asides WHERE id = ? AND trace IS NOT NULL", (exchange_id,)).fetchone()
-        if row is not None:
+    """Mark the doomed memories "forgotten" in these replies' traces, on the path or set aside with their reply
+    (store/branches.py)."""
+    for table, key in (("context_traces", "exchange_id"), ("asides", "id")):
+        for exchange_id in exchange_ids:
+            row = conn.execute(f"SELECT trace FROM {table} WHERE {key} = ? AND trace IS NOT NULL",
+                               (exchange_id,)).fetchone()
+            if row is None:
+                continue
             entries = [{**e, "forgotten": True} if (e.get("kind"), e.get("id")) in doomed else e
                        for e in json.loads(row[0])]
-            conn.execute("UPDATE asides SET trace = ? WHERE id = ?", (json.dumps(entries), exchange_id))
+            conn.execute(f"UPDATE {table} SET trace = ? WHERE {key} = ?", (json.dumps(entries), exchange_id))
 
 
 def backfill(conn: sqlite3.Connection) -> None:

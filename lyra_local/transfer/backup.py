@@ -50,8 +50,7 @@ def drop_off_the_record(path: Path) -> None:
             return
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA secure_delete = ON")
-        with conn:
-            conn.execute("DELETE FROM exchanges WHERE session_id IN (SELECT id FROM sessions WHERE remember = 0)")
+        with conn:  # their turns, versions set aside and traces go by cascade
             conn.execute("DELETE FROM sessions WHERE remember = 0")
         conn.execute("VACUUM")
     finally:

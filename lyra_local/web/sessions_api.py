@@ -124,18 +124,24 @@ async def chat(session_id: int, body: ChatRequest, request: Request) -> EventSou
     return streamed(lambda: companion.turn(session_id, body.message), f"a turn in session {session_id}")
 
 
-@router.post("/exchanges/{exchange_id}/regenerate")
-async def regenerate(exchange_id: int, request: Request) -> EventSourceResponse:
-    """A new reply in place of this one, streamed like a turn; the old one stays as an alternative."""
-    companion = app_state(request).companion
-    stream = await run_in_threadpool(companion.regenerate, exchange_id)
-    first = await run_in_threadpool(next, stream)  # checks the reply before the stream starts: 400/404 as JSON
+async def checked(make_stream: Callable[[], Iterator[TurnEvent]]) -> Callable[[], Iterator[TurnEvent]]:
+    """The stream with its first event taken now, so what it checks first (the turn it names) fails as a JSON
+    400/404/409 before the event stream starts; then the whole stream, for ``streamed``."""
+    stream = await run_in_threadpool(make_stream)
+    first = await run_in_threadpool(next, stream)
 
     def events() -> Iterator[TurnEvent]:
         yield first
         yield from stream
 
-    return streamed(events, f"regenerating reply {exchange_id}")
+    return events
+
+
+@router.post("/exchanges/{exchange_id}/regenerate")
+async def regenerate(exchange_id: int, request: Request) -> EventSourceResponse:
+    """A new reply in place of this one, streamed like a turn; the old one stays as an alternative."""
+    companion = app_state(request).companion
+    return streamed(await checked(lambda: companion.regenerate(exchange_id)), f"regenerating reply {exchange_id}")
 
 
 @router.post("/exchanges/{exchange_id}/edit")
@@ -148,14 +154,8 @@ async def edit(exchange_id: int, body: EditRequest, request: Request) -> EventSo
         raise TurnNotFound(f"no message {exchange_id} on a conversation's current path",
                            hint="choose its version first, or reload the conversation")
     companion = state.companion
-    stream = await run_in_threadpool(lambda: companion.turn(turn.session_id, body.content, replacing=exchange_id))
-    first = await run_in_threadpool(next, stream)
-
-    def events() -> Iterator[TurnEvent]:
-        yield first
-        yield from stream
-
-    return streamed(events, f"editing message {exchange_id}")
+    return streamed(await checked(lambda: companion.turn(turn.session_id, body.content, replacing=exchange_id)),
+                    f"editing message {exchange_id}")
 
 
 @router.post("/exchanges/{exchange_id}/choose")

@@ -192,11 +192,8 @@
     renderSessions();
     showOffRecord();
     closeSessionsOnNarrow();
-    try {
-      const { messages } = await api(`/api/sessions/${id}/messages`);
-      if (state.current !== id) return;  // another conversation was opened while these loaded
-      renderMessages(messages);
-    } catch (e) { showError(e.message); }
+    try { await reloadMessages(); } catch (e) { showError(e.message); }
+    if (state.current !== id) return;  // another conversation was opened while this one loaded
     if (state.panel === "memory") loadMemory();
     const turn = turnId ? document.querySelector(`#messages li[data-id="${Number(turnId)}"]`) : null;
     if (turn) {  // opened from a memory's sources: show that turn
@@ -339,6 +336,7 @@
     } catch (e) { showError(e.message); }
   }
 
+  /* The current conversation as stored; dropped if another was opened while it loaded. */
   async function reloadMessages() {
     if (!state.current) return;
     const id = state.current;
