@@ -38,6 +38,10 @@ def say(client: TestClient, session_id: int, message: str) -> list[tuple[str, di
     return sse_events(client.post(f"/api/sessions/{session_id}/chat", json={"message": message}).text.splitlines())
 
 
+def regenerate(client: TestClient, reply_id: int) -> list[tuple[str, dict]]:
+    return sse_events(client.post(f"/api/exchanges/{reply_id}/regenerate").text.splitlines())
+
+
 def messages(client: TestClient, session_id: int) -> list[dict]:
     return client.get(f"/api/sessions/{session_id}/messages").json()["messages"]
 
@@ -52,7 +56,7 @@ def test_regenerate_keeps_alternatives_and_only_the_chosen_one_is_remembered(cli
     first = current = say(client, session, "What should I call my kitten?")[-1][1]["exchange_id"]
     for reply in ("Call the kitten Pumpernickel.", "Call the kitten Biscotti."):
         chat.enqueue(reply)
-        got = sse_events(client.post(f"/api/exchanges/{current}/regenerate").text.splitlines())
+        got = regenerate(client, current)
         assert [k for k, _ in got][0] == "stored" and got[-1][0] == "done"
         assert "".join(d["text"] for k, d in got if k == "delta") == reply
         assert got[-1][1]["exchange_id"] > current
@@ -116,7 +120,7 @@ def test_forgetting_a_turn_forgets_its_other_versions(client, chat) -> None:
     chat.enqueue("Keep it.", "Also keep it.")
     say(client, session, "first")
     reply = messages(client, session)[1]["id"]
-    sse_events(client.post(f"/api/exchanges/{reply}/regenerate").text.splitlines())
+    regenerate(client, reply)
     current = messages(client, session)[1]
     assert current["alternatives"] == 2
     assert client.post("/api/forget", json={"exchange_ids": [current["id"]]}).status_code == 200
@@ -221,7 +225,7 @@ def test_forgetting_by_text_reaches_versions_set_aside(client, chat) -> None:
     chat.enqueue("The vault code is ocelotprism.", "I would rather not say.")
     say(client, session, "What was the code?")
     reply = messages(client, session)[1]["id"]
-    sse_events(client.post(f"/api/exchanges/{reply}/regenerate").text.splitlines())
+    regenerate(client, reply)
     assert messages(client, session)[1]["content"] == "I would rather not say."
     done = client.post("/api/forget", json={"matching": "ocelotprism"}).json()
     assert done["turns"] == 1 and done["forgotten"]["exchanges"] == 1
@@ -248,11 +252,11 @@ def test_a_regenerate_drops_the_dreams_summary_but_not_the_persons(client, chat)
     store = client.app.state.lyra.store
     turns = [m["id"] for m in messages(client, session)]
     store.derived.put_gist(session, "Asked how to get to work; told to take the 8:15 train.", turns[-1], read=turns)
-    sse_events(client.post(f"/api/exchanges/{turns[-1]}/regenerate").text.splitlines())
+    regenerate(client, turns[-1])
     assert client.get(f"/api/sessions/{session}/gist").json()["gist"] is None  # it said what is no longer said
     assert client.put(f"/api/sessions/{session}/gist", json={"content": "My commute question."}).status_code == 200
     reply = messages(client, session)[-1]["id"]
-    sse_events(client.post(f"/api/exchanges/{reply}/regenerate").text.splitlines())
+    regenerate(client, reply)
     gist = client.get(f"/api/sessions/{session}/gist").json()["gist"]
     assert gist["content"] == "My commute question." and gist["method"] == "user"
 
