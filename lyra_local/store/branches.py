@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import BadRequest, NotFound
 from . import provenance
 from .blobs import put_vector
+from .kinds import STALE_KINDS
 
 if TYPE_CHECKING:
     from .store import Store
@@ -84,10 +85,6 @@ def set_aside(conn: sqlite3.Connection, session_id: int, from_id: int) -> list[i
     return ids
 
 
-# Derived memories the dream writes again once marked stale (recall, the context and the panels skip stale rows).
-_STALE = {"gist": "gists", "digest": "digests", "narrative": "narrative"}
-
-
 def _unbuilt(conn: sqlite3.Connection, turn_ids: list[int]) -> None:
     """What the dream built from these turns is no longer remembered: a fact drawn from one of them is forgotten
     (a fact it had replaced is current again); a gist, and the digests and arc over it, are marked stale, for
@@ -100,9 +97,9 @@ def _unbuilt(conn: sqlite3.Connection, turn_ids: list[int]) -> None:
     if facts:
         provenance.forget(conn, facts, legacy=False)
     built = provenance.dependents(conn, [("exchange", i) for i in turn_ids], legacy=False)
-    for kind, table in _STALE.items():
-        conn.execute(f"UPDATE {table} SET stale = 1 WHERE method != 'user' AND id IN (SELECT value FROM json_each(?))",
-                     (json.dumps(built.get(kind, [])),))
+    for kind in STALE_KINDS:  # the dream writes these again (recall, the context and the panels skip stale rows)
+        conn.execute(f"UPDATE {kind.table} SET stale = 1 WHERE method != 'user' AND id IN (SELECT value FROM "
+                     "json_each(?))", (json.dumps(built.get(kind.name, [])),))
     conn.execute("DELETE FROM provenance WHERE kind = 'gist' AND source_kind = 'exchange' "
                  "AND source_id IN (SELECT value FROM json_each(?))", (turns,))
 

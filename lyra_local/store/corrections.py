@@ -23,6 +23,7 @@ from . import provenance
 from .blobs import put_vector
 from .db import utc_now
 from .derived import Digest, Gist, _digest, _gist
+from .kinds import KINDS, NODES, STALE_KINDS
 
 if TYPE_CHECKING:
     from .store import Store
@@ -135,14 +136,16 @@ class Corrections:
 
     def content(self, kind: str, item_id: int) -> str:
         """The text of a gist, digest or arc version (what its sources are shown for); '' for other kinds."""
-        table = {"gist": "gists", "digest": "digests", "narrative": "narrative"}.get(kind)
-        row = self.store.conn().execute(f"SELECT content FROM {table} WHERE id = ?", (item_id,)).fetchone() \
-            if table else None
+        described = KINDS.get(kind)
+        if described is None or described not in STALE_KINDS:
+            return ""
+        row = self.store.conn().execute(f"SELECT {described.text} FROM {described.table} WHERE id = ?",
+                                        (item_id,)).fetchone()
         return "" if row is None else str(row[0])
 
     def sources(self, kind: str, item_id: int) -> list[dict[str, Any]]:
         """The turns behind a memory, each with its conversation's name and its date, oldest first."""
-        if kind not in provenance.KINDS:
+        if kind not in NODES:
             raise NotFound(f"unknown kind of memory {kind!r}")
         conn = self.store.conn()
         ids = provenance.turns_behind(conn, kind, item_id)

@@ -16,6 +16,7 @@ from . import provenance
 from .blobs import put_vector
 from .branches import set_aside
 from .db import canonical, utc_now
+from .kinds import KINDS, Kind
 from .records import Exchange
 
 if TYPE_CHECKING:
@@ -34,14 +35,11 @@ class NewExchange:
     source_id: str | None = None
 
 
-# A recalled memory with its date and conversation, for the trace ("Why?" dates and opens each one).
-_DATED = {
-    "exchange": "SELECT e.content, e.created_at AS at, e.session_id, s.name FROM exchanges e "
-                "JOIN sessions s ON s.id = e.session_id WHERE e.id = ?",
-    "gist": "SELECT g.content, g.updated_at AS at, g.session_id, s.name FROM gists g "
-            "JOIN sessions s ON s.id = g.session_id WHERE g.id = ?",
-    "digest": "SELECT content, period AS at, NULL AS session_id, NULL AS name FROM digests WHERE id = ?",
-}
+def _dated(kind: Kind) -> str:
+    """A recalled memory's text, date and conversation, for the trace ("Why?" dates and opens each one)."""
+    session = f"t.{kind.session_column}" if kind.session_column else "NULL"
+    return (f"SELECT t.{kind.text} AS content, t.{kind.time_column} AS at, {session} AS session_id, s.name "
+            f"FROM {kind.table} t LEFT JOIN sessions s ON s.id = {session} WHERE t.{kind.key} = ?")
 
 
 def row_to_exchange(row: sqlite3.Row) -> Exchange:
@@ -114,7 +112,7 @@ class Exchanges:
             conn.execute("INSERT INTO context_traces (exchange_id, trace, tokens, created_at) VALUES (?, ?, ?, ?)",
                          (reply.id, json.dumps(trace), context_tokens, utc_now()))
             provenance.record(conn, "trace", reply.id, [(t["kind"], int(t["id"])) for t in trace
-                                                        if t.get("kind") in provenance.KINDS])
+                                                        if t.get("kind") in KINDS["trace"].built_from])
         return reply
 
     def trace(self, exchange_id: int) -> dict[str, Any] | None:
@@ -127,10 +125,10 @@ class Exchanges:
             return None
         entries = json.loads(row["trace"])
         for entry in entries:
-            kind = provenance.KINDS.get(entry["kind"])
+            kind = KINDS.get(entry["kind"])
             found = None
             if kind is not None and kind.vector_tier and not entry.get("forgotten"):
-                found = conn.execute(_DATED[kind.name], (entry["id"],)).fetchone()
+                found = conn.execute(_dated(kind), (entry["id"],)).fetchone()
             entry["content"] = None if found is None else str(found["content"])
             if found is not None:
                 entry.update(created_at=found["at"], session_id=found["session_id"], session_name=found["name"])

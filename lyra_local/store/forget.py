@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from . import provenance
 from .branches import doomed_asides, forget_asides
 from .db import BUSY_TIMEOUT_MS, to_iso
+from .kinds import FTS_TABLES
 from .sessions import SessionNotFound
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def _forget_turns(conn: sqlite3.Connection, ids: Sequence[int]) -> Forgotten:
 def scrub(store: Store) -> None:
     """Remove what deleted rows leave behind: full-text segments, index snapshots, the WAL."""
     conn = store.conn()
-    for fts in provenance.FTS_TABLES:
+    for fts in FTS_TABLES:
         log.info("full-text index %s merged in %.2f s", fts, merge_fts(store, fts))
     for index in store.loaded_indexes():
         index.sync()  # the vectors leave the index in memory now (HNSW: filtered, compacted in the background)

@@ -3,9 +3,9 @@
 Every derived row (a gist, a profile fact, a digest, a narrative or self-state
 version, a world-state version the dream wrote, a reply's context trace)
 records its sources in ``provenance``: raw turns, or the derived rows it was
-built from. ``KINDS`` is the one registry of those kinds: its table, its
-vector tier and full-text table, and how a row of it is forgotten. A kind
-that does not say how it is forgotten cannot be registered.
+built from. The kinds, what each may be built from and how a row of each is
+forgotten are the registry's (``store/kinds.py``); an edge the registry does
+not allow is refused, and the deletion order is derived from it.
 
 Forgetting turns follows the edges transitively and deletes every dependent
 row in the caller's transaction (vectors and full-text entries go by trigger);
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+
+from .kinds import KINDS, NODES, ORDER
 
 Ref = tuple[str, int]  # (kind, id)
 ANY: Ref = ("any", 0)
@@ -29,67 +30,16 @@ class StaleSources(Exception):
     """What a derived memory was built from changed or vanished while it was being made: it is not written."""
 
 
-@dataclass(frozen=True)
-class Kind:
-    """One kind of memory: where it lives and how it is forgotten."""
-
-    name: str
-    table: str
-    forget: Callable[[sqlite3.Connection, list[int]], int]
-    vector_tier: str | None = None
-    fts: tuple[str, ...] = ()  # its full-text tables (views of its rows kept by triggers)
-
-
-def _delete(table: str) -> Callable[[sqlite3.Connection, list[int]], int]:
-    def forget(conn: sqlite3.Connection, ids: list[int]) -> int:
-        return int(conn.execute(f"DELETE FROM {table} WHERE id IN (SELECT value FROM json_each(?))",
-                                (json.dumps(ids),)).rowcount)
-    return forget
-
-
-def _forget_facts(conn: sqlite3.Connection, ids: list[int]) -> int:
-    """Delete facts; the history chain skips over them.
-
-    A fact that one of them had superseded becomes current again unless a later
-    surviving fact superseded it too.
-    """
-    for fact_id in sorted(ids, reverse=True):
-        row = conn.execute("SELECT superseded_by, superseded_at FROM profile_facts WHERE id = ?", (fact_id,)).fetchone()
-        if row is None:
-            continue
-        conn.execute("UPDATE profile_facts SET superseded_by = ?, superseded_at = ? WHERE superseded_by = ?",
-                     (row[0], row[1], fact_id))
-        conn.execute("DELETE FROM profile_facts WHERE id = ?", (fact_id,))
-    return len(ids)
-
-
-def _forget_in_traces(conn: sqlite3.Connection, ids: list[int]) -> int:
-    """Traces stay with their reply; it is their pointers to forgotten memories that go (see ``forget``)."""
-    return 0
-
-
-KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("exchange", "exchanges", _delete("exchanges"), vector_tier="exchange",
-         fts=("exchanges_fts", "exchange_context_fts")),
-    Kind("gist", "gists", _delete("gists"), vector_tier="gist", fts=("gists_fts",)),
-    Kind("fact", "profile_facts", _forget_facts),
-    Kind("digest", "digests", _delete("digests"), vector_tier="digest"),
-    Kind("narrative", "narrative", _delete("narrative")),
-    Kind("self_state", "self_state", _delete("self_state")),
-    Kind("world", "world_state", _delete("world_state")),
-    Kind("trace", "context_traces", _forget_in_traces),
-)}
-UNKNOWN_MEANS_ANY = ("digest", "narrative", "self_state", "world")
-FTS_TABLES = tuple(table for k in KINDS.values() for table in k.fts)
-ORDER = ("trace", "world", "self_state", "narrative", "digest", "fact", "gist", "exchange")  # dependents first
-
-
 def record(conn: sqlite3.Connection, kind: str, item_id: int, sources: Iterable[Ref]) -> None:
     """Inside the writer's transaction: ``kind:item_id`` was built from ``sources``."""
-    if kind not in KINDS:
+    if kind not in NODES:
         raise KeyError(f"unknown memory kind {kind!r}")
     sources = set(sources)
-    if not sources and kind in UNKNOWN_MEANS_ANY:
+    allowed = KINDS[kind].built_from
+    wrong = sorted({s_kind for s_kind, _ in sources if s_kind not in allowed})
+    if wrong:
+        raise KeyError(f"a {kind} is not built from {', '.join(wrong)} (store/kinds.py: built_from)")
+    if not sources and KINDS[kind].unknown_means_any:
         sources = {ANY}  # built from who knows what: any forget removes it
     rows = [(kind, item_id, s_kind, int(s_id)) for s_kind, s_id in sources]
     conn.executemany("INSERT OR IGNORE INTO provenance (kind, item_id, source_kind, source_id) VALUES (?, ?, ?, ?)",
@@ -105,8 +55,7 @@ def require(conn: sqlite3.Connection, sources: Sequence[Ref]) -> None:
     for kind, item_id in sources:
         by_kind.setdefault(kind, set()).add(int(item_id))
     for kind, ids in by_kind.items():
-        table = KINDS[kind].table
-        key = "exchange_id" if kind == "trace" else "id"
+        table, key = KINDS[kind].table, KINDS[kind].key
         found = conn.execute(f"SELECT count(*) FROM {table} WHERE {key} IN (SELECT value FROM json_each(?))",
                              (json.dumps(sorted(ids)),)).fetchone()[0]
         if found != len(ids):
@@ -124,7 +73,7 @@ def dependents(conn: sqlite3.Connection, seeds: Sequence[Ref], *, legacy: bool =
     ).fetchall()
     out: dict[str, list[int]] = {}
     for kind, item_id in rows:
-        if kind in KINDS:
+        if kind in NODES:
             out.setdefault(kind, []).append(int(item_id))
     return out
 
@@ -160,7 +109,9 @@ def forget(conn: sqlite3.Connection, seeds: Sequence[Ref], *, legacy: bool = Tru
     counts = {}
     for kind in ORDER:
         ids = doomed.get(kind, [])
-        counts[kind] = KINDS[kind].forget(conn, ids) if ids else 0
+        remove = KINDS[kind].remove
+        assert remove is not None, kind
+        counts[kind] = remove(conn, ids) if ids else 0
     for columns in ("kind, item_id", "source_kind, source_id"):  # two statements: each uses its index
         conn.execute(f"DELETE FROM provenance WHERE ({columns}) IN (SELECT json_extract(value, '$[0]'), "
                      f"json_extract(value, '$[1]') FROM json_each(?))", (refs,))

@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .kinds import of_tier
+from .records import TIERS
 from .store import Store
 
-TABLES = {"exchange": "exchanges", "gist": "gists", "digest": "digests"}
+TABLES: dict[str, str] = {tier: of_tier(tier).table for tier in TIERS}
 # Full-text tables by tier and view: the turn alone, and the turn read after the one before it (m010).
-FULL_TEXT = {("exchange", "turn"): "exchanges_fts", ("exchange", "context"): "exchange_context_fts",
-             ("gist", "turn"): "gists_fts"}
-_SESSION_COLUMN = {"exchange": "t.session_id", "gist": "t.session_id", "digest": None}
-_TIME_COLUMN = {"exchange": "t.created_at", "gist": "t.updated_at", "digest": "t.period"}
+FULL_TEXT: dict[tuple[str, str], str] = {(tier, view): table for tier in TIERS
+                                         for view, table in of_tier(tier).fts.items()}
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Filters:
         """The same conditions within ``[since, until)`` as well."""
         clauses = [self.where] if self.where else []
         args = list(self.args)
-        column = _TIME_COLUMN[self.tier]
+        column = f"t.{of_tier(self.tier).time_column}"
         for bound, op in ((since, ">="), (until, "<")):
             if bound:
                 clauses.append(f"{column} {op} ?")
@@ -50,9 +50,10 @@ def filters(tier: str, *, session_id: int | None = None, exclude_session_id: int
             since: str | None = None, until: str | None = None, role: str | None = None) -> Filters:
     clauses: list[str] = []
     args: list[object] = []
-    session_col = _SESSION_COLUMN[tier]
-    if tier != "exchange":
-        clauses.append("t.stale = 0")
+    kind = of_tier(tier)
+    session_col = kind.session_column and f"t.{kind.session_column}"
+    if tier != "exchange":  # a turn not remembered has no vector and no full text: no candidate needs the check
+        clauses.append(kind.where_current())
     if session_col and session_id is not None:
         clauses.append(f"{session_col} = ?")
         args.append(session_id)

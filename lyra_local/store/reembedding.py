@@ -3,7 +3,7 @@
 When the embedding model changes, turns, gists and digests all need vectors of
 the new model before recall can switch to it (vectors of two models never
 mix). The tiers and their tables come from the one registry,
-``provenance.KINDS``. A vector is written only for a row that is still there
+``store/kinds.py``. A vector is written only for a row that is still there
 with the text that was embedded: one forgotten or rewritten meanwhile gets
 none (the dream writes a rewritten gist's vector itself).
 """
@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .blobs import put_vector
-from .provenance import KINDS
+from .kinds import of_tier
 from .records import TIERS
 from .store import Store
 
@@ -32,10 +32,7 @@ class Unembedded:
 
 
 def _table(tier: str) -> str:
-    tables = [k.table for k in KINDS.values() if k.vector_tier == tier]
-    if len(tables) != 1:
-        raise ValueError(f"no single table for the vector tier {tier!r}")
-    return tables[0]
+    return of_tier(tier).table
 
 
 def _lacking(tier: str) -> str:
