@@ -15,7 +15,8 @@ from .errors import LyraError
 from .llm.local import gpu_offload_supported
 from .llm.registry import Models
 from .llm.server import ServerBackend
-from .store import Store, context_view
+from .runtime import Runtime
+from .store import context_view
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,12 @@ class Check:
     hint: str | None = None
 
 
-def run_checks(settings: Settings, models: Models, *, load: bool = True) -> list[Check]:
-    """Check the data dir, model files, GPU offload, and (with ``load``) each model for real."""
+def run_checks(runtime: Runtime, *, load: bool = True) -> list[Check]:
+    """Check the data dir, model files, GPU offload, and (with ``load``) each of ``runtime``'s models for real."""
+    settings = runtime.settings
     checks = [Check("version", True, f"lyra {__version__}"),
               Check("config", True, str(settings.config_file or "defaults (no lyra.toml found)")),
-              _data_dir_check(settings), _memory_check(settings)]
+              _data_dir_check(settings), _memory_check(runtime)]
     try:
         checks.append(Check("gpu offload", True, "available" if gpu_offload_supported() else
                             "not available (CPU build; `make run GPU=1` builds with CUDA)"))
@@ -45,7 +47,7 @@ def run_checks(settings: Settings, models: Models, *, load: bool = True) -> list
         failed_roles = {line.split(":")[0].removeprefix("models.") for line in missing}
         for role in ("chat", "summary", "embed"):
             if role not in failed_roles:
-                checks.append(_model_check(settings, models, role))
+                checks.append(_model_check(settings, runtime.models, role))
     return checks
 
 
@@ -61,19 +63,16 @@ def _data_dir_check(settings: Settings) -> Check:
     return Check("data dir", True, str(settings.data_dir))
 
 
-def _memory_check(settings: Settings) -> Check:
+def _memory_check(runtime: Runtime) -> Check:
     """How much is remembered, and with which embedding model (opens the store, loads no model)."""
     try:
-        store = Store(settings.data_dir)
+        store = runtime.store
     except (LyraError, sqlite3.Error) as exc:
-        return Check("memory", False, f"cannot open {settings.data_dir / 'lyra.db'}: {exc}",
+        return Check("memory", False, f"cannot open {runtime.settings.data_dir / 'lyra.db'}: {exc}",
                      "`sqlite3 lyra.db 'PRAGMA integrity_check'` in the data directory tells if it is damaged")
-    try:
-        sessions, exchanges = store.sessions.count(), store.exchanges.count()
-        model = store.get_meta("embed_model") or "none yet"
-        pending = context_view.pending(store)
-    finally:
-        store.close()
+    sessions, exchanges = store.sessions.count(), store.exchanges.count()
+    model = store.get_meta("embed_model") or "none yet"
+    pending = context_view.pending(store)
     building = f"; context view still to build for {pending} turn(s) (`lyra reindex`, or the server)" if pending else ""
     return Check("memory", True,
                  f"{sessions} session(s), {exchanges} exchange(s); embedding model: {model}{building}")

@@ -13,9 +13,7 @@ import sys
 from ..companion import Companion
 from ..config import load_settings
 from ..errors import LyraError
-from ..llm.registry import Models
-from ..memory import Memory
-from ..store import Store
+from ..runtime import open_runtime
 from ..textsafe import well_formed
 
 log = logging.getLogger(__name__)
@@ -32,37 +30,33 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    store = Store(settings.data_dir)
-    models = Models(settings)
-    companion = Companion(Memory(store, models.embed, zone=settings.companion.zone), models.chat, settings.companion)
-    memory = companion.memory
-    session = None
-    try:
-        if args.off_the_record:
-            session = store.sessions.create(args.session, source="cli", remember=False)
-        else:
-            session = store.sessions.find(name=args.session) or store.sessions.create(args.session, source="cli")
-        interactive = sys.stdin.isatty()
-        if interactive:
-            record = " (off the record: nothing is remembered, and it is deleted when you leave)" \
-                if args.off_the_record else ""
-            print(f"{settings.companion.name} — session '{session.name}'{record}. Ctrl-C stops a reply, "
-                  "/quit leaves.")
-        while True:
-            try:
-                line = input("you> " if interactive else "")
-            except EOFError:
-                break
-            if line.strip() in QUIT:
-                break
-            if line.strip():
-                _reply(companion, session.id, line, settings.companion.name)
-    finally:
-        companion.close()
-        if session is not None and not session.remember:
-            memory.forget_session(session.id)
-        store.close()
-        models.close()
+    with open_runtime(settings) as runtime:
+        store, companion = runtime.store, runtime.companion
+        session = None
+        try:
+            if args.off_the_record:
+                session = store.sessions.create(args.session, source="cli", remember=False)
+            else:
+                session = store.sessions.find(name=args.session) or store.sessions.create(args.session, source="cli")
+            interactive = sys.stdin.isatty()
+            if interactive:
+                record = " (off the record: nothing is remembered, and it is deleted when you leave)" \
+                    if args.off_the_record else ""
+                print(f"{settings.companion.name} — session '{session.name}'{record}. Ctrl-C stops a reply, "
+                      "/quit leaves.")
+            while True:
+                try:
+                    line = input("you> " if interactive else "")
+                except EOFError:
+                    break
+                if line.strip() in QUIT:
+                    break
+                if line.strip():
+                    _reply(companion, session.id, line, settings.companion.name)
+        finally:
+            runtime.close_companion()  # the replies' background embedding ends before anything is forgotten
+            if session is not None and not session.remember:
+                runtime.memory.forget_session(session.id)
     return 0
 
 

@@ -7,7 +7,7 @@ import json
 
 from ..config import load_settings
 from ..diagnostics import run_checks
-from ..llm.registry import Models
+from ..runtime import open_runtime
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -21,11 +21,8 @@ def run(args: argparse.Namespace) -> int:
     print("resolved configuration:")
     shown = settings.model_dump(mode="json", exclude={"config_file"})
     print("  " + json.dumps(shown, indent=2).replace("\n", "\n  "))
-    models = Models(settings)
-    try:
-        checks = run_checks(settings, models, load=not args.no_load)
-    finally:
-        models.close()
+    with open_runtime(settings) as runtime:
+        checks = run_checks(runtime, load=not args.no_load)
     print("\nchecks:")
     for check in checks:
         print(f"  [{'ok' if check.ok else 'FAIL'}] {check.name}: {check.detail}")

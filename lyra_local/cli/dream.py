@@ -24,8 +24,8 @@ from rich.table import Table
 
 from ..config import Settings, load_settings, missing_model_files
 from ..errors import ConfigError, LyraError
-from ..llm.registry import Models
 from ..mind import Dreamer, PassReport
+from ..runtime import open_runtime
 from ..store import Store
 from ..store.forget import forget_idle_off_the_record
 
@@ -53,33 +53,31 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    store = Store(settings.data_dir)
-    models = Models(settings)
-    instance = f"dream-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    what = "lyra dream" + (f" --loop {args.loop:g}" if args.loop is not None else "")
-    store.coord.register(instance, "dream", what)  # `lyra sitrep` and `lyra restore` see it from the start
-    beating = threading.Thread(target=_heartbeat, args=(store, instance, heartbeat_s(settings), stop),
-                               name="dream-heartbeat", daemon=True)
-    beating.start()
-    dreamer = Dreamer(store, models.summary, models.embed, settings, stop=stop, instance_id=instance,
-                      on_event=None if args.quiet else lambda e: _print_event(console, e))
-    passes, report = 0, None
-    try:
-        while True:
-            forget_idle_off_the_record(store, settings.companion.off_the_record_hours)  # as the server does
-            report = dreamer.run_pass(force=args.force)
-            passes += 1
-            _print_report(console, report)
-            if args.loop is None or stop.wait(args.loop):
-                break
-    finally:
-        stop.set()
-        beating.join()
-        dreamer.close()
-        result = f"{passes} pass(es)" + (f", the last {report.status}" if report is not None else "")
-        store.coord.complete(instance, result, "done" if report is not None else "failed")
-        store.close()
-        models.close()
+    with open_runtime(settings) as runtime:
+        store, models = runtime.store, runtime.models
+        instance = f"dream-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        what = "lyra dream" + (f" --loop {args.loop:g}" if args.loop is not None else "")
+        store.coord.register(instance, "dream", what)  # `lyra sitrep` and `lyra restore` see it from the start
+        beating = threading.Thread(target=_heartbeat, args=(store, instance, heartbeat_s(settings), stop),
+                                   name="dream-heartbeat", daemon=True)
+        beating.start()
+        dreamer = Dreamer(store, models.summary, models.embed, settings, stop=stop, instance_id=instance,
+                          on_event=None if args.quiet else lambda e: _print_event(console, e))
+        passes, report = 0, None
+        try:
+            while True:
+                forget_idle_off_the_record(store, settings.companion.off_the_record_hours)  # as the server does
+                report = dreamer.run_pass(force=args.force)
+                passes += 1
+                _print_report(console, report)
+                if args.loop is None or stop.wait(args.loop):
+                    break
+        finally:
+            stop.set()
+            beating.join()
+            dreamer.close()
+            result = f"{passes} pass(es)" + (f", the last {report.status}" if report is not None else "")
+            store.coord.complete(instance, result, "done" if report is not None else "failed")
     return 0 if report.status in ("done", "idle") else 3
 
 

@@ -12,6 +12,7 @@ import sys
 
 from ..config import load_settings
 from ..errors import LyraError
+from ..runtime import open_runtime
 from ..store import Store
 from ..store.forget import ForgetPlan, forget, plan_forget
 from ..transfer.timestamps import BadTimestamp, utc_timestamp
@@ -40,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
             raise LyraError(str(exc), hint="write it as YYYY-MM-DD, or an ISO time such as 2024-03-01T10:00+02:00 "
                                            "(no offset means UTC)") from exc
     settings = load_settings(args.config)
-    store = Store(settings.data_dir)
-    try:
+    with open_runtime(settings) as runtime:
+        store = runtime.store
         plan = plan_forget(store, sessions=args.session or (), before=before, matching=args.matching)
         if plan.empty:
             print("nothing matches: nothing to forget")
@@ -57,8 +58,6 @@ def run(args: argparse.Namespace) -> int:
                 print("nothing was forgotten")
                 return 0
         done = forget(store, plan)
-    finally:
-        store.close()
     print(done.describe() + ("; the next dream pass rebuilds the summaries from what remains (`lyra dream`)"
                              if done.memories else ""))
     return 0

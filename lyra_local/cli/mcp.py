@@ -7,10 +7,8 @@ import logging
 
 from ..config import load_settings
 from ..coord import Coordinator, agent_name
-from ..llm.registry import Models
 from ..mcp_server import build_server, run_stdio
-from ..memory import Memory
-from ..store import Store
+from ..runtime import open_runtime
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -22,13 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     logging.getLogger().setLevel(logging.WARNING)  # stdout is the protocol: logs go to stderr only
     settings = load_settings(args.config)
-    store = Store(settings.data_dir)
-    models = Models(settings)
-    try:
-        memory = Memory(store, models.embed, zone=settings.companion.zone)
-        server = build_server(Coordinator(store, settings, memory), agent_name(args.agent))
+    with open_runtime(settings) as runtime:
+        server = build_server(Coordinator(runtime.store, settings, runtime.memory), agent_name(args.agent))
         run_stdio(server)  # FastMCP's stdio, with lone surrogates in requests repaired
-    finally:
-        store.close()
-        models.close()
     return 0

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..config import load_settings
 from ..mind.grounding import cited
+from ..runtime import open_runtime
 from ..store import Store
 
 KINDS = ("gists", "facts", "digests", "narrative")
@@ -46,11 +47,8 @@ def listing(store: Store, kinds: tuple[str, ...], sources: bool) -> list[dict[st
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    store = Store(settings.data_dir)
-    try:
-        items = listing(store, (args.kind,) if args.kind else KINDS, args.sources)
-    finally:
-        store.close()
+    with open_runtime(settings) as runtime:
+        items = listing(runtime.store, (args.kind,) if args.kind else KINDS, args.sources)
     if args.json:
         print(json.dumps(items, indent=2, ensure_ascii=False))
         return 0

@@ -7,9 +7,9 @@ import dataclasses
 import json
 
 from ..config import load_settings
-from ..llm.registry import Models
-from ..memory import Memory, RecallQuery
-from ..store import Hit, Store
+from ..memory import RecallQuery
+from ..runtime import open_runtime
+from ..store import Hit
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -38,13 +38,8 @@ def run(args: argparse.Namespace) -> int:
     query = RecallQuery(args.query, k=args.k, tier=args.tier, session_id=args.session,
                         exclude_session_id=args.exclude_session, since=args.since, until=args.until,
                         role=args.role, recency_weight=args.recency, neighbours=args.context, mode=args.mode)
-    store = Store(settings.data_dir)
-    models = Models(settings)
-    try:
-        hits = Memory(store, models.embed, zone=settings.companion.zone).recall(query)
-    finally:
-        store.close()
-        models.close()
+    with open_runtime(settings) as runtime:
+        hits = runtime.memory.recall(query)
     if args.json:
         print(json.dumps([hit_json(h) for h in hits], indent=2, ensure_ascii=False))
         return 0

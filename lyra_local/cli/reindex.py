@@ -16,9 +16,8 @@ from collections.abc import Callable
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from ..config import load_settings
-from ..llm.registry import Models
-from ..memory import Memory
-from ..store import Store, context_view, reembedding
+from ..runtime import open_runtime
+from ..store import context_view, reembedding
 from ..store.records import TIERS
 
 
@@ -29,14 +28,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    store = Store(settings.data_dir)
-    models = Models(settings)
-    try:
-        memory = Memory(store, models.embed)
-        missing = reembedding.count_missing(store, models.embed.name)
+    with open_runtime(settings) as runtime:
+        store, memory = runtime.store, runtime.memory  # the memory reads dates in the configured zone
+        missing = reembedding.count_missing(store, memory.embedder.name)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn()) as bar:
-            task = bar.add_task(f"embedding with {models.embed.name}", total=None)
+            task = bar.add_task(f"embedding with {memory.embedder.name}", total=None)
             embedded = memory.reembed(progress=_advance(bar, task))
             pending = context_view.pending(store)
             task = bar.add_task("building the turns' context view", total=pending or None)
@@ -49,9 +46,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"embedded {embedded} vector(s) ({missing['exchange']} turn(s), {missing['gist']} gist(s), "
               f"{missing['digest']} digest(s) lacked one); context view built for {pending} stored turn(s); "
               f"active embedding model: {memory.active_model}")
-    finally:
-        store.close()
-        models.close()
     return 0
 
 

@@ -19,8 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..config import load_settings, missing_model_files
 from ..errors import ConfigError
-from ..llm.registry import Models
-from ..store import Store
+from ..runtime import open_runtime
 from ..transfer.backup import backup, restore
 from ..transfer.importer import ImportReport, import_source
 from ..transfer.lyra_format import write_sessions
@@ -56,34 +55,33 @@ def run_import(args: argparse.Namespace) -> int:
         raise ConfigError("cannot import:\n  " + "\n  ".join(missing))
     source = open_source(args.path, args.format)
     console = Console(highlight=False)
-    store = Store(settings.data_dir)
-    models = Models(settings)
-    instance = f"cli-import-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    store.coord.register(instance, "cli", f"lyra import {source.path.name}")  # visible in `lyra sitrep`
-    beat = [0.0]
-    status, result = "failed", "interrupted"
-    try:
-        with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TextColumn("messages"),
-                      TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=console) as bar:
-            task = bar.add_task("import", total=None, rate="")
+    with open_runtime(settings) as runtime:
+        store = runtime.store
+        instance = f"cli-import-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        store.coord.register(instance, "cli", f"lyra import {source.path.name}")  # visible in `lyra sitrep`
+        beat = [0.0]
+        status, result = "failed", "interrupted"
+        try:
+            with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TextColumn("messages"),
+                          TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=console) as bar:
+                task = bar.add_task("import", total=None, rate="")
 
-            def advance(done: int, total: int) -> None:
-                speed = bar.tasks[0].speed
-                bar.update(task, completed=done, total=total, rate=f"{speed:,.0f}/s" if speed else "")
-                if time.monotonic() - beat[0] > HEARTBEAT_S:
-                    beat[0] = time.monotonic()
-                    store.coord.heartbeat(instance, f"{done:,} of {total:,} messages")
+                def advance(done: int, total: int) -> None:
+                    speed = bar.tasks[0].speed
+                    bar.update(task, completed=done, total=total, rate=f"{speed:,.0f}/s" if speed else "")
+                    if time.monotonic() - beat[0] > HEARTBEAT_S:
+                        beat[0] = time.monotonic()
+                        store.coord.heartbeat(instance, f"{done:,} of {total:,} messages")
 
-            report, memory_note = import_source(store, models.embed, source, progress=advance)
-        status = "done"
-        result = f"{report.messages:,} messages, {report.sessions_new} new sessions, {len(report.problems)} problems"
-        _print_report(console, report, source.format)
-        if memory_note:
-            console.print(memory_note)
-    finally:
-        store.coord.complete(instance, result, status)
-        store.close()
-        models.close()
+                report, memory_note = import_source(store, runtime.models.embed, source, progress=advance)
+            status = "done"
+            result = (f"{report.messages:,} messages, {report.sessions_new} new sessions, "
+                      f"{len(report.problems)} problems")
+            _print_report(console, report, source.format)
+            if memory_note:
+                console.print(memory_note)
+        finally:
+            store.coord.complete(instance, result, status)
     return 1 if report.problems else 0
 
 
@@ -103,28 +101,22 @@ def run_export(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     folder: Path = args.path.expanduser()
     folder.mkdir(parents=True, exist_ok=True)
-    store = Store(settings.data_dir)
-    try:
+    with open_runtime(settings) as runtime:
         sessions_tmp = folder / f".{SESSIONS_FILE}.partial"
         with sessions_tmp.open("w", encoding="utf-8") as out:
-            sessions, messages = write_sessions(store, out)
+            sessions, messages = write_sessions(runtime.store, out)
         memory_tmp = folder / f".{MEMORY_FILE}.partial"
-        write_memory(store, memory_tmp)
+        write_memory(runtime.store, memory_tmp)
         os.replace(sessions_tmp, folder / SESSIONS_FILE)
         os.replace(memory_tmp, folder / MEMORY_FILE)
-    finally:
-        store.close()
     print(f"exported {sessions} session(s), {messages} message(s) and the derived memory to {folder}")
     return 0
 
 
 def run_backup(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    store = Store(settings.data_dir)
-    try:
-        size = backup(store, args.path)
-    finally:
-        store.close()
+    with open_runtime(settings) as runtime:
+        size = backup(runtime.store, args.path)
     print(f"backed up {settings.data_dir} to {args.path} ({size / 1e6:.1f} MB); `lyra restore {args.path}` restores it")
     return 0
 

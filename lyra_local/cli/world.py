@@ -12,6 +12,7 @@ from pathlib import Path
 from ..config import load_settings
 from ..coord import Coordinator
 from ..errors import LyraError
+from ..runtime import open_runtime
 from ..store import Store
 
 
@@ -30,20 +31,17 @@ def run_sitrep(args: argparse.Namespace) -> int:
     import json
 
     settings = load_settings(args.config)
-    store = Store(settings.data_dir)
-    try:
-        c = Coordinator(store, settings)
+    with open_runtime(settings) as runtime:
+        c = Coordinator(runtime.store, settings)
         print(json.dumps(c.sitrep(), indent=2, ensure_ascii=False) if args.json else c.sitrep_text())
-    finally:
-        store.close()
     return 0
 
 
 def run_world(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    store = Store(settings.data_dir)
-    coord = store.coord
-    try:
+    with open_runtime(settings) as runtime:
+        store = runtime.store
+        coord = store.coord
         if args.action == "show":
             current = coord.world()
             print(current.content if current else "(no core memory yet: `lyra world edit` writes it)")
@@ -68,8 +66,6 @@ def run_world(args: argparse.Namespace) -> int:
             print(f"version #{coord.write_world(content, 'user', 'set from ' + args.arg).id} saved")
         else:
             return _edit(store)
-    finally:
-        store.close()
     return 0
 
 

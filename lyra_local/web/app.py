@@ -1,6 +1,7 @@
 """``create_app(settings)``: builds the FastAPI app and owns the lifecycles.
 
-Models are created here and torn down in the lifespan, never at import time.
+The store and models come from a ``lyra_local.runtime.Runtime`` made here (models
+load on first use, never at import time) and are closed in the lifespan.
 Errors from the ``LyraError`` family become JSON with their status code, in the
 OpenAI error shape so OpenAI clients show the message.
 """
@@ -32,6 +33,7 @@ from ..memory import Memory
 from ..memory.reembed import Superseded
 from ..mind import Dreamer
 from ..mind.scheduler import DreamScheduler
+from ..runtime import Runtime
 from ..store import Store, context_view, reembedding
 from ..store.forget import forget_idle_off_the_record
 from . import (
@@ -48,7 +50,7 @@ from . import (
     ui,
 )
 from .guard import HostOriginGuard
-from .runtime import LEASED, LeasedDreamer, LeaseMiddleware, Runtime
+from .runtime import LEASED, LeasedDreamer, LeaseMiddleware, hold
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = {"/health"}
@@ -65,15 +67,17 @@ class AppState:
     Work outside a request takes its own lease (``lease``, ``hold``, ``dreamer``).
     """
 
-    def __init__(self, settings: Settings, models: Models, store: Store, config_path: Path | None = None) -> None:
-        self.settings = settings
-        self.store = store
+    def __init__(self, runtime: Runtime, config_path: Path | None = None) -> None:
+        """``runtime``: the first generation; it owns the store, which every later one borrows."""
+        self.settings = runtime.settings
+        self.store: Store = runtime.store
         self.config_path = config_path
         self.reload_lock = threading.Lock()
         self.dreams: DreamScheduler | None = None
         self.imports = transfer_api.ImportJobs()
         self.instance_id = f"server-{socket.gethostname()}-{os.getpid()}"
-        self._runtime = Runtime(models, store, settings)
+        self._first = runtime
+        self._runtime = runtime
         self._earlier_chat: float | None = None  # the last turn on runtimes since retired
 
     @property
@@ -112,7 +116,7 @@ class AppState:
 
     def hold(self) -> Callable[[], None]:
         """A lease on this request's runtime for work that outlives the request; call the result when done."""
-        return self.runtime.hold()
+        return hold(self.runtime)
 
     def dreamer(self, stop: threading.Event) -> Dreamer:
         """A dreamer on the current models, holding them until it is closed; one instance id per process."""
@@ -135,21 +139,20 @@ class AppState:
             settings = load_settings(self.config_path)
             old = self._runtime
             self._earlier_chat = self.last_chat()
-            self._runtime = Runtime(Models(settings), self.store, settings)
+            self._runtime = old.renewed(settings)
             self.settings = settings
-        old.models.retire()
+        old.retire()
         if settings.data_dir != self.store.data_dir:
             log.warning("data_dir changed to %s: that takes a restart; still using %s",
                         settings.data_dir, self.store.data_dir)
-        start_catch_up(self, after=old.models)  # a new embedding model: every tier gets its vectors
+        start_catch_up(self, after=old.built_models)  # a new embedding model: every tier gets its vectors
         log.info("configuration reloaded; models will load on next use")
 
-    def close_models(self, wait_s: float = 10.0) -> None:
-        """At shutdown: let the work still leasing the models end (briefly), then close them."""
-        models = self._runtime.models
-        models.retire()
-        if not models.wait_closed(wait_s):
-            models.close()
+    def close(self, wait_s: float = 10.0) -> None:
+        """At shutdown: let the work still leasing the models end (briefly), then close the companion, the
+        models and, with the first runtime (whose models a reload may have retired), the store."""
+        self._runtime.close(wait_s)
+        self._first.close()  # after a reload: work still on its retired models has had its time
 
 
 def expire_off_the_record(state: AppState) -> None:
@@ -168,8 +171,7 @@ def create_app(
     handle_sighup: bool = False,
 ) -> FastAPI:
     """Build the app. Pass ``models`` to share an already built registry (tests)."""
-    state = AppState(settings, models or Models(settings), Store(settings.data_dir),
-                     config_path or settings.config_file)
+    state = AppState(Runtime(settings, models=models), config_path or settings.config_file)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -186,8 +188,7 @@ def create_app(
         finally:
             await run_in_threadpool(state.dreams.shutdown)
             await run_in_threadpool(state.store.coord.complete, state.instance_id, "stopped")
-            await run_in_threadpool(state.close_models)
-            await run_in_threadpool(state.store.close)
+            await run_in_threadpool(state.close)
 
     app = FastAPI(title="Lyra", version=__version__, lifespan=lifespan)
     app.state.lyra = state

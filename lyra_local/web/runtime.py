@@ -1,6 +1,6 @@
-"""One generation of models with what the server builds on them, and the leases that keep it open.
+"""The leases that keep one generation of models (a ``lyra_local.runtime.Runtime``) open under the server.
 
-A reload swaps in a new ``Runtime``; the old one serves the work already
+A reload swaps in a new ``Runtime`` (``Runtime.renewed``); the old one serves the work already
 started on it (a streamed turn, a recall, a dream pass, an import) and closes
 when the last of those ends, never under it. Each HTTP request holds a lease
 for its whole life, streamed body included (``LeaseMiddleware``), and the app
@@ -18,12 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..companion import Companion
-from ..config import Settings
-from ..llm.registry import Models
-from ..memory import Memory
 from ..mind import Dreamer
-from ..store import Store
+from ..runtime import Runtime
 
 if TYPE_CHECKING:
     from .app import AppState
@@ -32,53 +28,18 @@ LEASED: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar("lyra_le
 UNLEASED_PATHS = ("/health", "/static/")  # answered without a model
 
 
-class Runtime:
-    """Models, and the memory and companion built on them, for one configuration."""
+def hold(runtime: Runtime) -> Callable[[], None]:
+    """Take a lease on ``runtime``'s models now for work that outlives the request (an import): call the
+    result once, when done."""
+    runtime.models.acquire()
+    released = threading.Event()
 
-    def __init__(self, models: Models, store: Store, settings: Settings) -> None:
-        self.models = models
-        self.store = store
-        self.settings = settings
-        self._lock = threading.Lock()
-        self._memory: Memory | None = None
-        self._companion: Companion | None = None
-        models.add_close_hook(self._close_companion)  # its background embedding must end before the models
+    def release() -> None:
+        if not released.is_set():
+            released.set()
+            runtime.models.release()
 
-    @property
-    def memory(self) -> Memory:
-        with self._lock:
-            if self._memory is None:
-                self._memory = Memory(self.store, self.models.embed, zone=self.settings.companion.zone)
-            return self._memory
-
-    @property
-    def companion(self) -> Companion:
-        memory = self.memory
-        with self._lock:
-            if self._companion is None:
-                self._companion = Companion(memory, self.models.chat, self.settings.companion)
-            return self._companion
-
-    def last_chat(self) -> float | None:
-        return None if self._companion is None else self._companion.last_turn_at
-
-    def hold(self) -> Callable[[], None]:
-        """Take a lease now for work that outlives the request (an import): call the result once, when done."""
-        self.models.acquire()
-        released = threading.Event()
-
-        def release() -> None:
-            if not released.is_set():
-                released.set()
-                self.models.release()
-
-        return release
-
-    def _close_companion(self) -> None:
-        with self._lock:
-            companion, self._companion = self._companion, None
-        if companion is not None:
-            companion.close()
+    return release
 
 
 class LeasedDreamer(Dreamer):
