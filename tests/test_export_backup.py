@@ -141,7 +141,8 @@ def test_restore_refuses_while_a_server_runs_and_keeps_what_it_replaces(
     assert "in use by server server-x" in capsys.readouterr().err
     assert main(["restore", str(tmp_path / "b.db"), "--force"]) == 0
     assert [s.name for s in Store(data).sessions.list()] == ["old"]
-    kept = list(data.glob("lyra.db.before-restore-*"))
+    assert not list(data.glob("*before-restore*"))  # never inside the data directory: forgets would not reach it
+    kept = list(tmp_path.glob("data-before-restore-*.db"))
     assert len(kept) == 1 and sqlite3.connect(kept[0]).execute("SELECT count(*) FROM sessions").fetchone()[0] == 2
     (tmp_path / "junk.db").write_bytes(b"not a database at all" * 100)
     assert main(["restore", str(tmp_path / "junk.db"), "--force"]) == 2

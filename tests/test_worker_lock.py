@@ -33,6 +33,8 @@ def sitrep(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, str]]:
     return {i["id"]: i for i in json.loads(capsys.readouterr().out)["instances"]}
 
 
+@pytest.mark.slow
+@pytest.mark.models  # `lyra dream` refuses to start without the model files
 def test_a_sleeping_dream_worker_heartbeats_and_stops_a_restore_until_it_exits(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "data"
@@ -65,7 +67,7 @@ def test_a_sleeping_dream_worker_heartbeats_and_stops_a_restore_until_it_exits(
         store = Store(data)
         assert [s.name for s in store.sessions.list()] == ["after the backup", "before the backup"]
         store.close()
-        assert not list(data.glob("lyra.db.before-restore-*"))  # refused before touching anything
+        assert not list(tmp_path.glob("data-before-restore-*"))  # refused before touching anything
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)
@@ -77,4 +79,4 @@ def test_a_sleeping_dream_worker_heartbeats_and_stops_a_restore_until_it_exits(
     store = Store(data)
     assert [s.name for s in store.sessions.list()] == ["before the backup"]
     store.close()
-    assert len(list(data.glob("lyra.db.before-restore-*"))) == 1
+    assert len(list(tmp_path.glob("data-before-restore-*"))) == 1

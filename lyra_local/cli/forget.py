@@ -15,6 +15,7 @@ from ..errors import LyraError
 from ..runtime import open_runtime
 from ..store import Store
 from ..store.forget import ForgetPlan, forget, plan_forget
+from ..store.kinds import FORGOTTEN_TEXT, KINDS
 from ..transfer.timestamps import BadTimestamp, utc_timestamp
 
 SAMPLES = 3
@@ -23,10 +24,13 @@ SAMPLES = 3
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("forget", help="forget a session, everything before a date, or turns containing a text")
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--session", action="append", metavar="ID", help="a session id or uid (repeatable)")
+    what.add_argument("--session", action="append", metavar="REF",
+                      help="a conversation: its id or name as `lyra sessions` shows them (#ID is always the id); "
+                           "one that names several conversations is refused (repeatable)")
     what.add_argument("--before", metavar="DATE",
                       help="every turn before this date (YYYY-MM-DD or ISO time; no offset means UTC)")
-    what.add_argument("--matching", metavar="TEXT", help="every turn containing TEXT (case-insensitive)")
+    what.add_argument("--matching", metavar="TEXT",
+                      help="every turn, memory and conversation name containing TEXT (any case, any Unicode form)")
     p.add_argument("--dry-run", action="store_true", help="only list what would be forgotten")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.set_defaults(run=run)
@@ -64,14 +68,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _describe(store: Store, plan: ForgetPlan) -> None:
-    conn = store.conn()
     for sid in plan.session_ids:
-        row = conn.execute("SELECT s.id, s.name, count(e.id) FROM sessions s LEFT JOIN exchanges e "
-                           "ON e.session_id = s.id WHERE s.id = ? GROUP BY s.id", (sid,)).fetchone()
-        print(f"session {row[0]} \u201c{row[1]}\u201d: all {row[2]} turn(s)")
+        session = store.sessions.get(sid)
+        print(f"session #{session.id} \u201c{session.name}\u201d: all {store.exchanges.count_in(sid)} turn(s)")
     if plan.exchange_ids:
         print(f"{len(plan.exchange_ids)} turn(s) of other sessions, for example:")
         for turn in plan.exchange_ids[:SAMPLES]:
             e = store.exchanges.get(turn)
             if e is not None:
                 print(f"  {e.created_at[:16]} {e.role}: {' '.join(e.content.split())[:100]}")
+    memories = ", ".join(f"{len(ids)} {KINDS[kind].label[len(ids) != 1]}" for kind, ids in plan.memories.items())
+    if memories:
+        print(f"memories whose own words hold it: {memories}")
+    if plan.renamed:
+        print(f"{len(plan.renamed)} conversation(s) whose name holds it: renamed by the day they began")
+    if plan.logs:
+        print(f"{plan.logs} task note(s), lock(s) or failed pass(es) that hold it: "
+              f"their text becomes \u201c{FORGOTTEN_TEXT}\u201d")

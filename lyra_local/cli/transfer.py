@@ -40,11 +40,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("backup", help="a consistent copy of the database, safe while the server runs")
     p.add_argument("path", type=Path, help="the backup file to write (never overwritten)")
     p.set_defaults(run=run_backup)
-    p = sub.add_parser("restore", help="replace the memory with a backup (the current one is kept beside it)")
+    p = sub.add_parser("restore", help="replace the memory with a backup (the current one is kept beside the backup), "
+                                       "then forget again what was forgotten after it was made")
     p.add_argument("path", type=Path, help="a file written by `lyra backup`")
     p.add_argument("--force", action="store_true",
                    help="even if a server or dream worker heartbeat recently; a process that has the memory "
                         "open always stops a restore")
+    p.add_argument("--keep", type=Path, metavar="PATH",
+                   help="where to keep the memory it replaces (a new file outside the data directory; default: "
+                        "beside the backup)")
     p.set_defaults(run=run_restore)
 
 
@@ -123,8 +127,12 @@ def run_backup(args: argparse.Namespace) -> int:
 
 def run_restore(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    kept = restore(args.path, settings.data_dir, force=args.force)
+    done = restore(args.path, settings.data_dir, force=args.force, keep=args.keep)
     print(f"restored {args.path} into {settings.data_dir}; the vector indexes rebuild on first use")
-    if kept.name != "lyra.db":
-        print(f"the memory it replaced is kept as {kept}")
+    if done.kept is not None:
+        print(f"the memory it replaced is kept as {done.kept} (outside the data directory: later forgets do not "
+              "reach it; delete it once you no longer need it)")
+    if done.forgets:
+        print(f"forgot again what {done.forgets} forget(s) made after this backup had removed: "
+              + done.forgotten_again.describe().removeprefix("forgot "))
     return 0

@@ -88,7 +88,11 @@ def set_aside(conn: sqlite3.Connection, session_id: int, from_id: int) -> list[i
 def _unbuilt(conn: sqlite3.Connection, turn_ids: list[int]) -> None:
     """What the dream built from these turns is no longer remembered: a fact drawn from one of them is forgotten
     (a fact it had replaced is current again); a gist, and the digests and arc over it, are marked stale, for
-    the dream to write again from the path as it is now. What the person wrote stays as they wrote it."""
+    the dream to write again from the path as it is now. What the person wrote stays as they wrote it.
+
+    Every memory keeps its edges to these turns until it is written again (``Derived.put_gist`` replaces a
+    gist's), so forgetting a turn set aside still reaches all that was built from it: a stale gist, or a
+    summary the person edited while the turn was on the path."""
     turns = json.dumps(turn_ids)
     facts = [("fact", int(r[0])) for r in conn.execute(
         "SELECT DISTINCT p.item_id FROM provenance p JOIN profile_facts f ON f.id = p.item_id WHERE p.kind = 'fact' "
@@ -100,8 +104,6 @@ def _unbuilt(conn: sqlite3.Connection, turn_ids: list[int]) -> None:
     for kind in STALE_KINDS:  # the dream writes these again (recall, the context and the panels skip stale rows)
         conn.execute(f"UPDATE {kind.table} SET stale = 1 WHERE method != 'user' AND id IN (SELECT value FROM "
                      "json_each(?))", (json.dumps(built.get(kind.name, [])),))
-    conn.execute("DELETE FROM provenance WHERE kind = 'gist' AND source_kind = 'exchange' "
-                 "AND source_id IN (SELECT value FROM json_each(?))", (turns,))
 
 
 def restore(conn: sqlite3.Connection, session_id: int, chain: list[int]) -> list[int]:

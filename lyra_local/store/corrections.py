@@ -108,12 +108,19 @@ class Corrections:
         return sum(counts.values())
 
     def edit_self_state(self, changes: dict[str, Any]) -> int:
-        """The person's correction of the companion's self-state; the dream keeps these fields as they are."""
-        current = self.store.derived.self_state() or {}
+        """The person's correction of the companion's self-state; the dream keeps these fields as they are.
+
+        The new version copies the other fields (narrative, reflections) from the current one, so it is built
+        from it: a forget that removes the current version removes this one too, correction and all."""
+        version = self.store.derived.self_state_version()
+        current = version[1] if version else {}
         state = {**current, **changes, "edited_by": "user", "edited_fields": sorted(changes)}
         with self.store.write() as conn:
             row = conn.execute("INSERT INTO self_state (state, created_at) VALUES (?, ?) RETURNING id",
                                (json.dumps(state), utc_now())).fetchone()
+            if version is not None:  # it carries the fields the dream wrote: forgetting their sources reaches it
+                provenance.require(conn, [("self_state", version[0])])
+                provenance.record(conn, "self_state", int(row[0]), [("self_state", version[0])])
         return int(row[0])
 
     # -- what the dream must respect --------------------------------------------------------------

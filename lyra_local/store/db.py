@@ -18,6 +18,7 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
 from ..errors import LyraError
+from .folding import fold, fold_json
 
 BUSY_TIMEOUT_MS = 10_000
 WRITE_RETRIES = 8
@@ -47,7 +48,14 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = NORMAL")  # durable across application crashes in WAL mode
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA secure_delete = ON")  # forgotten text is overwritten, not left in free pages
+    register_functions(conn)
     return conn
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """The SQL functions the store's queries use: ``lyra_fold(text)`` and ``lyra_fold_json(json)``."""
+    conn.create_function("lyra_fold", 1, fold, deterministic=True)
+    conn.create_function("lyra_fold_json", 1, fold_json, deterministic=True)
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

@@ -87,6 +87,9 @@ class Derived:
                 " updated_at = excluded.updated_at, stale = 0, method = excluded.method,"
                 " profiled_upto = CASE WHEN gists.stale = 1 THEN 0 ELSE gists.profiled_upto END RETURNING *",
                 (session_id, content, covers_upto, now, now, method)).fetchone()
+            # built from the path as it is now: edges to turns set aside since the last version go
+            conn.execute("DELETE FROM provenance WHERE kind = 'gist' AND item_id = ? AND source_kind = 'exchange'",
+                         (row["id"],))
             conn.execute("INSERT OR IGNORE INTO provenance (kind, item_id, source_kind, source_id) "
                          "SELECT 'gist', ?, 'exchange', id FROM exchanges WHERE session_id = ? AND id <= ?",
                          (row["id"], session_id, covers_upto))

@@ -182,6 +182,18 @@ class Exchanges:
     def count(self) -> int:
         return int(self.store.conn().execute("SELECT count(*) FROM exchanges").fetchone()[0])
 
+    def present(self, ids: Sequence[int]) -> list[int]:
+        """Which of these turn ids are here, on a path or set aside."""
+        rows = self.store.conn().execute(
+            "SELECT id FROM exchanges WHERE id IN (SELECT value FROM json_each(:ids)) UNION "
+            "SELECT id FROM asides WHERE id IN (SELECT value FROM json_each(:ids))", {"ids": json.dumps(list(ids))})
+        return sorted(int(r[0]) for r in rows)
+
+    def count_in(self, session_id: int) -> int:
+        """How many turns a session's current path has."""
+        return int(self.store.conn().execute("SELECT count(*) FROM exchanges WHERE session_id = ?",
+                                             (session_id,)).fetchone()[0])
+
     def ids_by_source(self) -> dict[str, int]:
         """Imported turns by the id their source gave them (a ChatGPT node, a Lyra export's ``source_id``)."""
         rows = self.store.conn().execute("SELECT source_id, id FROM exchanges WHERE source_id IS NOT NULL")

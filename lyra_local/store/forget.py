@@ -25,11 +25,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
-from . import provenance
+from ..errors import BadRequest
+from . import ledger, provenance
 from .branches import doomed_asides, forget_asides
 from .db import BUSY_TIMEOUT_MS, to_iso
-from .kinds import FTS_TABLES
-from .sessions import SessionNotFound
+from .folding import fold
+from .kinds import FORGOTTEN_TEXT, FTS_TABLES, KINDS
+from .matching import blank_holding, derived_holding, holds, logs_holding, needle, rows_holding
+from .sessions import unname
 
 if TYPE_CHECKING:
     from .store import Store
@@ -77,7 +80,7 @@ class _Turns:
             self.held = 0.0
 
 
-def forget_sessions(store: Store, session_ids: Sequence[int]) -> Forgotten:
+def forget_sessions(store: Store, session_ids: Sequence[int], *, scrubbing: bool = True) -> Forgotten:
     """Forget whole sessions: their turns (and what was built from them) in chunks, then the sessions.
 
     Off-the-record sessions were never in the full-text tables or the vector indexes, so deleting only those
@@ -85,8 +88,8 @@ def forget_sessions(store: Store, session_ids: Sequence[int]) -> Forgotten:
     """
     total = Forgotten(0, 0)
     turns = _Turns()
-    remembered = store.conn().execute("SELECT count(*) FROM sessions WHERE remember = 1 AND id IN (SELECT value "
-                                      "FROM json_each(?))", (json.dumps(list(session_ids)),)).fetchone()[0]
+    remembered = store.sessions.uids(session_ids, remembered=True)  # off the record: never in a backup
+    ledger.record(store, sessions=remembered)
     for session_id in session_ids:
         while True:
             started = time.monotonic()
@@ -111,9 +114,9 @@ def forget_sessions(store: Store, session_ids: Sequence[int]) -> Forgotten:
                 gone = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
                 total += Forgotten(gone, 0, counts)
                 break
-    if remembered:
+    if remembered and scrubbing:
         scrub(store)
-    else:
+    elif scrubbing:
         truncate_wal(store.conn())
     return total
 
@@ -125,16 +128,18 @@ def forget_idle_off_the_record(store: Store, hours: float, *, now: datetime | No
     return forget_sessions(store, due) if due else Forgotten(0, 0)
 
 
-def forget_exchanges(store: Store, exchange_ids: Sequence[int]) -> Forgotten:
+def forget_exchanges(store: Store, exchange_ids: Sequence[int], *, scrubbing: bool = True) -> Forgotten:
     total = Forgotten(0, 0)
     turns = _Turns()
     ids = sorted(set(exchange_ids))
+    ledger.record(store, turns=ids)
     for start in range(0, len(ids), TXN_TURNS):
         started = time.monotonic()
         with store.write() as conn:
             total += _forget_turns(conn, ids[start:start + TXN_TURNS])
         turns.taken(started)
-    scrub(store)
+    if scrubbing:
+        scrub(store)
     return total
 
 
@@ -144,8 +149,31 @@ def _forget_turns(conn: sqlite3.Connection, ids: Sequence[int]) -> Forgotten:
     on_path = [int(r[0]) for r in conn.execute("SELECT id FROM exchanges WHERE id IN (SELECT value FROM json_each(?))",
                                                (json.dumps(list(ids)),))]
     aside = doomed_asides(conn, on_path, sorted(set(ids) - set(on_path)))
+    _unname_quoting(conn, [*on_path, *aside])
     counts = provenance.forget(conn, [("exchange", i) for i in [*on_path, *aside]])
     return Forgotten(0, counts.pop("exchange", 0) + forget_asides(conn, aside), counts)
+
+
+def _unname_quoting(conn: sqlite3.Connection, turn_ids: Sequence[int]) -> None:
+    """A conversation named after its first message (the web UI names a new one so) loses that name with it.
+
+    The name goes only when it is how that message begins, folded: a name the
+    person or a client chose ("Terminal", a ChatGPT title) stays.
+    """
+    rows = conn.execute(
+        "WITH doomed(id, session_id, content) AS (SELECT id, session_id, content FROM exchanges WHERE id IN "
+        "(SELECT value FROM json_each(:ids)) UNION ALL SELECT id, session_id, content FROM asides WHERE id IN "
+        "(SELECT value FROM json_each(:ids))) "
+        "SELECT s.id, s.name, d.content FROM doomed d JOIN sessions s ON s.id = d.session_id "
+        "WHERE d.id = (SELECT min(id) FROM (SELECT id FROM exchanges WHERE session_id = s.id UNION ALL "
+        "SELECT id FROM asides WHERE session_id = s.id))", {"ids": json.dumps(list(turn_ids))}).fetchall()
+    unname(conn, [int(r[0]) for r in rows if _quotes(str(r[1]), str(r[2]))])
+
+
+def _quotes(name: str, message: str) -> bool:
+    """Whether ``name`` is how ``message`` begins (whitespace and case aside)."""
+    name, message = fold(" ".join(name.split())), fold(" ".join(message.split()))
+    return bool(name) and message.startswith(name)
 
 
 # -- nothing left on disk -----------------------------------------------------------------
@@ -211,64 +239,117 @@ def drop_snapshots(store: Store) -> None:
         index.forget_snapshot()
 
 
+def forget_again(store: Store) -> tuple[Forgotten, int]:
+    """After a restore: forget again what the ledger says was forgotten in this memory's lineage (from a backup
+    made before a forget, it is back). The restored memory gets a lineage of its own first: it hands out ids
+    again from the backup's point on. Returns what went, and how many forgets removed something."""
+    lineage = store.lineage()
+    store.renew_lineage()
+    total, forgets = Forgotten(0, 0), 0
+    for entry in ledger.entries(store.data_dir, lineage):
+        done = Forgotten(0, 0)
+        sessions = store.sessions.ids_of(entry.sessions)
+        if sessions:
+            done += forget_sessions(store, sessions, scrubbing=False)
+        turns = store.exchanges.present(entry.turns)
+        if turns:
+            done += forget_exchanges(store, turns, scrubbing=False)
+        memories = {k: ids for k, ids in entry.memories.items() if k in KINDS and KINDS[k].node and k != "exchange"}
+        if any(memories.values()):
+            done += forget_memories(store, {k: list(v) for k, v in memories.items()}, scrubbing=False)
+        with store.write() as conn:
+            renamed = unname(conn, store.sessions.ids_of(entry.renamed, named=True))
+        forgets += bool(done.sessions or done.exchanges or done.memories or renamed)
+        total += done
+    scrub(store)
+    return total, forgets
+
+
 # -- choosing what to forget ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ForgetPlan:
-    """What a forget would remove: whole sessions, and single turns of other sessions."""
+    """What a forget would remove: whole sessions, single turns of other sessions, memories whose own words hold
+    the text asked for, and the conversations whose name holds it (renamed); ``matching`` reaches the logs too."""
 
     session_ids: list[int]
     exchange_ids: list[int]
+    memories: dict[str, list[int]] = field(default_factory=dict)
+    renamed: list[int] = field(default_factory=list)
+    matching: str | None = None
+
+    logs: int = 0  # rows of the task notes, locks and failed passes that hold the text (they say "(forgotten)")
 
     @property
     def empty(self) -> bool:
-        return not self.session_ids and not self.exchange_ids
+        return not (self.session_ids or self.exchange_ids or any(self.memories.values()) or self.renamed
+                    or self.logs)
 
 
 def plan_forget(store: Store, *, sessions: Sequence[str] = (), before: str | None = None,
                 matching: str | None = None) -> ForgetPlan:
-    """Select by session (id or uid), by date (turns before it), or by text (turns containing it, on the path
-    or set aside)."""
+    """Select by session (a reference ``lyra sessions`` shows: ``Sessions.resolve``), by date (turns before
+    it), or by text: every turn (on the path or set aside), memory and conversation name whose words hold it,
+    folded (``store/folding.py``) over every column the registry says holds words."""
+    if matching is not None and not needle(matching):
+        raise BadRequest("say what text to forget", hint="an empty text would match everything")
     conn = store.conn()
-    whole: set[int] = set()
-    for ref in sessions:
-        row = conn.execute("SELECT id FROM sessions WHERE uid = ? OR CAST(id AS TEXT) = ?", (ref, ref)).fetchone()
-        if row is None:
-            raise SessionNotFound(f"no session {ref!r}", hint="`lyra recall` and the web UI show session ids")
-        whole.add(int(row[0]))
-    clauses, args = [], []
+    whole = {store.sessions.resolve(ref).id for ref in sessions}
+    clauses = []
     if before:
-        clauses.append("created_at < ?")
-        args.append(before)
+        clauses.append("created_at < :before")
     if matching:
-        clauses.append("content LIKE ? ESCAPE '\\'")
-        args.append("%" + matching.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+        clauses.append(holds(KINDS["exchange"], alias="t"))
+    args = {"before": before, "needle": needle(matching or "")}
     turns: set[int] = set()
     if clauses:
-        rows = conn.execute(f"SELECT id, session_id FROM exchanges WHERE {' OR '.join(clauses)}", args).fetchall()
+        where = " OR ".join(clauses)
         by_session: dict[int, set[int]] = {}
-        for turn, sid in rows:
+        for turn, sid in conn.execute(f"SELECT id, session_id FROM exchanges t WHERE {where}", args):
             by_session.setdefault(sid, set()).add(turn)
         for sid, ids in by_session.items():
             if sid in whole:
                 continue
-            total = conn.execute("SELECT count(*) FROM exchanges WHERE session_id = ?", (sid,)).fetchone()[0]
-            if total == len(ids):  # a session left with no turn goes whole
+            if store.exchanges.count_in(sid) == len(ids):  # a session left with no turn goes whole
                 whole.add(sid)
             else:
                 turns |= ids
         # versions set aside (store/branches.py) that match go too
-        turns |= {int(r[0]) for r in conn.execute(f"SELECT id, session_id FROM asides WHERE {' OR '.join(clauses)}",
-                                                  args) if r[1] not in whole}
-    return ForgetPlan(sorted(whole), sorted(turns))
+        turns |= {int(r[0]) for r in conn.execute(f"SELECT id, session_id FROM asides t WHERE {where}", args)
+                  if r[1] not in whole}
+    if not matching:
+        return ForgetPlan(sorted(whole), sorted(turns))
+    renamed = [int(i) for i in rows_holding(conn, KINDS["session"], matching) if int(i) not in whole]
+    return ForgetPlan(sorted(whole), sorted(turns), derived_holding(conn, matching), renamed, matching,
+                      logs_holding(conn, matching))
 
 
 def forget(store: Store, plan: ForgetPlan) -> Forgotten:
-    """Carry out a plan: whole sessions, then single turns."""
+    """Carry out a plan: whole sessions, single turns, the memories that hold the text, then names and logs;
+    then nothing is left on disk (``scrub``, once)."""
     done = Forgotten(0, 0)
     if plan.session_ids:
-        done += forget_sessions(store, plan.session_ids)
+        done += forget_sessions(store, plan.session_ids, scrubbing=False)
     if plan.exchange_ids:
-        done += forget_exchanges(store, plan.exchange_ids)
+        done += forget_exchanges(store, plan.exchange_ids, scrubbing=False)
+    if any(plan.memories.values()):
+        done += forget_memories(store, plan.memories, scrubbing=False)
+    if plan.renamed or plan.matching:
+        with store.write() as conn:  # the new names say only when each conversation began
+            ledger.record(store, renamed=unname(conn, plan.renamed))
+            if plan.matching:
+                blank_holding(conn, plan.matching, FORGOTTEN_TEXT)
+    scrub(store)
     return done
+
+
+def forget_memories(store: Store, memories: dict[str, list[int]], *, scrubbing: bool = True) -> Forgotten:
+    """Forget derived memories (and what was built on them) by kind and id; turns are never among them."""
+    ledger.record(store, memories=memories)
+    with store.write() as conn:
+        counts = provenance.forget(conn, [(kind, i) for kind, ids in memories.items() for i in ids])
+    counts.pop("exchange", None)
+    if scrubbing:
+        scrub(store)
+    return Forgotten(0, 0, counts)

@@ -117,14 +117,15 @@ def remove_facts(conn: sqlite3.Connection, ids: list[int]) -> int:
     A fact that one of them had superseded becomes current again unless a later
     surviving fact superseded it too.
     """
+    removed = 0
     for fact_id in sorted(ids, reverse=True):
         row = conn.execute("SELECT superseded_by, superseded_at FROM profile_facts WHERE id = ?", (fact_id,)).fetchone()
         if row is None:
             continue
         conn.execute("UPDATE profile_facts SET superseded_by = ?, superseded_at = ? WHERE superseded_by = ?",
                      (row[0], row[1], fact_id))
-        conn.execute("DELETE FROM profile_facts WHERE id = ?", (fact_id,))
-    return len(ids)
+        removed += conn.execute("DELETE FROM profile_facts WHERE id = ?", (fact_id,)).rowcount
+    return removed
 
 
 def keep_traces(conn: sqlite3.Connection, ids: list[int]) -> int:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import builtins
+import json
 import sqlite3
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import BadRequest, LyraError
@@ -17,6 +19,20 @@ if TYPE_CHECKING:
 
 class SessionNotFound(LyraError):
     status_code = 404
+
+
+class AmbiguousSession(BadRequest):
+    """A reference that names more than one conversation: nothing is done to any of them."""
+
+
+UNNAMED = "Conversation of "  # + the day it began: the name of one whose own name was forgotten
+
+
+def unname(conn: sqlite3.Connection, session_ids: Sequence[int]) -> list[str]:
+    """Inside a write transaction: these conversations are named only by the day they began; their uids."""
+    rows = conn.execute("UPDATE sessions SET name = ? || substr(created_at, 1, 10) WHERE id IN "
+                        "(SELECT value FROM json_each(?)) RETURNING uid", (UNNAMED, json.dumps(list(session_ids))))
+    return [str(r[0]) for r in rows]
 
 
 def row_to_session(row: sqlite3.Row) -> Session:
@@ -86,6 +102,39 @@ class Sessions:
         if row is None:
             raise SessionNotFound(f"no session with id {session_id}")
         return row_to_session(row)
+
+    def resolve(self, ref: str) -> Session:
+        """The one conversation a person's reference names: ``#12`` is the id 12; a bare reference is an id
+        (as `lyra sessions` and the web UI show them), a name or an export's id, and refused when it names more
+        than one conversation (``AmbiguousSession``, listing them) — never a guess."""
+        ref = ref.strip()
+        conn = self.store.conn()
+        if ref.startswith("#") and ref[1:].isdigit():
+            return self.get(int(ref[1:]))
+        rows = conn.execute("SELECT * FROM sessions WHERE CAST(id AS TEXT) = :ref OR uid = :ref OR name = :ref "
+                            "ORDER BY id", {"ref": ref}).fetchall()
+        if not rows:
+            raise SessionNotFound(f"no conversation {ref!r}", hint="`lyra sessions` lists them with their ids")
+        if len(rows) > 1:
+            named = "; ".join(f"#{r['id']} \u201c{r['name']}\u201d" for r in rows[:10])
+            raise AmbiguousSession(f"{ref!r} names {len(rows)} conversations: {named}",
+                                   hint="give the one you mean as #ID (`lyra sessions` shows the ids)")
+        return row_to_session(rows[0])
+
+    def uids(self, session_ids: Sequence[int], *, remembered: bool | None = None) -> "builtins.list[str]":
+        """The uids of these sessions (only those remembered, or off the record, if asked)."""
+        rows = self.store.conn().execute(
+            "SELECT uid FROM sessions WHERE id IN (SELECT value FROM json_each(?))"
+            + ("" if remembered is None else f" AND remember = {int(remembered)}"), (json.dumps(list(session_ids)),))
+        return [str(r[0]) for r in rows]
+
+    def ids_of(self, uids: Sequence[str], *, named: bool = False) -> "builtins.list[int]":
+        """The ids of the sessions with these uids that are here (``named``: only those not yet renamed by the day
+        they began)."""
+        rows = self.store.conn().execute(
+            "SELECT id FROM sessions WHERE uid IN (SELECT value FROM json_each(?))"
+            + (" AND name NOT LIKE ? || '%'" if named else ""), (json.dumps(list(uids)), *([UNNAMED] if named else [])))
+        return [int(r[0]) for r in rows]
 
     def off_the_record_idle(self, before: str) -> "builtins.list[int]":
         """Off-the-record sessions with no turn since ``before``: they are due to be deleted."""

@@ -1,27 +1,38 @@
-"""Consistent online backups of the SQLite file, and restoring one.
+"""Online backups of the memory, and restoring one without bringing back what was forgotten since.
 
-``VACUUM INTO`` copies one read transaction's snapshot, so a backup taken while
-the server (or an import) writes is a consistent store as of that instant.
-The FAISS indexes are not copied: they are rebuilt from the database. An
-off-the-record conversation is not in a backup: it is removed from the copy.
-A restore takes the data directory's lock exclusively (see ``store/dirlock.py``).
+A backup is a consistent copy of the database (``store/backups.py``: without
+off-the-record conversations or this machine's task notes); the FAISS
+indexes are not copied: they are rebuilt from it. A restore takes the data
+directory's lock exclusively (``store/dirlock.py``), keeps the memory it
+replaces **outside** the data directory (beside the backup, unless told
+where: a copy inside would be a second memory that later forgets never
+reach), and then forgets again, from the forget ledger, everything forgotten
+after the backup was made (``store/ledger.py``), saying so.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
-from datetime import datetime, timedelta, timezone
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from ..errors import LyraError
 from ..store import Store
-from ..store.db import to_iso
+from ..store.backups import check, copy_into, live_servers
 from ..store.dirlock import DataDirBusy, DirLock, find_holders
+from ..store.forget import Forgotten, forget_again
 from ..store.store import DB_FILENAME, INDEX_DIRNAME
 
-SERVER_ALIVE_S = 120
+
+@dataclass(frozen=True)
+class Restored:
+    """What a restore did: where the replaced memory is kept (``None``: there was none) and what it forgot again."""
+
+    kept: Path | None
+    forgotten_again: Forgotten
+    forgets: int  # forgets of the ledger made after the backup that removed something from it
 
 
 def backup(store: Store, dest: Path) -> int:
@@ -33,8 +44,7 @@ def backup(store: Store, dest: Path) -> int:
     tmp = dest.with_name(dest.name + ".partial")
     tmp.unlink(missing_ok=True)
     try:
-        store.conn().execute("VACUUM INTO ?", (str(tmp),))
-        drop_off_the_record(tmp)
+        copy_into(store, tmp)
         check(tmp)
         os.replace(tmp, dest)
     finally:
@@ -42,38 +52,9 @@ def backup(store: Store, dest: Path) -> int:
     return dest.stat().st_size
 
 
-def drop_off_the_record(path: Path) -> None:
-    """Remove off-the-record conversations from a copy of the database, leaving no trace in its pages."""
-    conn = sqlite3.connect(path)
-    try:
-        if not conn.execute("SELECT 1 FROM sessions WHERE remember = 0 LIMIT 1").fetchone():
-            return
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA secure_delete = ON")
-        with conn:  # their turns, versions set aside and traces go by cascade
-            conn.execute("DELETE FROM sessions WHERE remember = 0")
-        conn.execute("VACUUM")
-    finally:
-        conn.close()
-
-
-def check(path: Path) -> None:
-    """A readable, intact Lyra database, or a ``LyraError`` saying what is wrong."""
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            result = conn.execute("PRAGMA integrity_check").fetchone()[0]
-            conn.execute("SELECT count(*) FROM _migrations").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise LyraError(f"{path} is not a Lyra database: {exc}", hint="pass a file written by `lyra backup`") from exc
-    if result != "ok":
-        raise LyraError(f"{path} is damaged: {result}", hint="use another backup")
-
-
-def restore(source: Path, data_dir: Path, *, force: bool = False) -> Path:
-    """Replace the data directory's database with a backup; the old one is kept beside it.
+def restore(source: Path, data_dir: Path, *, force: bool = False, keep: Path | None = None) -> Restored:
+    """Replace the data directory's database with a backup; the replaced one is kept at ``keep`` (default: beside
+    the backup), never inside the data directory.
 
     Holds the data-directory lock exclusively throughout, so no process has the
     memory open while its file is swapped (one that starts meanwhile waits);
@@ -84,7 +65,10 @@ def restore(source: Path, data_dir: Path, *, force: bool = False) -> Path:
     if not source.is_file():
         raise LyraError(f"no backup at {source}")
     check(source)
+    data_dir = data_dir.expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
+    target = data_dir / DB_FILENAME
+    kept = _kept_path(source, data_dir, keep) if target.exists() else None
     lock = DirLock(data_dir)
     if not lock.try_exclusive():
         holders = find_holders(data_dir)
@@ -92,17 +76,14 @@ def restore(source: Path, data_dir: Path, *, force: bool = False) -> Path:
                           hint="stop those processes (`lyra serve`, `lyra dream --loop`, ...) first: a restore "
                                "never replaces a database another process has open; --force does not override this")
     try:
-        target = data_dir / DB_FILENAME
-        kept = None
-        if target.exists():
-            kept = data_dir / f"{DB_FILENAME}.before-restore-{datetime.now():%Y%m%d-%H%M%S}"
+        if kept is not None:
             store = Store(data_dir, lock=lock)  # under our exclusive hold: it must not take the lock shared
             try:
-                running = [] if force else _live_servers(store)
+                running = [] if force else live_servers(store)
                 if running:
                     raise LyraError(f"the memory is in use by {', '.join(running)}",
                                     hint="stop `lyra serve` (and `lyra dream`) first, or pass --force")
-                store.conn().execute("VACUUM INTO ?", (str(kept),))
+                copy_into(store, kept)
             finally:
                 store.close()
         staged = data_dir / f"{DB_FILENAME}.restoring"
@@ -111,14 +92,27 @@ def restore(source: Path, data_dir: Path, *, force: bool = False) -> Path:
             (data_dir / f"{DB_FILENAME}{suffix}").unlink(missing_ok=True)
         os.replace(staged, target)
         shutil.rmtree(data_dir / INDEX_DIRNAME, ignore_errors=True)  # derived: rebuilt from the restored rows
+        store = Store(data_dir, lock=lock)
+        try:
+            again, forgets = forget_again(store)
+        finally:
+            store.close()
     finally:
         lock.release()
-    return kept or target
+    return Restored(kept, again, forgets)
 
 
-def _live_servers(store: Store) -> list[str]:
-    """Instances that heartbeat recently without saying they stopped (another host, or a crash just now)."""
-    since = to_iso(datetime.now(timezone.utc) - timedelta(seconds=SERVER_ALIVE_S))
-    rows = store.conn().execute("SELECT id, kind FROM instances WHERE completed_at IS NULL AND heartbeat_at > ? "
-                                "AND kind IN ('server', 'dream')", (since,)).fetchall()
-    return [f"{r['kind']} {r['id']}" for r in rows]
+def _kept_path(source: Path, data_dir: Path, keep: Path | None) -> Path:
+    """Where the replaced memory goes: a new file outside the data directory, in a folder that exists."""
+    path = (keep.expanduser().resolve() if keep is not None
+            else source.parent / f"{data_dir.name}-before-restore-{datetime.now():%Y%m%d-%H%M%S}.db")
+    if path.is_relative_to(data_dir):
+        raise LyraError(f"{path} is inside the data directory",
+                        hint="keep the replaced memory outside it (--keep PATH): later forgets never reach a copy "
+                             "kept there")
+    if path.exists():
+        raise LyraError(f"{path} already exists", hint="choose a new file name with --keep PATH")
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
+        raise LyraError(f"cannot write the replaced memory to {path.parent}",
+                        hint="choose where to keep it with --keep PATH")
+    return path

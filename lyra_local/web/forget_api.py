@@ -22,7 +22,10 @@ router = APIRouter(prefix="/api")
 
 
 class ForgetRequest(BaseModel):
-    sessions: list[str] = Field(default_factory=list, max_length=10_000, description="session ids or uids")
+    sessions: list[int | str] = Field(default_factory=list, max_length=10_000,
+                                      description="conversations: a number is an id; a text is resolved like "
+                                                  "`lyra forget --session` (#id, id, name, export id) and refused "
+                                                  "when it names more than one")
     before: str | None = Field(None, max_length=64, description="turns before this UTC ISO date or time")
     matching: str | None = Field(None, min_length=1, max_length=4000, description="turns containing this text")
     exchange_ids: list[int] = Field(default_factory=list, max_length=10_000,
@@ -39,10 +42,13 @@ def forget_route(body: ForgetRequest, request: Request) -> dict[str, Any]:
         before = utc_timestamp(body.before, "before") if body.before else None
     except BadTimestamp as exc:
         raise BadRequest(str(exc), hint="YYYY-MM-DD, or an ISO time; no offset means UTC") from exc
-    plan: ForgetPlan = plan_forget(state.store, sessions=body.sessions, before=before, matching=body.matching)
+    sessions = [f"#{ref}" if isinstance(ref, int) else ref for ref in body.sessions]
+    plan: ForgetPlan = plan_forget(state.store, sessions=sessions, before=before, matching=body.matching)
     if body.exchange_ids:
-        plan = ForgetPlan(plan.session_ids, sorted(set(plan.exchange_ids) | set(body.exchange_ids)))
-    out: dict[str, Any] = {"sessions": plan.session_ids, "turns": len(plan.exchange_ids)}
+        plan = dataclasses.replace(plan, exchange_ids=sorted(set(plan.exchange_ids) | set(body.exchange_ids)))
+    out: dict[str, Any] = {"sessions": plan.session_ids, "turns": len(plan.exchange_ids),
+                           "memories": {k: len(v) for k, v in plan.memories.items()}, "renamed": len(plan.renamed),
+                           "logs": plan.logs}
     if body.dry_run or plan.empty:
         return {**out, "forgotten": None}
     done = state.memory.forget_plan(plan)

@@ -163,9 +163,11 @@ async def export(request: Request) -> Response:
 
 @router.get("/backup")
 async def download_backup(request: Request) -> FileResponse:
-    """A consistent copy of the database, taken now (safe while chatting and dreaming)."""
+    """A consistent copy of the database, taken now (safe while chatting and dreaming). It is written to the
+    system's temporary folder, never into the data directory, where it would be a second memory that a forget
+    made while it is downloaded could not reach."""
     store = app_state(request).store
-    folder = Path(tempfile.mkdtemp(prefix="backup-", dir=store.data_dir))
+    folder = Path(tempfile.mkdtemp(prefix="lyra-backup-"))
     path = folder / f"lyra-backup-{datetime.now():%Y%m%d-%H%M}.db"
     await run_in_threadpool(backup, store, path)
 

@@ -1,0 +1,250 @@
+"""Regression tests for ways forgetting, restores and corrections broke their promise (issue 23's probe).
+
+Each test plants a word, walks the path the probe found, and looks for the
+word where a person would find it: the database file, the API, a backup.
+The real app (SQLite file, FAISS index, routes) runs on the scripted fake
+chat model and the deterministic fake embedder.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from lyra_local.cli import main
+from lyra_local.errors import LyraError
+from lyra_local.store import Store
+from lyra_local.store.exchanges import NewExchange
+from lyra_local.store.forget import forget, plan_forget
+from lyra_local.transfer.backup import backup, restore
+from lyra_local.transfer.importer import import_conversations
+from lyra_local.transfer.records import ImportedConversation, ImportedMessage
+
+from .conftest import fake_client
+from .fakes import FakeChatModel, FakeEmbedder
+from .sse import sse_events
+from .test_forget_everywhere import marker_places
+
+
+@pytest.fixture
+def chat() -> FakeChatModel:
+    return FakeChatModel(n_ctx=2048)
+
+
+@pytest.fixture
+def client(make_settings, chat: FakeChatModel) -> Iterator[TestClient]:
+    with fake_client(make_settings('[companion]\nuser_name = "Sam"\n'), chat=chat) as test_client:
+        yield test_client
+
+
+def say(client: TestClient, session_id: int, message: str) -> list[tuple[str, dict]]:
+    return sse_events(client.post(f"/api/sessions/{session_id}/chat", json={"message": message}).text.splitlines())
+
+
+def messages(client: TestClient, session_id: int) -> list[dict]:
+    return client.get(f"/api/sessions/{session_id}/messages").json()["messages"]
+
+
+def data_dir(client: TestClient) -> Path:
+    return Path(client.app.state.lyra.store.data_dir)
+
+
+# -- 2: forgetting a turn set aside reaches what was built from it ---------------------------------------
+
+
+@pytest.mark.parametrize("edited_by_the_person", [False, True])
+def test_forgetting_a_turn_set_aside_forgets_the_summary_built_from_it(client, chat, edited_by_the_person) -> None:
+    session = client.post("/api/sessions", json={"name": "trip"}).json()["id"]
+    chat.enqueue("Noted.", "Noted again.")
+    say(client, session, "We landed in quokkavale at noon.")
+    store = client.app.state.lyra.store
+    turns = [m["id"] for m in messages(client, session)]
+    if edited_by_the_person:
+        client.put(f"/api/sessions/{session}/gist", json={"content": "Our quokkavale landing."})
+    else:
+        store.derived.put_gist(session, "Landed in quokkavale at noon.", turns[-1], read=turns)
+    edit = client.post(f"/api/exchanges/{turns[0]}/edit", json={"content": "We landed at noon."})
+    assert edit.status_code == 200
+    assert client.post("/api/forget", json={"matching": "quokkavale"}).json()["forgotten"] is not None
+    assert client.get(f"/api/sessions/{session}/gist").json()["gist"] is None
+    assert b"quokkavale" not in client.get("/api/search", params={"q": "landing noon"}).content
+    assert b"quokkavale" not in client.get("/api/export").content
+    assert marker_places(data_dir(client), "quokkavale") == []
+
+
+# -- 3: a conversation's name goes with the text it holds -------------------------------------------------
+
+
+def test_a_conversation_named_after_its_first_message_loses_the_name_when_it_is_forgotten(client, chat) -> None:
+    first = "My locker code is zebrafig and I keep forgetting it"
+    session = client.post("/api/sessions", json={"name": first[:48]}).json()["id"]  # as the web UI names one
+    chat.enqueue("I'll remember.", "Sure.")
+    say(client, session, first)
+    say(client, session, "Anything else?")
+    assert client.post("/api/forget", json={"exchange_ids": [messages(client, session)[0]["id"]]}).status_code == 200
+    name = client.get("/api/sessions").json()["sessions"][0]["name"]
+    assert "zebrafig" not in name and name.startswith("Conversation of ")
+    assert marker_places(data_dir(client), "zebrafig") == []
+
+
+def test_forgetting_a_text_renames_every_conversation_whose_name_holds_it(client, chat) -> None:
+    kept = client.post("/api/sessions", json={"name": "Plans with Wombatine"}).json()["id"]
+    chat.enqueue("Nice.")
+    say(client, kept, "We will meet on Friday.")
+    plan = client.post("/api/forget", json={"matching": "WOMBATINE", "dry_run": True}).json()
+    assert plan["renamed"] == 1 and plan["turns"] == 0
+    client.post("/api/forget", json={"matching": "wombatine"})
+    assert [m["content"] for m in messages(client, kept)][0] == "We will meet on Friday."  # the turns stay
+    assert b"wombatine" not in client.get("/api/sessions").content.lower()
+    assert b"wombatine" not in client.get("/api/export").content.lower()
+    assert marker_places(data_dir(client), "wombatine") == []
+
+
+# -- 4: forgetting by text folds case and normalizes, over every kind that holds words -----------------
+
+
+@pytest.mark.parametrize(("said", "asked"), [
+    ("ZÖRBLAX came by", "zörblax"),
+    ("Мы были в Москва", "москва"),
+    (unicodedata.normalize("NFD", "un café crème"), unicodedata.normalize("NFC", "café")),
+    ("the STRASSE was closed", "straße"),
+    ("ﬁnally home", "finally"),
+])
+def test_forgetting_by_text_matches_every_case_and_unicode_form(tmp_path: Path, said: str, asked: str) -> None:
+    store = Store(tmp_path / "data")
+    try:
+        session = store.sessions.create("notes")
+        turn = store.exchanges.add(NewExchange(session.id, "user", said))
+        store.exchanges.add(NewExchange(session.id, "assistant", "ok"))
+        store.derived.set_fact("pet", said)
+        plan = plan_forget(store, matching=asked)
+        assert plan.exchange_ids == [turn.id] and plan.memories.get("fact")
+        forget(store, plan)
+        assert [e.content for e in store.exchanges.history(session.id)] == ["ok"]
+        assert store.derived.profile() == []
+    finally:
+        store.close()
+
+
+# -- 5: a restore keeps nothing inside the data directory and forgets again what was forgotten -----------
+
+
+def test_restoring_a_backup_made_before_a_forget_forgets_it_again_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "data"
+    monkeypatch.setenv("LYRA_DATA_DIR", str(data))
+    monkeypatch.chdir(tmp_path)
+    store = Store(data)
+    keep = store.sessions.create("kept")
+    store.exchanges.add(NewExchange(keep.id, "user", "the plants need water"))
+    gone = store.sessions.create("gone")
+    store.exchanges.add(NewExchange(gone.id, "user", "my pin is pelicanrust"))
+    mixed = store.sessions.create("mixed")
+    secret = store.exchanges.add(NewExchange(mixed.id, "user", "the alarm word is ocelotmint"))
+    store.exchanges.add(NewExchange(mixed.id, "assistant", "noted"))
+    store.close()
+    assert main(["backup", str(tmp_path / "before.db")]) == 0
+    assert main(["forget", "--session", gone.uid, "--yes"]) == 0
+    assert main(["forget", "--matching", "OCELOTMINT", "--yes"]) == 0
+    assert main(["restore", str(tmp_path / "before.db")]) == 0
+    said = capsys.readouterr().out
+    assert "forgot again what 2 forget(s) made after this backup had removed" in said, said
+    assert not [p for p in data.rglob("*") if "before-restore" in p.name]
+    for word in ("pelicanrust", "ocelotmint"):
+        assert marker_places(data, word) == [], word
+    store = Store(data)
+    try:
+        assert sorted(s.name for s in store.sessions.list()) == ["kept", "mixed"]
+        assert store.exchanges.get(secret.id) is None
+        # the restored memory hands out ids again: a new forget is of a new lineage, and an old line never
+        # reaches the turn that now has a forgotten turn's id
+        again = store.exchanges.add(NewExchange(mixed.id, "user", "a new turn"))
+        assert again.id == secret.id + 2
+    finally:
+        store.close()
+
+
+def test_a_restore_refuses_to_keep_the_replaced_memory_inside_the_data_directory(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    store = Store(data)
+    store.sessions.create("one")
+    backup(store, tmp_path / "b.db")
+    store.close()
+    with pytest.raises(Exception, match="inside the data directory"):
+        restore(tmp_path / "b.db", data, keep=data / "old.db")
+    done = restore(tmp_path / "b.db", data, keep=tmp_path / "elsewhere.db")
+    assert done.kept == (tmp_path / "elsewhere.db").resolve() and done.kept.is_file()
+
+
+def test_a_backup_downloaded_from_the_server_is_never_written_into_the_data_directory(
+        client, chat, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = client.post("/api/sessions", json={}).json()["id"]
+    chat.enqueue("ok")
+    say(client, session, "remember the gannetfold")
+    from lyra_local.web import transfer_api
+    written: list[Path] = []
+
+    def watched(store: Store, dest: Path) -> int:
+        written.append(dest)
+        return backup(store, dest)
+
+    monkeypatch.setattr(transfer_api, "backup", watched)
+    assert b"gannetfold" in client.get("/api/backup").content
+    assert written and not written[0].resolve().is_relative_to(data_dir(client).resolve())
+
+
+# -- 7: a correction of the self-state is built from the version it copies ------------------------------
+
+
+def test_correcting_the_mood_keeps_the_dreams_words_forgettable(client, chat) -> None:
+    session = client.post("/api/sessions", json={}).json()["id"]
+    chat.enqueue("ok")
+    say(client, session, "I adopted a ferret called Lynxquill.")
+    store = client.app.state.lyra.store
+    turns = [m["id"] for m in messages(client, session)]
+    gist = store.derived.put_gist(session, "Sam adopted a ferret called Lynxquill.", turns[-1], read=turns)
+    store.derived.set_self_state({"mood": "curious", "self_narrative": "Thinking about Lynxquill.",
+                                  "reflections": ["Lynxquill matters to Sam."]}, sources=[("gist", gist.id)])
+    assert client.patch("/api/self", json={"mood": "calm"}).json()["self_state"]["mood"] == "calm"
+    client.post("/api/forget", json={"exchange_ids": turns})
+    assert b"lynxquill" not in client.get("/api/self").content.lower()
+    assert marker_places(data_dir(client), "lynxquill") == []
+
+
+# -- 8: a session reference names one conversation, or is refused -----------------------------------------
+
+
+def test_a_session_reference_is_never_taken_for_another_conversation(tmp_path: Path) -> None:
+    store = Store(tmp_path / "data")
+    try:
+        mine = store.sessions.create("my diary")
+        import_conversations(store, FakeEmbedder(), [ImportedConversation(
+            "imported", "2024-01-01T00:00:00+00:00", [ImportedMessage("user", "hello", "2024-01-01T00:00:00+00:00")],
+            uid=str(mine.id))])
+        with pytest.raises(LyraError, match="names 2 conversations"):
+            plan_forget(store, sessions=[str(mine.id)])
+        assert plan_forget(store, sessions=[f"#{mine.id}"]).session_ids == [mine.id]
+        assert plan_forget(store, sessions=["my diary"]).session_ids == [mine.id]
+        store.sessions.create("New chat")
+        store.sessions.create("New chat")
+        with pytest.raises(LyraError, match="names 2 conversations"):
+            plan_forget(store, sessions=["New chat"])
+    finally:
+        store.close()
+
+
+def test_the_forget_route_takes_a_number_as_an_id_and_refuses_an_ambiguous_text(client, chat) -> None:
+    store = client.app.state.lyra.store
+    mine = store.sessions.create("diary")
+    import_conversations(store, FakeEmbedder(), [ImportedConversation(
+        "imported", "2024-01-01T00:00:00+00:00", [ImportedMessage("user", "hello", "2024-01-01T00:00:00+00:00")],
+        uid=str(mine.id))])
+    refused = client.post("/api/forget", json={"sessions": [str(mine.id)]})
+    assert refused.status_code == 400 and "names 2 conversations" in refused.json()["error"]["message"]
+    assert client.post("/api/forget", json={"sessions": [mine.id]}).json()["sessions"] == [mine.id]
+    assert [s["name"] for s in client.get("/api/sessions").json()["sessions"]] == ["imported"]
