@@ -1,14 +1,21 @@
 """``lyra chat [--session NAME] [--off-the-record]``: talk in the terminal, replies streamed as they are written.
 
 Off the record, the conversation is a new one that is never remembered, and it
-is deleted when the command ends (however it ends).
+is deleted when the command ends (however it ends: /quit, end of input, Ctrl-C,
+the terminal closing with SIGHUP, or SIGTERM). Those two signals would
+otherwise kill the process before its cleanup; here they end it through it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
 
 from ..companion import Companion
 from ..config import load_settings
@@ -18,6 +25,61 @@ from ..textsafe import well_formed
 
 log = logging.getLogger(__name__)
 QUIT = {"/quit", "/exit", ":q"}
+ENDING_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
+
+
+class Ended(SystemExit):
+    """The chat was ended by a signal; the process exits with 128 + its number, after the cleanup."""
+
+
+class Ending:
+    """Turns SIGHUP and SIGTERM into ``Ended``, raised in the main thread, once.
+
+    While ``deferred`` a signal waits for the end of the block (a session created
+    but not yet known would be left behind); after ``cleaning_up`` signals are
+    ignored, so nothing interrupts the forgetting.
+    """
+
+    def __init__(self) -> None:
+        self._mode = "raise"  # "raise", "defer" or "ignore"
+        self._pending: int | None = None
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if self._mode == "raise":
+            self._mode = "ignore"
+            raise Ended(128 + signum)
+        if self._mode == "defer" and self._pending is None:
+            self._pending = signum
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        self._mode = "defer"
+        try:
+            yield
+        finally:
+            if self._mode == "defer":
+                self._mode = "raise"
+        if self._pending is not None:
+            self._mode = "ignore"
+            raise Ended(128 + self._pending)
+
+    def cleaning_up(self) -> None:
+        self._mode = "ignore"
+
+
+@contextlib.contextmanager
+def ended_by_signals() -> Iterator[Ending]:
+    """SIGHUP and SIGTERM end the block through its cleanup; the previous handlers come back after it."""
+    ending = Ending()
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield ending
+        return
+    previous = {sig: signal.signal(sig, ending) for sig in ENDING_SIGNALS}
+    try:
+        yield ending
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -30,14 +92,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    with open_runtime(settings) as runtime:
+    with ended_by_signals() as ending, open_runtime(settings) as runtime:
         store, companion = runtime.store, runtime.companion
         session = None
         try:
-            if args.off_the_record:
-                session = store.sessions.create(args.session, source="cli", remember=False)
-            else:
-                session = store.sessions.find(name=args.session) or store.sessions.create(args.session, source="cli")
+            with ending.deferred():  # a signal now would leave the new session behind, unknown to the cleanup
+                if args.off_the_record:
+                    session = store.sessions.create(args.session, source="cli", remember=False)
+                else:
+                    session = (store.sessions.find(name=args.session)
+                               or store.sessions.create(args.session, source="cli"))
             interactive = sys.stdin.isatty()
             if interactive:
                 record = " (off the record: nothing is remembered, and it is deleted when you leave)" \
@@ -54,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
                 if line.strip():
                     _reply(companion, session.id, line, settings.companion.name)
         finally:
+            ending.cleaning_up()
             runtime.close_companion()  # the replies' background embedding ends before anything is forgotten
             if session is not None and not session.remember:
                 runtime.memory.forget_session(session.id)
@@ -76,4 +141,8 @@ def _reply(companion: Companion, session_id: int, message: str, name: str) -> No
         log.info("the turn failed", exc_info=exc)  # the traceback with --verbose
         text = str(exc) if isinstance(exc, LyraError) else f"this turn failed ({type(exc).__name__}: {exc})"
         print(f"\n[error] {text}", file=sys.stderr)
+    finally:
+        # Ended by a signal: the generation stops (and stores what was said) now, before the cleanup
+        # forgets, never later when the abandoned generator is collected.
+        turn.close()
     print()
