@@ -10,6 +10,7 @@ from ..config import load_settings
 from ..memory import RecallQuery
 from ..runtime import open_runtime
 from ..store import Hit
+from .times import option_time
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -19,8 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--tier", choices=("exchange", "gist", "digest"), default="exchange")
     parser.add_argument("--session", type=int, help="only this session id")
     parser.add_argument("--exclude-session", type=int, help="not this session id")
-    parser.add_argument("--since", help="from this date or ISO time on (UTC)")
-    parser.add_argument("--until", help="before this date or ISO time (UTC)")
+    parser.add_argument("--since", metavar="DATE", help="from this date or ISO time on (no offset means UTC)")
+    parser.add_argument("--until", metavar="DATE", help="before this date or ISO time (no offset means UTC)")
     parser.add_argument("--role", choices=("user", "assistant"), help="only turns of this role")
     parser.add_argument("--recency", type=float, default=0.0, help="weight of recency, 0 (off) to 1")
     parser.add_argument("--context", type=int, default=0, help="neighbouring turns to include per hit")
@@ -34,9 +35,10 @@ def hit_json(hit: Hit) -> dict[str, object]:
 
 
 def run(args: argparse.Namespace) -> int:
+    since, until = option_time(args.since, "--since"), option_time(args.until, "--until")  # compared as UTC text
     settings = load_settings(args.config)
     query = RecallQuery(args.query, k=args.k, tier=args.tier, session_id=args.session,
-                        exclude_session_id=args.exclude_session, since=args.since, until=args.until,
+                        exclude_session_id=args.exclude_session, since=since, until=until,
                         role=args.role, recency_weight=args.recency, neighbours=args.context, mode=args.mode)
     with open_runtime(settings) as runtime:
         hits = runtime.memory.recall(query)
