@@ -10,9 +10,9 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import LyraError
-from . import chat, doctor, dream, forget, mcp, memory, models, recall, reindex, serve, transfer, world
+from . import chat, doctor, dream, forget, mcp, memory, models, recall, reindex, serve, sessions, transfer, world
 
-COMMANDS = (serve, chat, dream, recall, memory, world, transfer, forget, mcp, reindex, models, doctor)
+COMMANDS = (serve, chat, sessions, dream, recall, memory, world, transfer, forget, mcp, reindex, models, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:
