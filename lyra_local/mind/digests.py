@@ -88,7 +88,8 @@ def plan(store: Store, zone: tzinfo = timezone.utc) -> DigestPlan:
     """What to (re)build and delete; a digest the person wrote stays, one they deleted waits for new sources."""
     planned = plan_digests(gist_sources(store, zone), existing_bases(store))
     theirs = store.corrections.their_digests()
-    deleted = store.corrections.dismissed("digest")
+    deleted = store.corrections.dismissed("digest", adopt={f"{j.granularity}:{j.period}": j.basis
+                                                             for j in planned.jobs})
     jobs = [j for j in planned.jobs if (j.granularity, j.period) not in theirs
             and deleted.get(f"{j.granularity}:{j.period}") != j.basis]
     return DigestPlan(jobs, [key for key in planned.obsolete if key not in theirs])

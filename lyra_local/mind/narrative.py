@@ -33,7 +33,8 @@ def narrative_due(store: Store) -> bool:
     """A new arc is due when what it is built from changed; never over the person's own, nor over one they deleted
     while that has not changed."""
     basis = narrative_basis(store)
-    if not basis or store.corrections.their_arc() or store.corrections.dismissed("narrative").get("narrative") == basis:
+    if not basis or store.corrections.their_arc() or \
+            store.corrections.dismissed("narrative", adopt={"narrative": basis}).get("narrative") == basis:
         return False
     return store.derived.narrative_basis() != basis
 

@@ -24,6 +24,7 @@ from .blobs import put_vector
 from .db import utc_now
 from .derived import Digest, Gist, _digest, _gist
 from .kinds import KINDS, NODES, STALE_KINDS
+from .memory_dump import ADOPT
 
 if TYPE_CHECKING:
     from .store import Store
@@ -136,10 +137,18 @@ class Corrections:
                                         ).fetchone()
         return row is not None and row[0] == "user"
 
-    def dismissed(self, kind: str) -> dict[str, str]:
-        """Target -> basis of the deleted memories of ``kind``."""
-        rows = self.store.conn().execute("SELECT target, basis FROM dismissed WHERE kind = ?", (kind,))
-        return {str(r[0]): str(r[1]) for r in rows}
+    def dismissed(self, kind: str, *, adopt: dict[str, str] | None = None) -> dict[str, str]:
+        """Target -> basis of the deleted memories of ``kind``. A deletion imported from another data directory
+        (basis ``ADOPT``: ``memory_dump``) takes the basis ``adopt`` gives its target now, once: it stands until
+        what that memory is built from changes."""
+        found = {str(r[0]): str(r[1]) for r in self.store.conn().execute(
+            "SELECT target, basis FROM dismissed WHERE kind = ?", (kind,))}
+        pinned = {t: (adopt or {})[t] for t, basis in found.items() if basis == ADOPT and t in (adopt or {})}
+        if pinned:
+            with self.store.write() as conn:
+                conn.executemany("UPDATE dismissed SET basis = ? WHERE kind = ? AND target = ? AND basis = ?",
+                                 [(basis, kind, t, ADOPT) for t, basis in pinned.items()])
+        return {**found, **pinned}
 
     def content(self, kind: str, item_id: int) -> str:
         """The text of a gist, digest or arc version (what its sources are shown for); '' for other kinds."""

@@ -32,6 +32,7 @@ from .db import BUSY_TIMEOUT_MS, to_iso
 from .folding import fold
 from .kinds import FORGOTTEN_TEXT, FTS_TABLES, KINDS
 from .matching import blank_holding, derived_holding, holds, logs_holding, needle, rows_holding
+from .portable import forgotten_keys
 from .sessions import unname
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def forget_sessions(store: Store, session_ids: Sequence[int], *, scrubbing: bool
     total = Forgotten(0, 0)
     turns = _Turns()
     remembered = store.sessions.uids(session_ids, remembered=True)  # off the record: never in a backup
-    ledger.record(store, sessions=remembered)
+    ledger.record(store, sessions=remembered, portable=forgotten_keys(store, store.sessions.ids_of(remembered)))
     for session_id in session_ids:
         while True:
             started = time.monotonic()
@@ -132,7 +133,8 @@ def forget_exchanges(store: Store, exchange_ids: Sequence[int], *, scrubbing: bo
     total = Forgotten(0, 0)
     turns = _Turns()
     ids = sorted(set(exchange_ids))
-    ledger.record(store, turns=ids)
+    on_path, aside = _doomed(store.conn(), ids)
+    ledger.record(store, turns=ids, portable=forgotten_keys(store, turn_ids=[*on_path, *aside]))
     for start in range(0, len(ids), TXN_TURNS):
         started = time.monotonic()
         with store.write() as conn:
@@ -146,12 +148,17 @@ def forget_exchanges(store: Store, exchange_ids: Sequence[int], *, scrubbing: bo
 def _forget_turns(conn: sqlite3.Connection, ids: Sequence[int]) -> Forgotten:
     """These turns (on the path or aside: store/branches.py), the other versions of those on the path, every turn
     that followed one of them aside, and what was built from any of them."""
-    on_path = [int(r[0]) for r in conn.execute("SELECT id FROM exchanges WHERE id IN (SELECT value FROM json_each(?))",
-                                               (json.dumps(list(ids)),))]
-    aside = doomed_asides(conn, on_path, sorted(set(ids) - set(on_path)))
+    on_path, aside = _doomed(conn, ids)
     _unname_quoting(conn, [*on_path, *aside])
     counts = provenance.forget(conn, [("exchange", i) for i in [*on_path, *aside]])
     return Forgotten(0, counts.pop("exchange", 0) + forget_asides(conn, aside), counts)
+
+
+def _doomed(conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The turns of ``ids`` on a path, and every turn set aside that goes with ``ids``."""
+    on_path = [int(r[0]) for r in conn.execute("SELECT id FROM exchanges WHERE id IN (SELECT value FROM json_each(?))",
+                                               (json.dumps(list(ids)),))]
+    return on_path, doomed_asides(conn, on_path, sorted(set(ids) - set(on_path)))
 
 
 def _unname_quoting(conn: sqlite3.Connection, turn_ids: Sequence[int]) -> None:

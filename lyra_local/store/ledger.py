@@ -12,8 +12,11 @@ ledger saw). Restoring a backup re-applies every line of the backup's
 lineage; a line about rows the backup never had, or no longer has, removes
 nothing.
 
-The ledger lives in the data directory (``forgotten.jsonl``) and holds no
-text: a forgotten word is in none of its bytes.
+Each line also names the forgotten turns and conversations by their
+portable ids (``store/portable.py``), so importing an export made before the
+forget does not bring them back either. The ledger lives in the data
+directory (``forgotten.jsonl``) and holds no text: a forgotten word is in
+none of its bytes.
 """
 
 from __future__ import annotations
@@ -43,10 +46,11 @@ class Entry:
     turns: tuple[int, ...] = ()
     memories: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     renamed: tuple[str, ...] = ()
+    portable: tuple[str, ...] = ()  # the forgotten turns' and sessions' portable ids, for imports
 
     @property
     def empty(self) -> bool:
-        return not (self.sessions or self.turns or any(self.memories.values()) or self.renamed)
+        return not (self.sessions or self.turns or any(self.memories.values()) or self.renamed or self.portable)
 
 
 def path(data_dir: Path) -> Path:
@@ -54,23 +58,26 @@ def path(data_dir: Path) -> Path:
 
 
 def record(store: Store, *, sessions: Sequence[str] = (), turns: Sequence[int] = (),
-           memories: Mapping[str, Sequence[int]] | None = None, renamed: Sequence[str] = ()) -> None:
+           memories: Mapping[str, Sequence[int]] | None = None, renamed: Sequence[str] = (),
+           portable: Sequence[str] = ()) -> None:
     """Append what is about to be forgotten (durably: a crash after this still leaves the line)."""
     entry = Entry(store.lineage(), utc_now(), tuple(sessions), tuple(sorted(set(turns))),
-                  {k: tuple(sorted(set(v))) for k, v in (memories or {}).items() if v}, tuple(renamed))
+                  {k: tuple(sorted(set(v))) for k, v in (memories or {}).items() if v}, tuple(renamed),
+                  tuple(sorted(set(portable))))
     if entry.empty:
         return
     line = json.dumps({"lineage": entry.lineage, "at": entry.at, "sessions": list(entry.sessions),
                        "turns": list(entry.turns), "memories": {k: list(v) for k, v in entry.memories.items()},
-                       "renamed": list(entry.renamed)}, sort_keys=True)
+                       "renamed": list(entry.renamed), "portable": list(entry.portable)}, sort_keys=True)
     with path(store.data_dir).open("a", encoding="utf-8") as out:
         out.write(line + "\n")
         out.flush()
         os.fsync(out.fileno())
 
 
-def entries(data_dir: Path, lineage: str) -> Iterator[Entry]:
-    """The ledger's lines of one lineage, oldest first (a damaged line is skipped: it names nothing for sure)."""
+def entries(data_dir: Path, lineage: str | None = None) -> Iterator[Entry]:
+    """The ledger's lines (of one lineage, if given), oldest first; a damaged line is skipped: it names nothing
+    for sure."""
     ledger = path(data_dir)
     if not ledger.is_file():
         return
@@ -78,11 +85,17 @@ def entries(data_dir: Path, lineage: str) -> Iterator[Entry]:
         for line in lines:
             try:
                 raw: dict[str, Any] = json.loads(line)
-            except ValueError:
+                if not isinstance(raw, dict) or (lineage is not None and raw.get("lineage") != lineage):
+                    continue
+                yield Entry(str(raw.get("lineage")), str(raw.get("at", "")), tuple(map(str, raw.get("sessions", []))),
+                            tuple(int(i) for i in raw.get("turns", [])),
+                            {str(k): tuple(int(i) for i in v) for k, v in dict(raw.get("memories", {})).items()},
+                            tuple(map(str, raw.get("renamed", []))), tuple(map(str, raw.get("portable", []))))
+            except (ValueError, TypeError):
                 continue
-            if not isinstance(raw, dict) or raw.get("lineage") != lineage:
-                continue
-            yield Entry(lineage, str(raw.get("at", "")), tuple(map(str, raw.get("sessions", []))),
-                        tuple(int(i) for i in raw.get("turns", [])),
-                        {str(k): tuple(int(i) for i in v) for k, v in dict(raw.get("memories", {})).items()},
-                        tuple(map(str, raw.get("renamed", []))))
+
+
+def forgotten_portable(data_dir: Path) -> frozenset[str]:
+    """Every portable id ever forgotten here (turns, and ``session:<uid>`` / ``source:<source>:<id>``): an import
+    never brings one back."""
+    return frozenset(p for entry in entries(data_dir) for p in entry.portable)

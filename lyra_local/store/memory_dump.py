@@ -1,14 +1,26 @@
 """The derived memory dumped to plain data and written back (``memory.json`` of an export).
 
-Rows refer to sessions by their uid and to a gist's coverage by a count of
-turns, never by database ids, so a dump means the same in another data
-directory. What a restore writes depends on ``ANY`` or on its sessions' turns
-(``provenance.backfill``), so forgetting reaches it too.
+What goes out is the registry's (``store/kinds.py``): each kind exported to
+``memory.json`` writes its ``columns`` as they are, and each ``portable``
+column through a translator here, so the dump means the same in another data
+directory (a session by its uid, a gist's coverage by a count of turns, a
+fact's successor by its place in the list). A column the registry adds is
+written, or the registry test fails; a portable column without a translator
+here fails ``tests/test_export_roundtrip.py``. What a restore writes depends
+on ``ANY`` or on its sessions' turns (``provenance.backfill``), so forgetting
+reaches it too.
+
+A deletion the person made (``dismissed``) goes out too, so it sticks in the
+new home. A deleted digest's or arc's basis is a hash of this directory's
+ids: it is not written, and the new home adopts the basis it computes the
+first time the dream looks (``ADOPT``).
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,48 +28,95 @@ import numpy.typing as npt
 
 from . import provenance
 from .blobs import put_vector
+from .kinds import KINDS, MEMORY_FILE, Kind
 
 if TYPE_CHECKING:
     from .store import Store
 
 Vectors = npt.NDArray[np.float32]
+ADOPT = "adopt"  # a dismissed digest's or arc's basis, imported: whatever the dream computes first
+DUMPED = tuple(k for k in KINDS.values() if k.export is not None and k.export.file == MEMORY_FILE)
+_ORDER = {"gist": "s.uid", "fact": "t.id", "digest": "t.granularity, t.period", "narrative": "t.id DESC",
+          "self_state": "t.id DESC", "world": "t.id", "dismissed": "t.kind, t.target"}
+
+
+class _Here:
+    """What portable values mean in one store: sessions by uid and turn counts, both ways."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        rows = conn.execute("SELECT id, uid FROM sessions WHERE remember = 1").fetchall()
+        self.uid = {int(r[0]): str(r[1]) for r in rows}
+        self.sid = {uid: sid for sid, uid in self.uid.items()}
+
+    def turns_upto(self, session_id: int, turn_id: int) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM exchanges WHERE session_id = ? AND id <= ?",
+                                     (session_id, turn_id)).fetchone()[0])
+
+    def turn_at(self, session_id: int, count: int) -> int:
+        return int(self.conn.execute("SELECT coalesce(max(id), 0) FROM (SELECT id FROM exchanges WHERE session_id = ? "
+                                     "ORDER BY id LIMIT ?)", (session_id, count)).fetchone()[0])
+
+
+# (kind, column) -> the portable value of a row; None drops the row (its session is not in the dump)
+Out = Callable[[_Here, sqlite3.Row, list[sqlite3.Row]], Any]
+_OUT: dict[tuple[str, str], Out] = {
+    ("gist", "session_id"): lambda here, r, _: here.uid.get(r["session_id"]),
+    ("gist", "covers_upto"): lambda here, r, _: here.turns_upto(r["session_id"], r["covers_upto"]),
+    ("fact", "source_session_id"): lambda here, r, _: here.uid.get(r["source_session_id"]),
+    ("fact", "superseded_by"): lambda here, r, rows: next(
+        (i for i, f in enumerate(rows) if f["id"] == r["superseded_by"]), None),
+    ("dismissed", "target"): lambda here, r, _: (here.uid.get(int(r["target"])) if r["kind"] == "gist"
+                                                 else r["target"]),
+    ("dismissed", "basis"): lambda here, r, _: (here.turns_upto(int(r["target"]), int(r["basis"] or 0))
+                                                if r["kind"] == "gist" else None),
+}
+PORTABLE_OUT = frozenset(_OUT)
+_REQUIRED = {"gist": "session", "dismissed": "target"}  # without it the row means nothing elsewhere: left out
 
 
 def dump(store: Store) -> dict[str, Any]:
-    """Every current derived memory, referring to sessions by uid (see ``transfer/memory_file.py``)."""
+    """Every current derived memory and every standing deletion, as the registry says they go out."""
     conn = store.conn()
-    gists = []
-    for g in conn.execute("SELECT g.*, s.uid FROM gists g JOIN sessions s ON s.id = g.session_id "
-                          "WHERE g.stale = 0 ORDER BY s.uid"):
-        covered = conn.execute("SELECT count(*) FROM exchanges WHERE session_id = ? AND id <= ?",
-                               (g["session_id"], g["covers_upto"])).fetchone()[0]
-        gists.append({"session": g["uid"], "content": g["content"], "covers_turns": covered,
-                      "created_at": g["created_at"], "updated_at": g["updated_at"]})
-    facts = conn.execute("SELECT f.*, s.uid FROM profile_facts f LEFT JOIN sessions s ON s.id = f.source_session_id "
-                         "WHERE f.stale = 0 ORDER BY f.id").fetchall()
-    position = {f["id"]: i for i, f in enumerate(facts)}
-    profile = [{"key": f["key"], "value": f["value"], "author": f["author"], "session": f["uid"],
-                "created_at": f["created_at"], "observed_at": f["observed_at"], "superseded_at": f["superseded_at"],
-                "superseded_by": position.get(f["superseded_by"])} for f in facts]
-    digests = [{k: d[k] for k in ("granularity", "period", "content", "source_count", "basis", "created_at",
-                                  "updated_at")}
-               for d in conn.execute("SELECT * FROM digests WHERE stale = 0 ORDER BY granularity, period")]
-    narrative = conn.execute("SELECT content, created_at, basis FROM narrative WHERE stale = 0 "
-                             "ORDER BY id DESC LIMIT 1").fetchone()
-    state = conn.execute("SELECT state, created_at FROM self_state ORDER BY id DESC LIMIT 1").fetchone()
-    world = [dict(w) for w in conn.execute("SELECT content, author, reason, status, created_at, decided_at, "
-                                           "decided_by FROM world_state ORDER BY id")]
-    return {"gists": gists, "profile": profile, "digests": digests,
-            "narrative": dict(narrative) if narrative else None,
-            "self_state": {"state": json.loads(state["state"]), "created_at": state["created_at"]} if state else None,
-            "world": world}
+    here = _Here(conn)
+    out: dict[str, Any] = {}
+    for kind in DUMPED:
+        rows = _rows(conn, kind)
+        items = [item for item in (_item(kind, row, rows, here) for row in rows) if item is not None]
+        spec = kind.export
+        assert spec is not None
+        out[spec.section] = (items[0] if items else None) if spec.rows == "latest" else items
+    return out
 
+
+def _rows(conn: sqlite3.Connection, kind: Kind) -> list[sqlite3.Row]:
+    join = "JOIN sessions s ON s.id = t.session_id" if kind.session_column else ""
+    # a deletion whose memory was written again since (new sources) no longer stands: it is not carried
+    live = (" AND NOT EXISTS (SELECT 1 FROM gists g WHERE t.kind = 'gist' AND g.stale = 0 AND CAST(g.session_id AS "
+            "TEXT) = t.target) AND NOT EXISTS (SELECT 1 FROM digests d WHERE t.kind = 'digest' AND d.stale = 0 AND "
+            "d.granularity || ':' || d.period = t.target) AND NOT EXISTS (SELECT 1 FROM narrative n WHERE "
+            "t.kind = 'narrative' AND n.stale = 0)") if kind.name == "dismissed" else ""
+    limit = " LIMIT 1" if kind.export is not None and kind.export.rows == "latest" else ""
+    return conn.execute(f"SELECT t.* FROM {kind.table} t {join} WHERE {kind.where_current()}{live} "
+                        f"ORDER BY {_ORDER[kind.name]}{limit}").fetchall()
+
+
+def _item(kind: Kind, row: sqlite3.Row, rows: list[sqlite3.Row], here: _Here) -> dict[str, Any] | None:
+    spec = kind.export
+    assert spec is not None
+    item: dict[str, Any] = {column: row[column] for column in spec.columns}
+    for column, key in spec.portable.items():
+        item[key] = _OUT[(kind.name, column)](here, row, rows)
+    if kind.json_words:
+        item[kind.text] = json.loads(item[kind.text])
+    required = _REQUIRED.get(kind.name)
+    return None if required and item[required] is None else item  # its conversation is not exported
 
 
 def has_derived(store: Store) -> bool:
+    """Whether any memory an export's ``memory.json`` carries is here already (a restore goes into none)."""
     conn = store.conn()
-    return any(conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()
-               for t in ("gists", "profile_facts", "digests", "narrative", "self_state", "world_state"))
+    return any(conn.execute(f"SELECT 1 FROM {k.table} LIMIT 1").fetchone() for k in DUMPED)
 
 
 def restorable_gists(store: Store, data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -70,22 +129,22 @@ def restore(store: Store, data: dict[str, Any], gist_vectors: Vectors, digest_ve
             model: str) -> dict[str, int]:
     """Write a dump (``restorable_gists`` and every digest with their vectors, in order) in one transaction."""
     conn = store.conn()
-    sessions = {r[0]: r[1] for r in conn.execute("SELECT uid, id FROM sessions")}
+    here = _Here(conn)
     gists = restorable_gists(store, data)
     with store.write() as w:
         for g, vector in zip(gists, gist_vectors, strict=True):
-            sid = sessions[g["session"]]
-            upto = w.execute("SELECT coalesce(max(id), 0) FROM (SELECT id FROM exchanges WHERE session_id = ? "
-                             "ORDER BY id LIMIT ?)", (sid, g["covers_turns"])).fetchone()[0]
+            sid = here.sid[g["session"]]
+            upto = here.turn_at(sid, g["covers_turns"])
             row = w.execute("INSERT INTO gists (session_id, content, covers_upto, created_at, updated_at, "
-                            "profiled_upto) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-                            (sid, g["content"], upto, g["created_at"], g["updated_at"], upto)).fetchone()
+                            "profiled_upto, method) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                            (sid, g["content"], upto, g["created_at"], g["updated_at"], upto,
+                             g.get("method", "abstractive"))).fetchone()
             put_vector(w, "gist", model, row[0], vector)
         ids: list[int] = []
         for f in data["profile"]:
             row = w.execute("INSERT INTO profile_facts (key, value, source_session_id, author, created_at, "
                             "observed_at, superseded_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                            (f["key"], f["value"], sessions.get(f["session"]), f["author"], f["created_at"],
+                            (f["key"], f["value"], here.sid.get(f["session"] or ""), f["author"], f["created_at"],
                              f["observed_at"], f["superseded_at"])).fetchone()
             ids.append(row[0])
         for f, fact_id in zip(data["profile"], ids, strict=True):
@@ -93,14 +152,14 @@ def restore(store: Store, data: dict[str, Any], gist_vectors: Vectors, digest_ve
                 w.execute("UPDATE profile_facts SET superseded_by = ? WHERE id = ?", (ids[f["superseded_by"]], fact_id))
         for d, vector in zip(data["digests"], digest_vectors, strict=True):
             row = w.execute("INSERT INTO digests (granularity, period, content, source_count, basis, created_at, "
-                            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                            "updated_at, method) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                             (d["granularity"], d["period"], d["content"], d["source_count"], d["basis"],
-                             d["created_at"], d["updated_at"])).fetchone()
+                             d["created_at"], d["updated_at"], d.get("method", "abstractive"))).fetchone()
             put_vector(w, "digest", model, row[0], vector)
         if data["narrative"]:
             n = data["narrative"]
-            w.execute("INSERT INTO narrative (content, created_at, basis) VALUES (?, ?, ?)",
-                      (n["content"], n["created_at"], n["basis"]))
+            w.execute("INSERT INTO narrative (content, created_at, basis, method) VALUES (?, ?, ?, ?)",
+                      (n["content"], n["created_at"], n["basis"], n.get("method", "abstractive")))
         if data["self_state"]:
             w.execute("INSERT INTO self_state (state, created_at) VALUES (?, ?)",
                       (json.dumps(data["self_state"]["state"]), data["self_state"]["created_at"]))
@@ -108,5 +167,24 @@ def restore(store: Store, data: dict[str, Any], gist_vectors: Vectors, digest_ve
             w.execute("INSERT INTO world_state (content, author, reason, status, created_at, decided_at, decided_by) "
                       "VALUES (?, ?, ?, ?, ?, ?, ?)", (v["content"], v["author"], v["reason"], v["status"],
                                                        v["created_at"], v.get("decided_at"), v.get("decided_by")))
+        dismissed = _restore_dismissed(w, here, data.get("dismissed") or [])
         provenance.backfill(w)  # so forgetting reaches what was restored too
-    return {"gists": len(gists), "facts": len(ids), "digests": len(data["digests"]), "world": len(data["world"])}
+    return {"gists": len(gists), "facts": len(ids), "digests": len(data["digests"]), "world": len(data["world"]),
+            "deletions": dismissed}
+
+
+def _restore_dismissed(conn: sqlite3.Connection, here: _Here, items: list[dict[str, Any]]) -> int:
+    """The person's deletions, in this store's terms: a gist's by session id and the turn it covered up to; a
+    digest's or the arc's with a basis to adopt."""
+    written = 0
+    for d in items:
+        if d["kind"] == "gist":
+            sid = here.sid.get(str(d["target"]))
+            if sid is None:
+                continue
+            target, basis = str(sid), str(here.turn_at(sid, int(d["basis"] or 0)))
+        else:
+            target, basis = str(d["target"]), ADOPT
+        written += conn.execute("INSERT OR IGNORE INTO dismissed (kind, target, basis, dismissed_at) "
+                                "VALUES (?, ?, ?, ?)", (d["kind"], target, basis, d["dismissed_at"])).rowcount
+    return written

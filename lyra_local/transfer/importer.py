@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..llm.base import Embedder
-from ..store import Session, Store
+from ..store import Session, Store, ledger
 from ..store.exchanges import NewExchange
+from ..store.portable import NewAside, add_asides, known_ids, path_length, session_keys
 from .memory_file import has_derived_memory, restore_memory
 from .records import ImportedConversation, ImportedMessage, ImportFormatError, ImportProblem
 from .sources import Source
@@ -55,6 +56,7 @@ class _Pending:
     conversation: ImportedConversation
     session: Session | None
     messages: list[ImportedMessage]  # the ones to store
+    asides: list[NewAside] = field(default_factory=list)
 
 
 def import_conversations(store: Store, embedder: Embedder, items: Iterable[ImportedConversation | ImportProblem],
@@ -70,6 +72,7 @@ def import_conversations(store: Store, embedder: Embedder, items: Iterable[Impor
             conversations.append(item)
     total = sum(len(c.messages) for c in conversations)
     processed = 0
+    forgotten = ledger.forgotten_portable(store.data_dir)
     batch: list[_Pending] = []
     seen: set[tuple[str, str]] = set()
 
@@ -93,13 +96,14 @@ def import_conversations(store: Store, embedder: Embedder, items: Iterable[Impor
                     report.problems.append(ImportProblem(f"\u201c{c.name}\u201d", "its session was forgotten "
                                                          "while importing; its new messages were not imported"))
                     row += len(p.messages)
-                    p.messages = []
+                    p.messages, p.asides = [], []
                     continue
                 session = p.session or store.sessions.create(c.name, created_at=c.created_at, source=c.source,
                                                              source_id=c.source_id, uid=c.uid, conn=conn)
                 news = [NewExchange(session.id, m.role, m.content, m.created_at, source_id=m.source_id)
                         for m in p.messages]
                 store.exchanges.insert(conn, news, vectors[row:row + len(news)], embedder.name)
+                add_asides(conn, session.id, p.asides)  # after the path: each follows a turn already there
                 row += len(news)
         for p in batch:
             report.messages += len(p.messages)
@@ -118,14 +122,17 @@ def import_conversations(store: Store, embedder: Embedder, items: Iterable[Impor
             continue
         seen.add(key)
         report.skipped.update(c.skipped)
+        if _drop_forgotten(c, forgotten, report):
+            processed += len(c.messages)
+            continue
         session = _existing(store, c)
-        new = _new_messages(store, session, c)
-        if session is not None and not new:
+        new, asides = _new_turns(store, session, c)
+        if session is not None and not new and not asides:
             report.sessions_unchanged += 1
             processed += len(c.messages)
             tick()
             continue
-        batch.append(_Pending(c, session, new))
+        batch.append(_Pending(c, session, new, asides))
         if sum(len(p.messages) for p in batch) >= batch_messages:
             flush()
     if batch:
@@ -133,6 +140,21 @@ def import_conversations(store: Store, embedder: Embedder, items: Iterable[Impor
     tick()
     report.total_s = time.perf_counter() - started
     return report
+
+
+def _drop_forgotten(c: ImportedConversation, forgotten: frozenset[str], report: ImportReport) -> bool:
+    """Leave out what was forgotten here (``store/ledger.py``): an export made before a forget must not bring it
+    back. True when the whole conversation was forgotten."""
+    if not forgotten:
+        return False
+    if forgotten.intersection(session_keys(c.uid, c.source, c.source_id)):
+        report.skipped["forgotten conversation"] += 1
+        return True
+    kept = [m for m in c.messages if not m.source_id or m.source_id not in forgotten]
+    asides = [a for a in c.asides if a.source_id not in forgotten]
+    report.skipped["forgotten message"] += len(c.messages) - len(kept) + len(c.asides) - len(asides)
+    c.messages, c.asides = kept, asides
+    return False
 
 
 def _existing(store: Store, c: ImportedConversation) -> Session | None:
@@ -145,15 +167,17 @@ def _existing(store: Store, c: ImportedConversation) -> Session | None:
     return None
 
 
-def _new_messages(store: Store, session: Session | None, c: ImportedConversation) -> list[ImportedMessage]:
-    """Messages not stored yet: by source id where they have one, else those past the stored count."""
+def _new_turns(store: Store, session: Session | None,
+               c: ImportedConversation) -> tuple[list[ImportedMessage], list[NewAside]]:
+    """Messages and versions set aside not stored yet: by portable id (``store/portable.py``: on the path or set
+    aside here) where they have one, else the messages past the stored count."""
     if session is None:
-        return list(c.messages)
-    rows = store.conn().execute("SELECT source_id FROM exchanges WHERE session_id = ?", (session.id,)).fetchall()
-    known = {r[0] for r in rows if r[0]}
+        return list(c.messages), list(c.asides)
+    known = known_ids(store, session.id)
+    asides = [a for a in c.asides if a.source_id not in known]
     if any(m.source_id for m in c.messages):
-        return [m for m in c.messages if not m.source_id or m.source_id not in known]
-    return list(c.messages[len(rows):])
+        return [m for m in c.messages if not m.source_id or m.source_id not in known], asides
+    return list(c.messages[path_length(store, session.id):]), asides
 
 
 def import_source(store: Store, embedder: Embedder, source: Source,

@@ -4,8 +4,12 @@
      "created_at": "2023-05-08T13:56:00+00:00"}, ...]}
 
 Optional keys keep a round trip lossless: the session's ``created_at``,
-``source`` and ``source_id`` (where it was imported from), and a message's
-``source_id``. Ids are kept, so importing the same file again adds nothing.
+``source`` and ``source_id`` (where it was imported from), a message's
+``source_id`` (an export writes one for every turn: ``store/portable.py``),
+and ``asides``: the versions set aside by a regenerate or an edit, each with
+the ``parent`` it follows (a message's ``source_id``) and its
+``set_aside_seq``. Ids are kept, so importing the same file again adds
+nothing, whatever was edited, regenerated or forgotten since.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..store import Store
+from ..store.portable import NewAside, conversations
 from ..textsafe import well_formed
 from .records import ImportedConversation, ImportedMessage, ImportFormatError, ImportProblem
 from .timestamps import utc_timestamp
@@ -72,6 +77,7 @@ def parse_session(raw: Any) -> ImportedConversation:
             raise ValueError(f"message {i} needs a role (user or assistant) and a content string")
         at = utc_timestamp(m.get("created_at"), f"message {i}: created_at")
         out.append(ImportedMessage(m["role"], well_formed(m["content"]), at, _optional_id(m.get("source_id"))))
+    asides = [_parse_aside(a, i) for i, a in enumerate(raw.get("asides") or [], 1)]
     created = raw.get("created_at")
     created = utc_timestamp(created, "the session's created_at") if created else (out[0].created_at if out else "")
     if not created:
@@ -79,7 +85,19 @@ def parse_session(raw: Any) -> ImportedConversation:
     source = raw.get("source")
     return ImportedConversation(well_formed(name) if isinstance(name, str) else str(name),
                                 created, out, well_formed(source) if isinstance(source, str) and source else "lyra",
-                                _optional_id(raw.get("source_id")), well_formed(uid))
+                                _optional_id(raw.get("source_id")), well_formed(uid), asides=asides)
+
+
+def _parse_aside(raw: Any, i: int) -> NewAside:
+    """A version set aside; a ``ValueError`` says what is wrong with it."""
+    if not isinstance(raw, dict) or raw.get("role") not in ROLES or not isinstance(raw.get("content"), str):
+        raise ValueError(f"aside {i} needs a role (user or assistant) and a content string")
+    source_id = _optional_id(raw.get("source_id"))
+    seq = raw.get("set_aside_seq")
+    if source_id is None or isinstance(seq, bool) or not isinstance(seq, int):
+        raise ValueError(f"aside {i} needs a source_id and a whole set_aside_seq")
+    return NewAside(raw["role"], well_formed(raw["content"]), utc_timestamp(raw.get("created_at"),
+                    f"aside {i}: created_at"), source_id, _optional_id(raw.get("parent")), seq)
 
 
 def _optional_id(value: Any) -> str | None:
@@ -93,18 +111,17 @@ def _optional_id(value: Any) -> str | None:
 
 def write_sessions(store: Store, out: IO[str]) -> tuple[int, int]:
     """Every remembered session (not one off the record) as one line, in a stable order, each with its current
-    path (not the replies regenerated away nor the branches left); returns (sessions, messages)."""
-    conn = store.conn()
+    path and the versions set aside, every turn with its portable id; returns (sessions, messages)."""
     sessions = messages = 0
-    for s in conn.execute("SELECT * FROM sessions WHERE remember = 1 ORDER BY created_at, uid"):
-        rows = conn.execute("SELECT role, content, created_at, source_id FROM exchanges WHERE session_id = ? "
-                            "AND role IN ('user', 'assistant') ORDER BY id", (s["id"],)).fetchall()
+    for c in conversations(store):
+        s = c.session
         line: dict[str, Any] = {"id": s["uid"], "name": s["name"], "created_at": s["created_at"]}
         if s["source"] != "lyra" or s["source_id"]:
             line.update(source=s["source"], source_id=s["source_id"])
-        line["messages"] = [{"role": r["role"], "content": r["content"], "created_at": r["created_at"],
-                             **({"source_id": r["source_id"]} if r["source_id"] else {})} for r in rows]
+        line["messages"] = c.messages
+        if c.asides:
+            line["asides"] = c.asides
         out.write(json.dumps(line, ensure_ascii=False) + "\n")
         sessions += 1
-        messages += len(rows)
+        messages += len(c.messages)
     return sessions, messages

@@ -16,7 +16,8 @@ from ..llm.base import Embedder
 from ..store import Store, memory_dump
 
 FORMAT = "lyra-memory"
-VERSION = 1
+VERSION = 2  # 2: how each summary, digest and arc was written (``method``), and the person's deletions
+READS = (1, 2)
 
 
 def dump_memory(store: Store) -> dict[str, Any]:
@@ -38,8 +39,8 @@ def has_derived_memory(store: Store) -> bool:
 
 def restore_memory(store: Store, embedder: Embedder, data: dict[str, Any]) -> dict[str, int]:
     """Write a dumped memory into ``store`` (in one transaction), embedding gists and digests again."""
-    if data.get("format") != FORMAT or data.get("version") != VERSION:
-        raise ValueError(f"not a {FORMAT} file of version {VERSION}")
+    if data.get("format") != FORMAT or data.get("version") not in READS:
+        raise ValueError(f"not a {FORMAT} file of version {' or '.join(map(str, READS))}")
     gists = memory_dump.restorable_gists(store, data)
     gist_vectors = embedder.embed([g["content"] for g in gists])
     digest_vectors = embedder.embed([d["content"] for d in data["digests"]])

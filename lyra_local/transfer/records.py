@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..errors import LyraError
+from ..store.portable import NewAside
 
 
 class ImportFormatError(LyraError):
@@ -33,6 +34,7 @@ class ImportedConversation:
     source_id: str | None = None
     uid: str | None = None
     skipped: Counter[str] = field(default_factory=Counter)
+    asides: list[NewAside] = field(default_factory=list)  # versions set aside (a Lyra export's branches)
 
 
 @dataclass(frozen=True)
