@@ -9,7 +9,10 @@ reading applied to a turn against the turn's own date ("I went yesterday",
 said on 8 May 2023) tells which days a turn speaks of (``spoken_of``).
 
 It must never raise: any text a person types ("Rome, 2000 years ago",
-"march 0000", "December 9999") reaches it through recall and chat. A range is
+"march 0000", "December 9999", "4,400 nines days before May 5") reaches it
+through recall and chat, and a stored turn is read again by every later
+question about its days (``spoken_of``), so one bad turn would break them all.
+Every number is read through ``_number``, which is bounded; a range is
 clamped to the dates every time zone can represent; a period that lies wholly
 outside them names nothing (``None``).
 """
@@ -38,6 +41,21 @@ class Period(NamedTuple):
 # A day inside datetime's range on both ends, so converting to UTC from any offset cannot overflow.
 EARLIEST = datetime(1, 1, 2)
 LATEST = datetime(9999, 12, 30)
+
+
+# The largest number read from text: a day count past it lies before year 1 from any date, and ``int()``
+# refuses a string of over 4,300 digits (ValueError), which a person may well type.
+_MOST = 10**10
+
+
+def _number(digits: str, most: int = _MOST) -> int:
+    """The number ``digits`` spell, at most ``most``; the one way this module reads a number from text.
+
+    Every pattern's digits go through here, so no length of number typed can
+    make ``int()`` raise: a string longer than ``most`` has digits is ``most``.
+    """
+    digits = digits.lstrip("0") or "0"
+    return most if len(digits) > len(str(most)) else min(int(digits), most)
 
 
 def _clamp(moment: datetime) -> datetime:
@@ -135,16 +153,17 @@ def _calendar_day(m: re.Match[str], naive: datetime) -> Period | None:
     """A matched ``_DATE`` as one day; the latest such day up to now when its year is left out."""
     month_word, day, year = (m.group(1), m.group(2), m.group(3)) if m.group(1) else (m.group(5), m.group(4), m.group(6))
     month = MONTHS.get(month_word[:3])
-    if month is None or not 1 <= int(day) <= 31:
+    d = _number(day)
+    if month is None or not 1 <= d <= 31:
         return None
     implied = year is None
-    y = int(year) if year else naive.year
+    y = _number(year) if year else naive.year
     try:
-        start = _day(y, month, int(day))
+        start = _day(y, month, d)
     except ValueError:  # 31 April
         return None
     if implied and start > naive:
-        start = _day(y - 1, month, int(day)) if not (month == 2 and int(day) == 29) else _day(y - 1, 3, 1)
+        start = _day(y - 1, month, d) if not (month == 2 and d == 29) else _day(y - 1, 3, 1)
     return Period(start, _shift(start, 1), implied)
 
 
@@ -162,7 +181,7 @@ def _naive_period(t: str, naive: datetime) -> Period | None:
         span = _SPAN_BEFORE.search(t[:first_match.start()])
         if span:  # "two weeks before August 11, 2023", "the weekend before May 5"
             count = span.group(1) or "a"
-            n = int(count) if count.isdigit() else NUMBERS.get(count.split()[0], 1)
+            n = _number(count) if count.isdigit() else NUMBERS.get(count.split()[0], 1)
             days = {"day": 1, "week": 7, "weekend": 9, "month": 31}[span.group(2)] * n
             return Period(_shift(first.start, -days), first.start, first.implied_year)
         return first
@@ -191,12 +210,12 @@ def _naive_range(t: str, naive: datetime) -> Range | None:
     today = datetime(naive.year, naive.month, naive.day)
     m = re.search(r"\b(spring|summer|autumn|fall|winter)\s+(?:of\s+)?(\d{4})\b", t)
     if m:  # "summer 2023", "the end of summer 2023"
-        first, year = SEASONS[m.group(1)], int(m.group(2))
+        first, year = SEASONS[m.group(1)], _number(m.group(2))
         end_year, end_month = _shift_months(year, first, 3)
         return _day(year, first), _day(end_year, end_month)
     m = re.search(r"\b(" + "|".join(MONTHS) + r")\w*\.?\s+(\d{4})\b", t)
     if m:
-        return _month(int(m.group(2)), MONTHS[m.group(1)[:3]])
+        return _month(_number(m.group(2)), MONTHS[m.group(1)[:3]])
     months = "|".join(k for k in MONTHS if len(k) > 3 or k == "may")
     m = re.search(r"\b(?:in|during|since|back in|early|late)\s+(" + months + r")\b", t)
     if m:
@@ -204,7 +223,7 @@ def _naive_range(t: str, naive: datetime) -> Range | None:
         return _month(naive.year if month <= naive.month else naive.year - 1, month)
     m = re.search(r"\b(?:in|during)\s+((?:19|20)\d{2})\b", t)
     if m:
-        return _year(int(m.group(1)))
+        return _year(_number(m.group(1)))
     m = re.search(r"\b(?:in|during)\s+the\s+(spring|summer|autumn|fall|winter)\b", t)
     if m:  # "during the summer": the latest one that has begun
         first = SEASONS[m.group(1)]
@@ -239,8 +258,7 @@ def _naive_range(t: str, naive: datetime) -> Range | None:
     m = re.search(r"\b(\d+|" + "|".join(NUMBERS) + r")\s+(day|week|month|year)s?\s+ago\b", t)
     if m:
         word = m.group(1)
-        # int() refuses strings of over 4,300 digits; anything past 10**9 days is out of range anyway.
-        n = (int(word) if len(word) <= 10 else 10**10) if word.isdigit() else NUMBERS[word]
+        n = _number(word) if word.isdigit() else NUMBERS[word]
         days = {"day": 1, "week": 7, "month": 30, "year": 365}[m.group(2)] * n
         margin = max(1, days // 4)
         return _shift(naive, -days - margin), _shift(naive, -days + margin)
