@@ -25,17 +25,22 @@ from .streaming import stream_in_thread
 router = APIRouter(prefix="/api")
 
 
+def _storable(value: object) -> object:
+    """A lone surrogate (a client's cut through an emoji) as U+FFFD, so the text can be stored."""
+    return well_formed(value) if isinstance(value, str) else value
+
+
 class NewSession(BaseModel):
+    # The UI names a conversation after the start of its first message: a name cut through an emoji
+    # must not refuse the conversation (and lose the message).
     name: str = Field("New chat", max_length=200)
     remember: bool = True  # False: off the record
+    _name_storable = field_validator("name", mode="before")(_storable)
 
 
 class Rename(BaseModel):
     name: str = Field(min_length=1, max_length=200)
-
-
-def _storable(value: object) -> object:
-    return well_formed(value) if isinstance(value, str) else value
+    _name_storable = field_validator("name", mode="before")(_storable)
 
 
 class ChatRequest(BaseModel):

@@ -16,6 +16,23 @@
     return node;
   };
 
+  // Graphemes (an emoji, a flag, a letter with its accents) where the browser can tell them, else code points.
+  const GRAPHEMES = typeof Intl === "object" && Intl.Segmenter ? new Intl.Segmenter(undefined, { granularity: "grapheme" }) : null;
+
+  /* The start of a person's ``text``: at most ``count`` characters as a person sees them and ``units`` UTF-16
+   * code units, never half of one. ``slice`` cuts by code units, so a cut could end in half of an emoji's
+   * surrogate pair: a conversation named so was refused by the server, and its first message lost. */
+  function clip(text, count, units = Infinity) {
+    let out = "";
+    let n = 0;
+    for (const piece of GRAPHEMES ? GRAPHEMES.segment(text) : text) {  // a string iterates by code point
+      const next = GRAPHEMES ? piece.segment : piece;
+      if (n++ === count || out.length + next.length > units) break;
+      out += next;
+    }
+    return out;
+  }
+
   const state = { sessions: [], current: null, streaming: null, panel: null, logAbort: null, lastEvent: null,
                   dreaming: false, user: "You", companion: "Lyra", memoryLoads: 0, opening: null };
 
@@ -416,7 +433,7 @@
             el("span", { class: "badge", text: `${m.layer} · ${m.stage || m.kind}` }),
             m.created_at ? el("span", { class: "badge date", text: [m.created_at.slice(0, 10), m.session_name].filter(Boolean).join(" · ") }) : null,
             el("span", m.forgotten ? { class: "muted", text: " (forgotten)" } : m.set_aside
-              ? { class: "muted", text: " (a version not chosen now)" } : { text: " " + m.content.slice(0, 300) }),
+              ? { class: "muted", text: " (a version not chosen now)" } : { text: " " + clip(m.content, 300) }),
             !m.forgotten && !m.set_aside && m.session_id ? el("button", { class: "link-button", text: "Open",
               "aria-label": `Open ${m.session_name || "the conversation"} at this memory`,
               onclick: () => selectSession(m.session_id, m.kind === "exchange" ? m.id : undefined) }) : null))));
@@ -438,7 +455,7 @@
     if (state.opening) await state.opening.catch(() => {});
     let sessionId = state.current;
     try {
-      if (!sessionId) sessionId = (await newSession(text.trim().slice(0, 48))).id;
+      if (!sessionId) sessionId = (await newSession(clip(text.trim(), 48, 200))).id;  // the server takes 200 at most
     } catch (e) { showError(e.message); return; }
     const userItem = messageItem("user", text);
     $("messages").append(userItem);
@@ -633,7 +650,7 @@
 
   function searchResult(r) {
     const kind = TIER_NAMES[r.tier] || r.tier;
-    const label = `the ${kind} “${r.content.slice(0, 40)}”`;
+    const label = `the ${kind} “${clip(r.content, 40)}”`;
     const where = [r.created_at.slice(0, 10), r.session_name].filter(Boolean).join(" · ");
     const open = r.session_id ? el("button", { class: "link-button", text: "Open",
       "aria-label": `Open ${r.session_name} at ${label}`, onclick: () => selectSession(r.session_id, r.turn_id) }) : null;
@@ -641,7 +658,7 @@
       onclick: async () => {
         const also = r.tier === "exchange" ? " Its other versions, and any branch that went on from them, go too." : "";
         if (!await confirmForget(`Forget this ${kind}?`,
-                                 `“${r.content.slice(0, 200)}” is forgotten, with what was built from it.${also}`)) return;
+                                 `“${clip(r.content, 200)}” is forgotten, with what was built from it.${also}`)) return;
         try {
           await forgetResult(r);
           await runSearch();
