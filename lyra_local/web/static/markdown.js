@@ -59,27 +59,64 @@
     parent.append(a);
   }
 
+  // A quote is a run of lines starting with ">"; what is inside is read again as Markdown, one level
+  // deeper. The levels are frames on a stack, not nested calls; a line's quote markers are skipped by
+  // moving where it starts (``from``), not by copying it; and a level's element joins its parent when
+  // the level ends, when the parent is not yet in the tree (the DOM checks every ancestor of where a
+  // node is inserted). So 40,000 nested ">" neither overflow the call stack nor take quadratic time.
+  // Past MAX_DEPTH levels a ">" stays text: a quote deeper would leave its text no width in a bubble
+  // (13 px a level), and Chromium's layout crashes the tab some thousands of levels deep.
+  const MAX_DEPTH = 32;
+  const QUOTE = /\s*>/y;
+  const QUOTE_MARK = /\s*>\s?/y;
+  const ITEM = /^\s*([-*+]|\d+[.)])\s+(.*)$/;
+
   function render(source) {
-    const out = document.createDocumentFragment();
+    const root = document.createDocumentFragment();
     const lines = String(source).replace(/\r\n?/g, "\n").split("\n");
-    let i = 0;
-    let para = [];
-    const flush = () => {
-      if (!para.length) return;
+    const from = new Array(lines.length).fill(0);
+    const quoted = (n) => { QUOTE.lastIndex = from[n]; return QUOTE.test(lines[n]); };
+    const text = (n) => (from[n] ? lines[n].slice(from[n]) : lines[n]);
+    const flush = (frame) => {
+      if (!frame.para.length) return;
       const p = document.createElement("p");
-      para.forEach((line, n) => { if (n) p.append(document.createElement("br")); inline(p, line); });
-      out.append(p);
-      para = [];
+      frame.para.forEach((line, n) => { if (n) p.append(document.createElement("br")); inline(p, line); });
+      frame.out.append(p);
+      frame.para = [];
     };
-    while (i < lines.length) {
-      const line = lines[i];
+    // The open levels, innermost last: each holds its lines up to ``end``, its blocks go into ``out``.
+    const stack = [{ out: root, end: lines.length, para: [] }];
+    let i = 0;
+    while (stack.length) {
+      const frame = stack[stack.length - 1];
+      const { out, end } = frame;
+      if (i >= end) {
+        flush(frame);
+        stack.pop();
+        if (stack.length) stack[stack.length - 1].out.append(out);  // its parent has added nothing since
+        continue;
+      }
+      if (stack.length <= MAX_DEPTH && quoted(i)) {  // first: a ">" line is never a fence, a heading or an item
+        flush(frame);
+        const quote = document.createElement("blockquote");
+        let last = i;
+        while (last < end && quoted(last)) {
+          QUOTE_MARK.lastIndex = from[last];
+          QUOTE_MARK.test(lines[last]);
+          from[last++] = QUOTE_MARK.lastIndex;
+        }
+        stack.push({ out: quote, end: last, para: [] });
+        continue;
+      }
+      const line = text(i);
       const fence = /^\s*(```|~~~)\s*([\w+-]*)$/.exec(line.trimEnd());  // trimmed: no two \s* to share spaces
       if (fence) {
-        flush();
+        flush(frame);
+        const closing = new RegExp("^\\s*" + fence[1] + "\\s*$");
         const body = [];
         i += 1;
-        while (i < lines.length && !new RegExp("^\\s*" + fence[1] + "\\s*$").test(lines[i])) body.push(lines[i++]);
-        i += 1;  // the closing fence (or the end of a reply still streaming)
+        while (i < end && !closing.test(text(i))) body.push(text(i++));
+        if (i < end) i += 1;  // the closing fence (none at the end of a reply still streaming)
         const pre = document.createElement("pre");
         const code = document.createElement("code");
         if (fence[2]) code.dataset.lang = fence[2];
@@ -90,20 +127,20 @@
       }
       const heading = /^(#{1,6})\s+(.*)$/.exec(line);
       if (heading) {
-        flush();
+        flush(frame);
         const h = document.createElement(`h${Math.min(6, heading[1].length + 3)}`);
         inline(h, heading[2]);
         out.append(h);
         i += 1;
         continue;
       }
-      const item = /^\s*([-*+]|\d+[.)])\s+(.*)$/.exec(line);
+      const item = ITEM.exec(line);
       if (item) {
-        flush();
+        flush(frame);
         const ordered = /\d/.test(item[1]);
         const list = document.createElement(ordered ? "ol" : "ul");
-        while (i < lines.length) {
-          const m = /^\s*([-*+]|\d+[.)])\s+(.*)$/.exec(lines[i]);
+        while (i < end) {
+          const m = ITEM.exec(text(i));
           if (!m || /\d/.test(m[1]) !== ordered) break;
           const li = document.createElement("li");
           inline(li, m[2]);
@@ -113,21 +150,11 @@
         out.append(list);
         continue;
       }
-      if (/^\s*>/.test(line)) {
-        flush();
-        const quote = document.createElement("blockquote");
-        const body = [];
-        while (i < lines.length && /^\s*>/.test(lines[i])) body.push(lines[i++].replace(/^\s*>\s?/, ""));
-        quote.append(render(body.join("\n")));
-        out.append(quote);
-        continue;
-      }
-      if (!line.trim()) { flush(); i += 1; continue; }
-      para.push(line);
+      if (!line.trim()) { flush(frame); i += 1; continue; }
+      frame.para.push(line);
       i += 1;
     }
-    flush();
-    return out;
+    return root;
   }
 
   window.LyraMarkdown = { render };
