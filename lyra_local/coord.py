@@ -141,9 +141,7 @@ class Coordinator:
             raise BadRequest("nothing to remember")
         name = agent_name(agent)
         store = self.store
-        session = store.sessions.find(source=AGENT_SOURCE, source_id=name)
-        if session is None:
-            session = store.sessions.create(f"Notes from {name}", source=AGENT_SOURCE, source_id=name)
+        session = store.sessions.find_or_create(AGENT_SOURCE, name, f"Notes from {name}")  # two at once: one
         memory = self._memory()
         vector = memory.embedder.embed([content])[0]
         exchange = store.exchanges.add(NewExchange(session.id, "user", content, source_id=name),

@@ -58,6 +58,22 @@ class Sessions:
         with self.store.write() as c:
             return row_to_session(c.execute(sql, values).fetchone())
 
+    def find_or_create(self, source: str, source_id: str, name: str, *, remember: bool = True) -> Session:
+        """The session ``(source, source_id)`` names, made now (named ``name``) when there is none.
+
+        One write transaction that inserts unless the pair is taken, then reads: requests that arrive
+        together for a new name (six OpenAI clients, two agents) all get the one session. Finding first
+        and creating after let the slower of two fail on the UNIQUE constraint, answering 500.
+        """
+        now = utc_now()
+        values = (uuid.uuid4().hex, name.strip() or "New chat", now, now, source, source_id, int(remember))
+        with self.store.write() as conn:
+            conn.execute("INSERT INTO sessions (uid, name, created_at, updated_at, source, source_id, remember) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source, source_id) DO NOTHING", values)
+            row = conn.execute("SELECT * FROM sessions WHERE source = ? AND source_id = ?",
+                               (source, source_id)).fetchone()
+        return row_to_session(row)
+
     def exists(self, session_id: int, *, conn: sqlite3.Connection | None = None) -> bool:
         """Whether the session is there (pass ``conn`` to ask inside a transaction)."""
         return (conn or self.store.conn()).execute("SELECT 1 FROM sessions WHERE id = ?",

@@ -107,16 +107,13 @@ def remembering(request: Request) -> bool:
 def session_for(request: Request, body: ChatCompletionRequest) -> int:
     """The session a client talks in: ``X-Lyra-Session``, else the ``user`` field, else "default".
 
-    Off the record it is another session of the same name, never the remembered one.
+    Off the record it is another session of the same name, never the remembered one. Clients that
+    send their first requests for a name together all get that one session.
     """
-    store = app_state(request).store
     name = (request.headers.get("x-lyra-session") or body.user or "default").strip()[:200] or "default"
     remember = remembering(request)
     source = "openai" if remember else "openai-off-the-record"
-    session = store.sessions.find(source=source, source_id=name)
-    if session is None:
-        session = store.sessions.create(name, source=source, source_id=name, remember=remember)
-    return session.id
+    return app_state(request).store.sessions.find_or_create(source, name, name, remember=remember).id
 
 
 @router.post("/chat/completions", response_model=None)
