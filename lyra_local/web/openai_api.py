@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, Literal, TypeVar
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -28,6 +28,7 @@ from .streaming import stream_in_thread
 
 router = APIRouter(prefix="/v1")
 MODEL_ID = "lyra"
+T = TypeVar("T")
 
 
 class ContentPart(BaseModel):
@@ -69,7 +70,12 @@ class ChatCompletionRequest(BaseModel):
     top_p: float | None = Field(None, gt=0, le=1)
     stop: str | list[str] | None = None
     seed: int | None = None
-    user: str | None = None
+    user: str | None = None  # names the session: stored, so a lone surrogate in it becomes U+FFFD
+
+    @field_validator("user", mode="before")
+    @classmethod
+    def _storable(cls, value: object) -> object:
+        return well_formed(value) if isinstance(value, str) else value
 
     def options(self) -> GenerationOptions:
         stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
@@ -110,10 +116,28 @@ def session_for(request: Request, body: ChatCompletionRequest) -> int:
     Off the record it is another session of the same name, never the remembered one. Clients that
     send their first requests for a name together all get that one session.
     """
-    name = (request.headers.get("x-lyra-session") or body.user or "default").strip()[:200] or "default"
+    # Stored, so storable whichever it came from (a lone surrogate made every query on it fail): ``user``
+    # already is (the model's validator), and a header is read as latin-1, which has no surrogates.
+    name = well_formed((request.headers.get("x-lyra-session") or body.user or "default").strip()[:200]) or "default"
     remember = remembering(request)
     source = "openai" if remember else "openai-off-the-record"
     return app_state(request).store.sessions.find_or_create(source, name, name, remember=remember).id
+
+
+async def answered(call: Callable[[], T], doing: str) -> T:
+    """``call()`` in the thread pool, any failure a ``LyraError`` (answered as JSON by the app's handler).
+
+    Anything else would reach the generic 500 handler, and Starlette re-raises it to the server after
+    answering; uvicorn then closes the client's kept-alive connection, and the client's next request
+    on it fails.
+    """
+    try:
+        return await run_in_threadpool(call)
+    except LyraError:
+        raise
+    except Exception as exc:  # a clear JSON answer for this request; the server goes on
+        failure, _ = describe_failure(exc, doing)
+        raise LyraError(failure, hint="the server's log has the details") from exc
 
 
 @router.post("/chat/completions", response_model=None)
@@ -123,7 +147,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> dic
     message = body.plain_messages()[-1]
     if message["role"] != "user":
         raise BadRequest("the last message must be the user's")
-    session_id = await run_in_threadpool(session_for, request, body)
+    session_id = await answered(lambda: session_for(request, body), "finding this client's conversation")
     companion = state.companion
     options = body.options()
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
@@ -133,13 +157,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> dic
         return companion.turn(session_id, message["content"], options)
 
     if not body.stream:
-        try:
-            events = await run_in_threadpool(lambda: list(turn()))
-        except LyraError:
-            raise
-        except Exception as exc:  # a clear JSON answer for this request; the server goes on
-            failure, _ = describe_failure(exc, "this chat completion")
-            raise LyraError(failure, hint="the server's log has the details") from exc
+        events = await answered(lambda: list(turn()), "this chat completion")
         text = "".join(e.text for e in events if e.type == "delta")
         errors = [e for e in events if e.type == "error"]
         done = next((e for e in events if e.type == "done"), None)
