@@ -1,8 +1,15 @@
-"""Shared fixtures: isolated settings, the real tiny models (once per session),
-and real llama.cpp server processes on loopback.
+"""Shared fixtures: isolated settings, a store and a memory on a temporary data
+directory, the real tiny models (once per session), and real llama.cpp server
+processes on loopback.
 
 A missing model file or dependency fails the test with what to run; it never
 skips, so a green run always means the real components were exercised.
+
+Marks say what a test needs (tests/test_markers.py holds every test to them):
+``models`` loads the real tiny GGUF models from models/, ``slow`` starts a
+process or a browser, or is long. A test using one of the model fixtures below
+is marked for it here; a test that loads the models another way (``serve_lyra``,
+a ``lyra`` process, ``CHAT_GGUF``) is marked in its own file.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ import pytest
 
 from lyra_local.config import DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE, Settings, load_settings
 from lyra_local.llm.local import LocalChatModel, LocalEmbedder
+from lyra_local.memory import Memory
+from lyra_local.store import Store
+
+from .fakes import FakeEmbedder
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS_DIR = REPO / "models"
@@ -38,6 +49,21 @@ hypothesis_settings.register_profile(
     "lyra", database=None, deadline=None,
     derandomize=os.environ.get("CI", "").lower() in ("1", "true", "yes"))
 hypothesis_settings.load_profile("lyra")
+
+# The session fixtures that load the real models, and those of them that are a server process.
+MODEL_FIXTURES = frozenset({"chat_model", "embedder", "chat_server", "embed_server"})
+PROCESS_FIXTURES = frozenset({"chat_server", "embed_server"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test for what its fixtures (direct or through other fixtures) need."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & MODEL_FIXTURES and item.get_closest_marker("models") is None:
+            item.add_marker(pytest.mark.models)
+        if used & PROCESS_FIXTURES and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
 
 
 def require_file(path: Path) -> Path:
@@ -73,6 +99,20 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
         return load_settings(config, env=merged)
 
     return make
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A real store on a fresh data directory (``tmp_path / "data"``, as ``make_settings`` has it), closed after."""
+    opened = Store(tmp_path / "data")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def memory(store: Store) -> Memory:
+    """A ``Memory`` on ``store`` with the scripted ``FakeEmbedder`` (``memory.embedder``)."""
+    return Memory(store, FakeEmbedder())
 
 
 @pytest.fixture(scope="session")
@@ -196,7 +236,7 @@ def fake_client(settings: Settings, *, chat: object = None, embed: object = None
     from lyra_local.llm.registry import Models
     from lyra_local.web import create_app
 
-    from .fakes import FakeChatModel, FakeEmbedder
+    from .fakes import FakeChatModel
 
     models = Models(settings, chat=chat or FakeChatModel(), embed=embed or FakeEmbedder())  # type: ignore[arg-type]
     with TestClient(create_app(settings, models=models), base_url="http://127.0.0.1") as client:

@@ -114,6 +114,7 @@ def test_embeddings_match_numpy_reference(embedder, hf_tokenizer: Tokenizer) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.models
 def test_tensor_types_keep_f32_where_ggml_needs_it() -> None:
     reader = gguf.GGUFReader(str(require_file(EMBED_GGUF)))
     types = {t.name: t.tensor_type for t in reader.tensors}
@@ -127,6 +128,7 @@ def test_tensor_types_keep_f32_where_ggml_needs_it() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.models
 def test_conversion_is_deterministic(tmp_path: Path) -> None:
     out = tmp_path / "again.gguf"
     convert_bert(require_file(EMBED_SOURCE / "model.safetensors").parent, out, name="all-MiniLM-L6-v2")

@@ -31,6 +31,7 @@ def models_copy(tmp_path: Path) -> Path:
     return target
 
 
+@pytest.mark.models  # hashes the fetched GGUF files in models/
 def test_manifest_records_pinned_sources() -> None:
     manifest = json.loads(require_file(MODELS_DIR / MANIFEST).read_text())
     for model in DEFAULT_MODELS:
@@ -39,6 +40,7 @@ def test_manifest_records_pinned_sources() -> None:
         assert entry["sha256"] == sha256_file(MODELS_DIR / model.filename)
 
 
+@pytest.mark.models
 def test_second_run_verifies_and_downloads_nothing(models_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def no_download(*args: object, **kwargs: object) -> Path:
         raise AssertionError("a verified model must not be downloaded again")
@@ -49,6 +51,7 @@ def test_second_run_verifies_and_downloads_nothing(models_copy: Path, monkeypatc
     assert lines == [f"ok       {m.filename} (verified)" for m in DEFAULT_MODELS]
 
 
+@pytest.mark.models
 def test_a_corrupted_model_is_detected_and_fetched_again(models_copy: Path) -> None:
     chat = models_copy / DEFAULT_MODELS[0].filename
     chat.unlink()  # break the hard link before writing

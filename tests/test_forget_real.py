@@ -24,6 +24,9 @@ from .sse import sse_events
 from .test_forget_everywhere import marker_places, recall_bodies, responses, zip_holds
 
 LYRA = [sys.executable, "-m", "lyra_local"]
+
+pytestmark = pytest.mark.models  # a real dream in both: `lyra serve` and `lyra dream`
+
 TOPICS = ["the garden", "my sister's wedding", "the new job", "a long bike ride", "the dentist", "cooking dal",
           "the train strike", "a film about whales", "my running shoes", "the landlord"]
 

@@ -25,7 +25,7 @@ from lyra_local.transfer.sources import open_source
 
 from .conftest import MODELS_DIR, REPO
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.models]
 LOCOMO = Path(os.environ.get("LYRA_LOCOMO", REPO.parent / "shared" / "data" / "locomo-dev.json"))
 TRANSCRIPT_LINE = re.compile(r"(?:^|[.!?\"“]\s*)([A-Z][a-z]+|[Uu]ser|[Aa]ssistant|Lyra)\s*:\s", re.M)
 NAME_OR_NUMBER = re.compile(r"\b(?:[A-Z][a-z]+|\w*\d\w*)\b")

@@ -79,6 +79,7 @@ def test_allowed_hosts_from_the_environment_are_a_list(make_settings: Callable[.
         make_settings(LYRA_SERVER__ALLOWED_HOSTS="http://lyra.lan/")
 
 
+@pytest.mark.slow  # a `lyra serve` process, refused before it loads a model
 @pytest.mark.parametrize("token", ["", "0123456789"])
 def test_serve_with_an_empty_or_short_token_exits_and_never_listens(tmp_path: Path, token: str) -> None:
     port = free_port()
@@ -142,6 +143,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield served
 
 
+@pytest.mark.slow
+@pytest.mark.models
 @pytest.mark.parametrize("path", ["/api/export", "/api/sessions", "/api/dream/events?after=0&follow=false",
                                   "/health", "/"])
 def test_a_foreign_host_is_refused_on_reads(served: Served, path: str) -> None:
@@ -151,6 +154,8 @@ def test_a_foreign_host_is_refused_on_reads(served: Served, path: str) -> None:
     assert b"PK" not in resp.content[:2]  # no export zip came back
 
 
+@pytest.mark.slow
+@pytest.mark.models
 def test_loopback_names_and_a_configured_host_are_served(served: Served) -> None:
     port = served.url.rsplit(":", 1)[1]
     for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost", f"lyra.test:{port}", "LYRA.TEST"):
@@ -159,6 +164,8 @@ def test_loopback_names_and_a_configured_host_are_served(served: Served) -> None
     assert export.status_code == 200 and export.content[:2] == b"PK"
 
 
+@pytest.mark.slow
+@pytest.mark.models
 def test_cross_site_writes_are_refused_and_change_nothing(served: Served) -> None:
     before = httpx.get(served.url + "/api/dream/events?after=0&follow=false").json()["events"]
     last_pass = httpx.get(served.url + "/api/dream").json()["last_pass"]
@@ -178,6 +185,8 @@ def test_cross_site_writes_are_refused_and_change_nothing(served: Served) -> Non
     assert not list((Path(served.config).parent / "data" / "imports").glob("*"))
 
 
+@pytest.mark.slow
+@pytest.mark.models
 def test_same_origin_and_originless_writes_are_served(served: Served) -> None:
     own = {"Origin": served.url, "Sec-Fetch-Site": "same-origin"}
     created = httpx.post(served.url + "/api/sessions", json={"name": "from the page"}, headers=own)
@@ -197,6 +206,8 @@ def test_same_origin_and_originless_writes_are_served(served: Served) -> None:
         time.sleep(0.3)
 
 
+@pytest.mark.slow
+@pytest.mark.models
 def test_a_reload_applies_a_new_allowed_host(served: Served) -> None:
     assert httpx.get(served.url + "/health", headers={"Host": "other.test"}).status_code == 421
     served.config.write_text(CONFIG.replace('["lyra.test"]', '["lyra.test", "other.test"]'))
@@ -211,6 +222,8 @@ def test_a_reload_applies_a_new_allowed_host(served: Served) -> None:
         httpx.post(served.url + "/admin/reload")
 
 
+@pytest.mark.slow
+@pytest.mark.models
 def test_a_24_character_token_serves_and_requests_without_it_get_401(tmp_path: Path) -> None:
     with serve_lyra(tmp_path, lyra_env(tmp_path, LYRA_SERVER__API_TOKEN=TOKEN)) as served:
         auth = {"Authorization": f"Bearer {TOKEN}"}

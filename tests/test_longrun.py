@@ -96,6 +96,7 @@ def settle(url: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.models
 def test_descriptors_return_to_where_they_started_after_bursts_idle_gaps_and_reloads(tmp_path: Path) -> None:
     env = {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR),
            "LYRA_DREAM__ENABLED": "false", "LYRA_MODELS__EMBED__N_THREADS": "1"}

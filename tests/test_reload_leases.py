@@ -72,6 +72,7 @@ def embed_settings() -> Settings:
     return load_settings(None, env={"LYRA_MODELS_DIR": str(MODELS_DIR), "LYRA_DATA_DIR": "/tmp/lyra-unused"})
 
 
+@pytest.mark.models
 def test_a_closed_local_model_raises_instead_of_loading_again(embed_settings: Settings) -> None:
     spec = embed_settings.models.embed
     assert spec.backend == "local"
@@ -88,6 +89,7 @@ def test_a_closed_local_model_raises_instead_of_loading_again(embed_settings: Se
     assert never_loaded._model._llm is None  # closing did not load it, and neither did the call
 
 
+@pytest.mark.models
 def test_tokenizing_while_the_model_closes_never_touches_freed_memory(embed_settings: Settings) -> None:
     """``count_tokens`` takes no model lock: close must wait for it (the vocabulary goes with the model)."""
     model = LocalEmbedder(require_file(EMBED_GGUF), embed_settings.models.embed)

@@ -34,6 +34,7 @@ def parse_table(stdout: str) -> dict[str, list[str]]:
 
 
 @pytest.mark.slow
+@pytest.mark.models
 def test_short_soak_forgets_everywhere_without_errors_or_leaks(tmp_path: Path) -> None:
     require_file(CHAT_GGUF)
     require_file(EMBED_GGUF)

@@ -25,7 +25,7 @@ enabled = false
 max_tokens = 32
 """
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.models]
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from lyra_local.store.exchanges import NewExchange
 from .conftest import Served
 from .test_web_ui import browser, send, shot, start  # noqa: F401  (the browser fixture)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.models]
 SAID = "I moved to Lisbon last spring and I love living near the river."
 
 

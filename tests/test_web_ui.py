@@ -33,7 +33,7 @@ seed = 42
 XSS = "<img src=x onerror=alert(1)>"
 EVIL_LINK = "[click me](javascript:alert(1))"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.models]
 
 
 def chromium() -> str:
