@@ -41,7 +41,7 @@ class Coordinator:
     def sitrep(self, *, now: datetime | None = None) -> dict[str, Any]:
         """World state, instances (running, stale, recently done), held locks, open proposals, what changed."""
         now = now or datetime.now(timezone.utc)
-        coord, conn = self.store.coord, self.store.conn()
+        coord = self.store.coord
         instances = self.instances(now=now)
         day = to_iso(now - timedelta(days=1))
         week = to_iso(now - timedelta(days=7))
@@ -54,14 +54,11 @@ class Coordinator:
             "instances": instances,
             "locks": [dataclasses.asdict(lease) for lease in coord.leases()],
             "recent": {
-                "sessions": [dict(r) for r in conn.execute(
-                    "SELECT id, name, updated_at FROM sessions WHERE updated_at > ? AND remember = 1 "
-                    "ORDER BY updated_at DESC LIMIT 5", (day,))],
-                "facts": [dict(r) for r in conn.execute(
-                    "SELECT key, value, author, created_at FROM profile_facts WHERE created_at > ? "
-                    "AND superseded_at IS NULL ORDER BY id DESC LIMIT 5", (week,))],
-                "world_edits": int(conn.execute("SELECT count(*) FROM world_state WHERE created_at > ?",
-                                                (day,)).fetchone()[0]),
+                "sessions": [{"id": s.id, "name": s.name, "updated_at": s.updated_at}
+                             for s in self.store.sessions.active_since(day, limit=5)],
+                "facts": [{"key": f.key, "value": f.value, "author": f.author, "created_at": f.created_at}
+                          for f in self.store.derived.facts_since(week, limit=5)],
+                "world_edits": coord.world_edits_since(day),
                 "last_dream": None if last_pass is None else {
                     "finished_at": last_pass["finished_at"], "status": last_pass["status"],
                     "actions": len(last_pass["actions"] or [])},

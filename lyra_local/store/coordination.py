@@ -199,6 +199,11 @@ class Coordination:
     def world_history(self) -> list[WorldVersion]:
         return [_world(r) for r in self.store.conn().execute("SELECT * FROM world_state ORDER BY id")]
 
+    def world_edits_since(self, since: str) -> int:
+        """How many world-state versions (accepted, proposed or declined) were written after ``since``."""
+        return int(self.store.conn().execute("SELECT count(*) FROM world_state WHERE created_at > ?",
+                                             (since,)).fetchone()[0])
+
     # -- consolidation log --------------------------------------------------------------
 
     def log_event(self, kind: str, target: str | None = None, detail: dict[str, Any] | None = None,

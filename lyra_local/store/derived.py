@@ -152,6 +152,13 @@ class Derived:
                                          (key,))
         return [_fact(r) for r in rows]
 
+    def facts_since(self, since: str, *, limit: int = 5) -> list[ProfileFact]:
+        """Facts written after ``since`` that no later value superseded, newest first (the sitrep's recent)."""
+        rows = self.store.conn().execute(
+            "SELECT * FROM profile_facts WHERE created_at > ? AND superseded_at IS NULL ORDER BY id DESC LIMIT ?",
+            (since, limit))
+        return [_fact(r) for r in rows]
+
     # -- digests ------------------------------------------------------------------
 
     def put_digest(self, granularity: str, period: str, content: str, source_count: int,

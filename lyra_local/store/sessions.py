@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import BadRequest, LyraError
 from .db import canonical, utc_now
+from .kinds import KINDS
 from .records import Session
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ class AmbiguousSession(BadRequest):
     """A reference that names more than one conversation: nothing is done to any of them."""
 
 
+_CURRENT = KINDS["session"].where_current()  # remembered, not off the record (alias ``t``)
 UNNAMED = "Conversation of "  # + the day it began: the name of one whose own name was forgotten
 
 
@@ -108,6 +110,13 @@ class Sessions:
 
     def count(self) -> int:
         return int(self.store.conn().execute("SELECT count(*) FROM sessions").fetchone()[0])
+
+    def active_since(self, since: str, *, limit: int = 5) -> "builtins.list[Session]":
+        """Remembered sessions with a turn after ``since``, most recently active first (the sitrep's recent)."""
+        rows = self.store.conn().execute(
+            f"SELECT * FROM sessions t WHERE t.updated_at > ? AND {_CURRENT} ORDER BY t.updated_at DESC LIMIT ?",
+            (since, limit))
+        return [row_to_session(r) for r in rows]
 
     def rename(self, session_id: int, name: str) -> Session:
         if not name.strip():
