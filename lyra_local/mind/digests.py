@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone, tzinfo
 
-from ..store import Store
+from ..store import Store, dreamwork
 from ..store.db import local_day
 from ..store.periods import GRANULARITIES, period_keys
 from ..store.provenance import Ref
@@ -72,16 +72,12 @@ def plan_digests(sources: Sequence[GistSource], existing: Mapping[tuple[str, str
 
 def gist_sources(store: Store, zone: tzinfo = timezone.utc) -> list[GistSource]:
     """Each gist with the day its session began, in the person's time zone."""
-    rows = store.conn().execute(
-        "SELECT g.id, g.updated_at, (SELECT min(created_at) FROM exchanges e WHERE e.session_id = g.session_id) AS "
-        "first, s.created_at FROM gists g JOIN sessions s ON s.id = g.session_id WHERE g.stale = 0")
-    return [GistSource(r[0], local_day(r[2] or r[3], zone), r[1]) for r in rows]
+    return [GistSource(g.gist_id, local_day(g.began_at, zone), g.version) for g in dreamwork.gist_starts(store)]
 
 
 def existing_bases(store: Store) -> dict[tuple[str, str], str]:
     """Basis of every digest; a stale one gets an empty basis so it is rebuilt."""
-    rows = store.conn().execute("SELECT granularity, period, CASE WHEN stale = 1 THEN '' ELSE basis END FROM digests")
-    return {(r[0], r[1]): r[2] for r in rows}
+    return dreamwork.digest_bases(store)
 
 
 def plan(store: Store, zone: tzinfo = timezone.utc) -> DigestPlan:
@@ -98,23 +94,18 @@ def plan(store: Store, zone: tzinfo = timezone.utc) -> DigestPlan:
 def digest_material(store: Store, job: DigestJob) -> tuple[list[tuple[str, str]], list[Ref]]:
     """The digest's pieces as (text, how each was written) — a day's gists, or a week's or month's days —
     and the refs they are."""
-    conn = store.conn()
-    marks = ",".join("?" * len(job.sources))
     if job.granularity == "day":
-        rows = conn.execute(f"SELECT s.name, g.content, g.id, g.method FROM gists g JOIN sessions s "
-                            f"ON s.id = g.session_id WHERE g.id IN ({marks}) ORDER BY g.id",
-                            [int(i) for i in job.sources]).fetchall()
+        rows = dreamwork.gists_of_day(store, [int(i) for i in job.sources])
         kind = "gist"
     else:
-        rows = conn.execute(f"SELECT period, content, id, method FROM digests WHERE granularity = 'day' AND stale = 0 "
-                            f"AND period IN ({marks}) ORDER BY period", job.sources).fetchall()
+        rows = dreamwork.day_digests(store, job.sources)
         kind = "digest"
     if not rows:
         raise LookupError(f"the sources of the {job.granularity} digest {job.period} are gone")
     pieces = [(content if len(rows) == 1 else f"{label}: {content}", method) for label, content, _, method in rows]
     if any(method == "extractive" for _, method in pieces):  # quotes are kept as they were said, unlabelled
         pieces = [(content, method) for _, content, _, method in rows]
-    return pieces, [(kind, int(r[2])) for r in rows]
+    return pieces, [(kind, int(r.id)) for r in rows]
 
 
 def write_digest(scribe: Scribe, job: DigestJob, pieces: list[tuple[str, str]]) -> str:

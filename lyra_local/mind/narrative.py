@@ -12,7 +12,7 @@ from datetime import timezone, tzinfo
 
 from ..memory.gather import timeline_entries
 from ..memory.timeline import render_timeline
-from ..store import Store
+from ..store import Store, dreamwork
 from ..store.provenance import Ref
 from . import prompts
 from .chunks import split_to
@@ -20,10 +20,9 @@ from .scribe import Scribe
 
 
 def narrative_basis(store: Store) -> str:
-    conn = store.conn()
-    facts = [f"{r[0]}" for r in conn.execute("SELECT id FROM profile_facts WHERE superseded_at IS NULL AND stale = 0")]
-    digests = [f"{r[0]}:{r[1]}:{r[2]}" for r in conn.execute(
-        "SELECT granularity, period, basis FROM digests WHERE stale = 0")]
+    fact_ids, digest_bases = dreamwork.arc_sources(store)
+    facts = [f"{i}" for i in fact_ids]
+    digests = [f"{granularity}:{period}:{basis}" for granularity, period, basis in digest_bases]
     if not facts and not digests:
         return ""
     return hashlib.sha1("\n".join(sorted(facts) + sorted(digests)).encode()).hexdigest()[:16]

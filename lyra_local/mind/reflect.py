@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from ..store import Store
+from ..store import Store, dreamwork
 from ..store.db import utc_now
 from ..store.provenance import Ref
 from . import prompts
@@ -44,21 +44,14 @@ class Reflection(BaseModel):
 
 def novelty_basis(store: Store) -> dict[str, Any]:
     """Where the memory stands: reflection is due once it moved past the last reflection's basis."""
-    conn = store.conn()
-    last_exchange = conn.execute("SELECT coalesce(max(id), 0) FROM exchanges WHERE remembered = 1").fetchone()[0]
-    last_gist = conn.execute("SELECT coalesce(max(updated_at), '') FROM gists WHERE stale = 0").fetchone()[0]
-    return {"exchange": int(last_exchange), "gist": str(last_gist)}
+    last_exchange, last_gist = dreamwork.latest_marks(store)
+    return {"exchange": last_exchange, "gist": last_gist}
 
 
 def novelty(store: Store) -> tuple[int, int]:
     """New turns and new or updated gists since the last reflection."""
     basis = (store.derived.self_state() or {}).get("basis") or {"exchange": 0, "gist": ""}
-    conn = store.conn()
-    turns = conn.execute("SELECT count(*) FROM exchanges WHERE id > ? AND remembered = 1",
-                         (int(basis.get("exchange", 0)),)).fetchone()[0]
-    gists = conn.execute("SELECT count(*) FROM gists WHERE stale = 0 AND updated_at > ?",
-                         (str(basis.get("gist", "")),)).fetchone()[0]
-    return int(turns), int(gists)
+    return dreamwork.count_since(store, int(basis.get("exchange", 0)), str(basis.get("gist", "")))
 
 
 def reflect(scribe: Scribe, store: Store, drives: dict[str, float]) -> tuple[dict[str, Any], list[Ref]]:
@@ -68,9 +61,7 @@ def reflect(scribe: Scribe, store: Store, drives: dict[str, float]) -> tuple[dic
     basis = novelty_basis(store)
     since = str((previous.get("basis") or {}).get("gist", ""))
     budget = scribe.budget(prompts.REFLECT)
-    rows = store.conn().execute(
-        "SELECT id, content FROM gists WHERE stale = 0 AND updated_at > ? ORDER BY updated_at DESC LIMIT 8",
-        (since,)).fetchall()
+    rows = dreamwork.gists_updated_since(store, since, limit=8)
     gists = [r[1] for r in rows]
     arc = store.derived.narrative_version()
     sources: list[Ref] = ([("gist", int(r[0])) for r in rows] + ([("narrative", arc[0])] if arc else [])
