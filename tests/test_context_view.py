@@ -21,24 +21,20 @@ def context_rows(store: Store, word: str) -> list[int]:
         "SELECT rowid FROM exchange_context_fts WHERE exchange_context_fts MATCH ? ORDER BY rowid", (word,))]
 
 
-def test_each_new_turn_is_indexed_with_the_turn_before_it(tmp_path: Path) -> None:
-    store = Store(tmp_path)
+def test_each_new_turn_is_indexed_with_the_turn_before_it(store: Store) -> None:
     session = store.sessions.create("life")
     ids = [store.exchanges.add(NewExchange(session.id, role, text)).id for role, text in TURNS]
     assert context_rows(store, "kitten") == ids[:3]  # "Pixel, ..." is read after "What did you name the kitten?"
     assert context_rows(store, "pixel") == ids[2:4]
     assert context_view.pending(store) == 0
-    store.close()
 
 
-def test_forgetting_a_turn_takes_its_words_out_of_its_successors_row(tmp_path: Path) -> None:
-    store = Store(tmp_path)
+def test_forgetting_a_turn_takes_its_words_out_of_its_successors_row(store: Store) -> None:
     session = store.sessions.create("life")
     ids = [store.exchanges.add(NewExchange(session.id, role, text)).id for role, text in TURNS]
     Memory(store, FakeEmbedder()).forget_exchanges([ids[1]])
     assert context_rows(store, "name") == []  # only the forgotten turn said it
     assert context_rows(store, "adopted") == [ids[0], ids[2]]  # the successor is now read after the first turn
-    store.close()
 
 
 def test_turns_stored_before_the_view_existed_are_added_and_recalled(tmp_path: Path) -> None:

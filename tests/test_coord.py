@@ -78,9 +78,8 @@ def test_a_holder_killed_with_sigkill_loses_its_lease_after_expiry(tmp_path: Pat
     assert not store.coord.renew("printer", "worker-1", 30).ok  # and the old holder cannot renew it
 
 
-def test_stale_instances_are_reported(make_settings: Callable[..., Settings], tmp_path: Path) -> None:
+def test_stale_instances_are_reported(make_settings: Callable[..., Settings], store: Store) -> None:
     settings = make_settings("[coordination]\nstale_after_s = 60\n")
-    store = Store(settings.data_dir)
     c = Coordinator(store, settings)
     fresh = c.register("agent", "refactoring the importer")["id"]
     quiet = c.register("dream", "nightly consolidation")["id"]
@@ -100,9 +99,8 @@ def test_stale_instances_are_reported(make_settings: Callable[..., Settings], tm
 
 
 def test_world_state_keeps_every_version_and_proposals_wait_for_review(
-        make_settings: Callable[..., Settings]) -> None:
+        store: Store, make_settings: Callable[..., Settings]) -> None:
     settings = make_settings()
-    store = Store(settings.data_dir)
     c = Coordinator(store, settings)
     store.coord.write_world("# Now\n- Berlin", "user")
     proposal = c.propose_world("coder", "# Now\n- Lisbon", "the user said they moved")
@@ -126,10 +124,9 @@ def test_world_state_keeps_every_version_and_proposals_wait_for_review(
 
 @pytest.mark.parametrize("mode", ["propose", "auto"])
 def test_the_dream_cycle_changes_the_world_state_only_through_review(
-        make_settings: Callable[..., Settings], mode: str) -> None:
+        store: Store, make_settings: Callable[..., Settings], mode: str) -> None:
     settings = make_settings(f'[companion]\nuser_name = "Sam"\n[dream]\nsession_idle_s = 0\n'
                              f'[coordination]\nworld_updates = "{mode}"\n')
-    store = Store(settings.data_dir)
     store.coord.write_world("# Now\n- Sam lives in Berlin", "user")
     add_session(store, "news", "2024-06-02", ["I moved to Lisbon last week", "Exciting!"])
     Dreamer(store, FakeChatModel(respond=respond), FakeEmbedder(), settings).run_pass(force=True)
@@ -142,9 +139,8 @@ def test_the_dream_cycle_changes_the_world_state_only_through_review(
         assert store.coord.world().id == dream_versions[0].id  # type: ignore[union-attr]
 
 
-def test_sitrep_is_bounded_so_it_is_safe_in_a_context(make_settings: Callable[..., Settings]) -> None:
+def test_sitrep_is_bounded_so_it_is_safe_in_a_context(store: Store, make_settings: Callable[..., Settings]) -> None:
     settings = make_settings("[coordination]\nsitrep_chars = 600\n")
-    store = Store(settings.data_dir)
     store.coord.write_world("# Now\n" + "- a long line about everything\n" * 200, "user")
     for i in range(30):
         store.coord.register(f"agent-{i}", "agent", "a task " * 20)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import pytest
 
@@ -61,8 +60,7 @@ def dreamer(store: Store, settings: Settings, model: FakeChatModel | None = None
     return Dreamer(store, model or FakeChatModel(respond=respond), FakeEmbedder(), settings, **kw)  # type: ignore[arg-type]
 
 
-def test_a_forced_pass_clears_the_backlog_and_a_second_does_nothing(tmp_path: Path, settings: Settings) -> None:
-    store = Store(tmp_path / "data")
+def test_a_forced_pass_clears_the_backlog_and_a_second_does_nothing(store: Store, settings: Settings) -> None:
     a = add_session(store, "moving", "2024-03-04", ["I live in Berlin with my cat Miso", "How lovely!"])
     b = add_session(store, "plans", "2024-03-04", ["Thinking about the summer", "Tell me more"])
     add_session(store, "later", "2024-04-20", ["Work was long today", "Rest well"])
@@ -92,8 +90,7 @@ def test_a_forced_pass_clears_the_backlog_and_a_second_does_nothing(tmp_path: Pa
     assert second.actions == [] and len(model.history) == calls
 
 
-def test_the_dream_never_reads_an_off_the_record_conversation(tmp_path: Path, settings: Settings) -> None:
-    store = Store(tmp_path / "data")
+def test_the_dream_never_reads_an_off_the_record_conversation(store: Store, settings: Settings) -> None:
     kept = add_session(store, "moving", "2024-03-04", ["I live in Berlin with my cat Miso", "How lovely!"])
     off = store.sessions.create("secret", created_at="2024-03-04T10:00:00+00:00", remember=False)
     said = ["I actually live in Lisbon", "Oh, Lisbon!", "Yes, Lisbon since May", "Noted"] * 3
@@ -107,11 +104,9 @@ def test_the_dream_never_reads_an_off_the_record_conversation(tmp_path: Path, se
     assert {(f.key, f.value) for f in store.derived.profile()} == {("home city", "Berlin"), ("pet", "a cat named Miso")}
     shown = " ".join(m["content"] for call in model.history for m in call[0])
     assert "Lisbon" not in shown  # not in any prompt of the pass: gists, digests, narrative, reflection
-    store.close()
 
 
-def test_contradiction_newer_fact_wins_and_the_older_is_history(tmp_path: Path, settings: Settings) -> None:
-    store = Store(tmp_path / "data")
+def test_contradiction_newer_fact_wins_and_the_older_is_history(store: Store, settings: Settings) -> None:
     add_session(store, "home", "2024-01-10", ["I live in Berlin", "Nice city"])
     dreamer(store, settings).run_pass(force=True)
     add_session(store, "news", "2024-06-02", ["I moved to Lisbon last week", "Exciting!"])
@@ -124,8 +119,7 @@ def test_contradiction_newer_fact_wins_and_the_older_is_history(tmp_path: Path, 
 
 
 def test_an_older_conversation_consolidated_later_does_not_override_a_newer_fact(
-        tmp_path: Path, settings: Settings) -> None:
-    store = Store(tmp_path / "data")
+        store: Store, settings: Settings) -> None:
     add_session(store, "news", "2024-06-02", ["I moved to Lisbon last week", "Exciting!"])
     dreamer(store, settings).run_pass(force=True)
     add_session(store, "imported", "2021-05-01", ["I live in Berlin", "Nice"])  # an import of old history
@@ -135,8 +129,7 @@ def test_an_older_conversation_consolidated_later_does_not_override_a_newer_fact
     assert {d.period for d in store.derived.digests("month")} == {"2021-05", "2024-06"}
 
 
-def test_long_session_is_chunked_by_tokens_and_merged(tmp_path: Path, settings: Settings) -> None:
-    store = Store(tmp_path / "data")
+def test_long_session_is_chunked_by_tokens_and_merged(store: Store, settings: Settings) -> None:
     turns = [f"On day {i} I walked {i} kilometres along the river near Miso's vet" for i in range(60)]
     sid = add_session(store, "walks", "2024-05-01", turns)
     model = FakeChatModel(n_ctx=400, respond=respond)
@@ -149,9 +142,8 @@ def test_long_session_is_chunked_by_tokens_and_merged(tmp_path: Path, settings: 
     assert merges and store.derived.gist(sid) is not None
 
 
-def test_new_turns_update_the_gist_once_enough_accumulate(tmp_path: Path, make_settings: Callable[..., Settings]) -> None:
+def test_new_turns_update_the_gist_once_enough_accumulate(store: Store, make_settings: Callable[..., Settings]) -> None:
     settings = make_settings('[dream]\nresummarize_after = 4\nsession_idle_s = 3600\n')
-    store = Store(tmp_path / "data")
     sid = add_session(store, "chat", "2024-05-01", ["I live in Berlin", "ok", "my cat is Miso", "ok"])
     dreamer(store, settings).run_pass()
     first = store.derived.gist(sid)
@@ -188,8 +180,7 @@ def fast_retry(settings: Settings, attempts: int) -> Settings:
     return settings.model_copy(update={"dream": dream})
 
 
-def test_backs_off_while_the_server_is_down_then_completes(tmp_path: Path, settings: Settings) -> None:
-    store = Store(tmp_path / "data")
+def test_backs_off_while_the_server_is_down_then_completes(store: Store, settings: Settings) -> None:
     sid = add_session(store, "home", "2024-01-10", ["I live in Berlin", "Nice city"])
     report = dreamer(store, fast_retry(settings, 5), Flaky(down=3)).run_pass(force=True)
     assert report.status == "done"
@@ -197,8 +188,7 @@ def test_backs_off_while_the_server_is_down_then_completes(tmp_path: Path, setti
     assert store.derived.gist(sid) is not None
 
 
-def test_gives_up_after_the_bound_leaving_nothing_half_written(tmp_path: Path, settings: Settings) -> None:
-    store = Store(tmp_path / "data")
+def test_gives_up_after_the_bound_leaving_nothing_half_written(store: Store, settings: Settings) -> None:
     sid = add_session(store, "home", "2024-01-10", ["I live in Berlin", "Nice city"])
     report = dreamer(store, fast_retry(settings, 3), Flaky(down=100)).run_pass(force=True)
     assert report.status == "deferred" and "unreachable" in (report.error or "")
@@ -208,8 +198,7 @@ def test_gives_up_after_the_bound_leaving_nothing_half_written(tmp_path: Path, s
     assert store.derived.gist(sid) is not None and store.derived.profile()
 
 
-def test_a_unit_leased_by_another_dreamer_is_skipped(tmp_path: Path, settings: Settings) -> None:
-    store = Store(tmp_path / "data")
+def test_a_unit_leased_by_another_dreamer_is_skipped(store: Store, settings: Settings) -> None:
     sid = add_session(store, "home", "2024-01-10", ["I live in Berlin", "Nice city"])
     assert store.coord.acquire(f"gist:{sid}", "other-dreamer", 60).ok
     dreamer(store, settings).run_pass(force=True)
@@ -224,8 +213,7 @@ def test_a_unit_leased_by_another_dreamer_is_skipped(tmp_path: Path, settings: S
     assert store.derived.gist(sid) is not None
 
 
-def test_forgetting_a_session_rebuilds_what_was_built_from_it(tmp_path: Path, settings: Settings) -> None:
-    store = Store(tmp_path / "data")
+def test_forgetting_a_session_rebuilds_what_was_built_from_it(store: Store, settings: Settings) -> None:
     add_session(store, "home", "2024-01-10", ["I live in Berlin", "Nice city"])
     secret = add_session(store, "pet", "2024-01-10", ["my cat is Miso", "cute"])
     dreamer(store, settings).run_pass(force=True)
@@ -239,8 +227,7 @@ def test_forgetting_a_session_rebuilds_what_was_built_from_it(tmp_path: Path, se
     assert sense(store, settings.dream).empty
 
 
-def test_reflection_falls_back_when_the_json_does_not_validate(tmp_path: Path, settings: Settings) -> None:
-    store = Store(tmp_path / "data")
+def test_reflection_falls_back_when_the_json_does_not_validate(store: Store, settings: Settings) -> None:
     add_session(store, "home", "2024-01-10", ["I live in Berlin", "Nice city"])
 
     def broken(messages: Sequence[Message], options: GenerationOptions | None) -> str:
@@ -255,8 +242,7 @@ def test_reflection_falls_back_when_the_json_does_not_validate(tmp_path: Path, s
     assert any(a["kind"] == "reflect" and a["fallback"] for a in report.actions)
 
 
-def test_the_schema_is_sent_to_the_model(tmp_path: Path, settings: Settings) -> None:
-    store = Store(tmp_path / "data")
+def test_the_schema_is_sent_to_the_model(store: Store, settings: Settings) -> None:
     add_session(store, "home", "2024-01-10", ["I live in Berlin", "Nice city"])
     model = FakeChatModel(respond=respond)
     dreamer(store, settings, model).run_pass(force=True)
@@ -266,7 +252,6 @@ def test_the_schema_is_sent_to_the_model(tmp_path: Path, settings: Settings) -> 
     assert re.search(r"\bSam\b", model.history[0][0][0]["content"])
 
 
-def test_a_scheduled_pass_with_nothing_to_do_leaves_no_record(tmp_path: Path, settings: Settings) -> None:
-    store = Store(tmp_path / "data")
+def test_a_scheduled_pass_with_nothing_to_do_leaves_no_record(store: Store, settings: Settings) -> None:
     report = dreamer(store, settings).run_pass()
     assert report.status == "idle" and store.dreams.last() is None and store.coord.events() == []

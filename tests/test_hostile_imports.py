@@ -151,10 +151,9 @@ def test_any_lyra_jsonl_imports_every_valid_session_and_names_every_broken_line(
         store.close()
 
 
-def test_a_bad_time_is_named_with_its_message(tmp_path: Path) -> None:
+def test_a_bad_time_is_named_with_its_message(tmp_path: Path, store: Store) -> None:
     line = {"id": "s", "messages": [{"role": "user", "content": "a", "created_at": "2023-05-08"},
                                     {"role": "user", "content": "b", "created_at": "next tuesday"}]}
-    store = Store(tmp_path / "data")
     report = import_conversations(store, FakeEmbedder(), open_source(
         write_lines(tmp_path / "s.jsonl", [json.dumps({**line, "id": "ok", "messages": line["messages"][:1]}),
                                            json.dumps(line)])).read())
@@ -163,7 +162,6 @@ def test_a_bad_time_is_named_with_its_message(tmp_path: Path) -> None:
         "2023-05-08T13:56:00Z)"]
     session = store.sessions.find(uid="ok")
     assert session is not None and session.created_at == "2023-05-08T00:00:00.000000+00:00"  # a date alone
-    store.close()
 
 
 # -- ChatGPT exports with anything anywhere -----------------------------------------------------------
@@ -225,7 +223,7 @@ def test_any_mutated_chatgpt_export_imports_the_intact_conversations(
 @pytest.mark.parametrize("breakage", ["loop", "missing parent", "current is a list", "message is text",
                                       "author is a list", "parts is text", "times out of range", "id is a dict",
                                       "mapping is a list"])
-def test_each_odd_shape_is_one_named_problem(tmp_path: Path, breakage: str) -> None:
+def test_each_odd_shape_is_one_named_problem(tmp_path: Path, store: Store, breakage: str) -> None:
     good, _ = chatgpt_conversation(0, ["hello there"])
     bad, _ = chatgpt_conversation(1, ["first", "second"])
     node = "c1-m1"
@@ -250,9 +248,7 @@ def test_each_odd_shape_is_one_named_problem(tmp_path: Path, breakage: str) -> N
     else:
         bad["mapping"] = [bad["mapping"]]
     export = write_export(tmp_path / "export.zip", [good, bad])
-    store = Store(tmp_path / "data")
     report = import_conversations(store, FakeEmbedder(), read_chatgpt(export))
-    store.close()
     if breakage in ("author is a list", "parts is text"):  # that one message is skipped and counted
         assert report.sessions_new == 2 and report.messages == 2 and not report.problems
         assert sum(report.skipped.values()) == 3  # the two hidden system roots, and it
@@ -261,15 +257,13 @@ def test_each_odd_shape_is_one_named_problem(tmp_path: Path, breakage: str) -> N
         assert str(report.problems[0]).startswith("conversation 2 "), report.problems
 
 
-def test_the_imported_chatgpt_times_are_the_stores_utc_text(tmp_path: Path) -> None:
+def test_the_imported_chatgpt_times_are_the_stores_utc_text(tmp_path: Path, store: Store) -> None:
     conv, _ = chatgpt_conversation(0, ["hello", "hi"])
-    store = Store(tmp_path / "data")
     import_conversations(store, FakeEmbedder(), read_chatgpt(write_export(tmp_path / "e.zip", [conv])))
     session = store.sessions.find(source="chatgpt", source_id="c0")
     assert session is not None and session.created_at == to_iso(datetime.fromtimestamp(T0, timezone.utc))
     assert [e.created_at for e in store.exchanges.history(session.id)] == [
         to_iso(datetime.fromtimestamp(T0 + 60 * j, timezone.utc)) for j in range(2)]
-    store.close()
 
 
 # -- zip bombs ---------------------------------------------------------------------------------------
@@ -287,12 +281,11 @@ def bomb(path: Path, member: str, megabytes: int = 200, beside: dict[str, str] |
 
 
 @pytest.mark.parametrize("member", ["conversations.json", "sessions.jsonl", "memory.json"])
-def test_a_zip_bomb_is_refused_before_it_is_inflated(tmp_path: Path, member: str) -> None:
+def test_a_zip_bomb_is_refused_before_it_is_inflated(tmp_path: Path, store: Store, member: str) -> None:
     sessions = json.dumps({"id": "s", "messages": [{"role": "user", "content": "hi",
                                                     "created_at": "2023-05-08T13:56:00Z"}]})
     path = bomb(tmp_path / "export.zip", member, beside={} if member != "memory.json" else {"sessions.jsonl": sessions})
     assert path.stat().st_size < 1024**2
-    store = Store(tmp_path / "data")
     tracemalloc.start()
     started = time.perf_counter()
     with pytest.raises(ImportFormatError) as refused:
@@ -302,7 +295,6 @@ def test_a_zip_bomb_is_refused_before_it_is_inflated(tmp_path: Path, member: str
     assert "zip bomb" in str(refused.value) and "nothing was imported" in str(refused.value)
     assert peak < 20 * 1024**2 and time.perf_counter() - started < 5  # checked, not inflated
     assert store.sessions.list() == []
-    store.close()
 
 
 def test_a_zip_bomb_uploaded_imports_nothing_and_says_why(tmp_path: Path) -> None:
@@ -318,23 +310,19 @@ def test_a_zip_bomb_uploaded_imports_nothing_and_says_why(tmp_path: Path) -> Non
         assert client.get("/health").status_code == 200
 
 
-def test_an_ordinary_export_zip_still_imports(tmp_path: Path) -> None:
+def test_an_ordinary_export_zip_still_imports(tmp_path: Path, store: Store) -> None:
     convs = [chatgpt_conversation(i, [f"message about the harbour number {i} " * 50])[0] for i in range(30)]
-    store = Store(tmp_path / "data")
     report, _ = import_source(store, FakeEmbedder(), open_source(write_export(tmp_path / "e.zip", convs)))
     assert report.sessions_new == 30 and not report.problems
-    store.close()
 
 
-def test_an_image_only_last_batch_imports(tmp_path: Path) -> None:
+def test_an_image_only_last_batch_imports(tmp_path: Path, store: Store) -> None:
     text, _ = chatgpt_conversation(0, ["hello"])
     image = conversation("img", "a picture", [])
     image["mapping"]["img-m0"] = {"id": "img-m0", "parent": "sys", "children": [], "message": message(
         "img-m0", "user", [{"content_type": "image_asset_pointer", "asset_pointer": "file-service://x"}],
         at=T0, content_type="multimodal_text")}
     image["current_node"] = "img-m0"
-    store = Store(tmp_path / "data")
     report = import_conversations(store, FakeEmbedder(), read_chatgpt(write_export(tmp_path / "e.zip", [text, image])),
                                   batch_messages=1)
     assert report.sessions_new == 2 and report.skipped["image_asset_pointer parts"] == 1
-    store.close()

@@ -72,8 +72,7 @@ def test_parts_code_tools_hidden_timestamps_and_unicode() -> None:
     assert c.name == "Café ☕ and code"
 
 
-def test_import_is_idempotent_and_a_newer_export_adds_only_what_is_new(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
+def test_import_is_idempotent_and_a_newer_export_adds_only_what_is_new(tmp_path: Path, store: Store) -> None:
     first = write_export(tmp_path / "export.zip", [branched(), rich()])
     report = import_conversations(store, FakeEmbedder(), open_source(first).read())
     assert (report.sessions_new, report.messages) == (2, 6) and report.problems == []
@@ -98,7 +97,7 @@ def test_import_is_idempotent_and_a_newer_export_adds_only_what_is_new(tmp_path:
     assert store.sessions.find(source="chatgpt", source_id="c-new").created_at.startswith("2023-06-07")  # type: ignore[union-attr]
 
 
-def test_a_broken_conversation_is_named_and_the_rest_imports(tmp_path: Path) -> None:
+def test_a_broken_conversation_is_named_and_the_rest_imports(tmp_path: Path, store: Store) -> None:
     broken = conversation("c-broken", "Lost parent", [("user", "hello"), ("assistant", "hi")])
     broken["mapping"]["c-broken-m1"]["parent"] = "gone"
     looping = conversation("c-loop", "Loop", [("user", "a")])
@@ -111,12 +110,11 @@ def test_a_broken_conversation_is_named_and_the_rest_imports(tmp_path: Path) -> 
                                            'conversation 4 “Nowhere” (c-nocur)', "conversation 5"]
     assert "parent gone" in problems[0].what and "loops" in problems[1].what
     assert "missing-node" in problems[2].what and "not a conversation" in problems[3].what
-    store = Store(tmp_path / "data")
     report = import_conversations(store, FakeEmbedder(), items)
     assert report.sessions_new == 1 and len(report.problems) == 4
 
 
-def test_bad_files_say_what_is_wrong_and_import_nothing(tmp_path: Path) -> None:
+def test_bad_files_say_what_is_wrong_and_import_nothing(tmp_path: Path, store: Store) -> None:
     good = write_export(tmp_path / "good.zip", [branched()])
     truncated = tmp_path / "truncated.zip"
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
@@ -131,7 +129,6 @@ def test_bad_files_say_what_is_wrong_and_import_nothing(tmp_path: Path) -> None:
         archive.writestr("readme.txt", "hi")
     cases = {truncated: "not a complete zip", not_json: "not valid JSON", other: "not Lyra JSON Lines",
              csv: "neither a ChatGPT export", no_conversations: "without a conversations.json"}
-    store = Store(tmp_path / "data")
     for path, expected in cases.items():
         with pytest.raises(ImportFormatError) as err:
             import_conversations(store, FakeEmbedder(), open_source(path).read())
@@ -150,12 +147,11 @@ class Crashing(FakeEmbedder):
         return super().embed(texts)
 
 
-def test_an_interrupted_import_leaves_whole_conversations_and_resumes(tmp_path: Path) -> None:
+def test_an_interrupted_import_leaves_whole_conversations_and_resumes(tmp_path: Path, store: Store) -> None:
     convs = [conversation(f"c{i}", f"chat {i}", [("user", f"message {i}.{j}") if j % 2 == 0 else
                                                  ("assistant", f"reply {i}.{j}") for j in range(7)],
                           start=T0 + 3600 * i) for i in range(40)]
     export = write_export(tmp_path / "big.zip", convs)
-    store = Store(tmp_path / "data")
     with pytest.raises(RuntimeError, match="power cut"):
         import_conversations(store, Crashing(after=2), open_source(export).read(), batch_messages=50)
     counts = [r[0] for r in store.conn().execute(
@@ -166,7 +162,7 @@ def test_an_interrupted_import_leaves_whole_conversations_and_resumes(tmp_path: 
     assert store.exchanges.count() == 280
 
 
-def test_lyra_jsonl_keeps_ids_and_reports_bad_lines(tmp_path: Path) -> None:
+def test_lyra_jsonl_keeps_ids_and_reports_bad_lines(tmp_path: Path, store: Store) -> None:
     path = tmp_path / "sessions.jsonl"
     lines = [{"id": "s-1", "name": "Garden", "messages": [
                 {"role": "user", "content": "Tomatoes 🍅", "created_at": "2023-05-08T13:56:00+00:00"},
@@ -174,7 +170,6 @@ def test_lyra_jsonl_keeps_ids_and_reports_bad_lines(tmp_path: Path) -> None:
              {"id": "s-2", "name": "Bad", "messages": [{"role": "robot", "content": "x", "created_at": "2023"}]},
              {"id": "s-3", "name": "Bad date", "messages": [{"role": "user", "content": "x", "created_at": "soon"}]}]
     path.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n{oops\n", encoding="utf-8")
-    store = Store(tmp_path / "data")
     report = import_conversations(store, FakeEmbedder(), open_source(path).read())
     assert report.sessions_new == 1 and [p.where for p in report.problems] == [
         "sessions.jsonl line 2", "sessions.jsonl line 3", "sessions.jsonl line 4"]
@@ -184,11 +179,11 @@ def test_lyra_jsonl_keeps_ids_and_reports_bad_lines(tmp_path: Path) -> None:
     assert again.messages == 0 and again.sessions_unchanged == 1
 
 
-def test_imported_history_is_recalled_with_the_real_embedder(tmp_path: Path, embedder: LocalEmbedder) -> None:
+def test_imported_history_is_recalled_with_the_real_embedder(
+        tmp_path: Path, store: Store, embedder: LocalEmbedder) -> None:
     convs = [branched(), rich(), conversation("c-w", "Don Quixote", [("user", "We talked about windmills and "
                                                                        "Rocinante in La Mancha"),
                                                                       ("assistant", "A fine knight")])]
-    store = Store(tmp_path / "data")
     report = import_conversations(store, embedder, open_source(write_export(tmp_path / "e.zip", convs)).read())
     assert report.messages == 8 and report.embed_s > 0
     hits = Memory(store, embedder).recall(RecallQuery("Rocinante windmills", k=3, mode="dense"))
@@ -209,10 +204,9 @@ class ForgettingWhileEmbedding(FakeEmbedder):
         return super().embed(texts)
 
 
-def test_an_import_adding_to_a_session_forgotten_meanwhile_writes_nothing_to_it(tmp_path: Path) -> None:
+def test_an_import_adding_to_a_session_forgotten_meanwhile_writes_nothing_to_it(store: Store) -> None:
     from lyra_local.transfer.records import ImportedConversation, ImportedMessage
 
-    store = Store(tmp_path / "data")
     first = ImportedConversation("diary", "2024-01-01T00:00:00+00:00",
                                  [ImportedMessage("user", "day one", "2024-01-01T00:00:00+00:00", "m1")],
                                  source="x", source_id="c1")

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from lyra_local.memory import Memory, RecallQuery
 from lyra_local.memory.recall import including, without
-from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
-
-from .fakes import FakeEmbedder
 
 VAGUE = ["It was lovely.", "We walked a lot.", "The food was good.", "I slept well."]
 
 
-def _store(tmp_path: Path) -> tuple[Memory, int, int]:
-    """Twenty chatty sessions, and one whose turns are vague but whose gist says what it was about."""
-    memory = Memory(Store(tmp_path), FakeEmbedder())
+def _with_a_trip(memory: Memory) -> tuple[int, int]:
+    """Twenty chatty sessions, and one whose turns are vague but whose gist says what it was about.
+
+    Returns that session's id and its first turn's."""
     for n in range(20):
         session = memory.store.sessions.create(f"day {n}")
         memory.remember_many([NewExchange(session.id, "user", f"note {n}: {t} at work")
@@ -25,11 +21,11 @@ def _store(tmp_path: Path) -> tuple[Memory, int, int]:
     turns = memory.remember_many([NewExchange(trip.id, "user", t) for t in VAGUE])
     gist = "Sam was on a hiking holiday in the Dolomites."
     memory.store.derived.put_gist(trip.id, gist, turns[-1].id, memory.embedder.embed([gist])[0], memory.embedder.name)
-    return memory, trip.id, turns[0].id
+    return trip.id, turns[0].id
 
 
-def test_the_session_stage_brings_the_turns_of_the_session_whose_gist_matches(tmp_path: Path) -> None:
-    memory, trip, _ = _store(tmp_path)
+def test_the_session_stage_brings_the_turns_of_the_session_whose_gist_matches(memory: Memory) -> None:
+    trip, _ = _with_a_trip(memory)
     question = "what did I do on my hiking holiday in the Dolomites"
     with_gists = memory.recall(RecallQuery(question, k=4, stages=including("gists")))
     without = memory.recall(RecallQuery(question, k=4))
@@ -37,18 +33,15 @@ def test_the_session_stage_brings_the_turns_of_the_session_whose_gist_matches(tm
     assert with_gists[0].session_id == trip and len(from_trip) >= 3
     assert all("gists" in h.stages for h in from_trip)
     assert trip not in {h.session_id for h in without}
-    memory.store.close()
 
 
-def test_the_session_stage_respects_the_filters(tmp_path: Path) -> None:
-    memory, trip, _ = _store(tmp_path)
+def test_the_session_stage_respects_the_filters(memory: Memory) -> None:
+    trip, _ = _with_a_trip(memory)
     hits = memory.recall(RecallQuery("hiking holiday in the Dolomites", k=10, stages=including("gists"), exclude_session_id=trip))
     assert hits and trip not in {h.session_id for h in hits}
-    memory.store.close()
 
 
-def test_the_answer_stage_follows_the_companions_question(tmp_path: Path) -> None:
-    memory = Memory(Store(tmp_path), FakeEmbedder())
+def test_the_answer_stage_follows_the_companions_question(memory: Memory) -> None:
     session = memory.store.sessions.create("life")
     memory.remember_many([NewExchange(session.id, "user", f"note {n}: the cat slept all day") for n in range(30)])
     memory.remember_many([NewExchange(session.id, role, text) for role, text in [
@@ -61,4 +54,3 @@ def test_the_answer_stage_follows_the_companions_question(tmp_path: Path) -> Non
     assert "answer" in answer.stages
     off = tuple(name for name in alone if name != "answer")
     assert not any(h.content.startswith("Pixel") for h in memory.recall(RecallQuery("kitten name", k=3, stages=off)))
-    memory.store.close()

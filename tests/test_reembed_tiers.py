@@ -43,8 +43,7 @@ def planted(store: Store, old: FakeEmbedder) -> tuple[int, int]:
     return gist.id, digest.id
 
 
-def test_switching_the_embedding_model_embeds_gists_and_digests_before_switching(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
+def test_switching_the_embedding_model_embeds_gists_and_digests_before_switching(store: Store) -> None:
     old, new = FakeEmbedder(name="old-embed"), FakeEmbedder(name="new-embed")
     gist_id, digest_id = planted(store, old)
     memory = Memory(store, new)
@@ -64,11 +63,9 @@ def test_switching_the_embedding_model_embeds_gists_and_digests_before_switching
     digests = memory.recall(RecallQuery("gardening", tier="digest", mode="dense"))
     assert [h.id for h in digests] == [digest_id]
     assert memory.reembed() == 0  # nothing left to do
-    store.close()
 
 
-def test_a_row_rewritten_or_forgotten_while_it_was_embedded_gets_no_vector(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
+def test_a_row_rewritten_or_forgotten_while_it_was_embedded_gets_no_vector(store: Store) -> None:
     old = FakeEmbedder(name="old-embed")
     gist_id, _ = planted(store, old)
     pending = reembedding.missing(store, "gist", "new-embed")
@@ -81,19 +78,17 @@ def test_a_row_rewritten_or_forgotten_while_it_was_embedded_gets_no_vector(tmp_p
     Memory(store, old).forget_session(sid)  # forgotten while the batch was being embedded
     assert reembedding.put_current(store, "new-embed", turns, FakeEmbedder().embed([t.text for t in turns])) == 0
     assert vectors(store, "exchange", "new-embed") == 0
-    store.close()
 
 
-def test_a_superseded_reembedding_stops_between_batches_and_does_not_switch(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
+def test_a_superseded_reembedding_stops_between_batches_and_does_not_switch(store: Store) -> None:
     planted(store, FakeEmbedder(name="old-embed"))
     memory = Memory(store, FakeEmbedder(name="new-embed"))
     with pytest.raises(Superseded):
         memory.reembed(stop=lambda: True)
     assert memory.active_model == "old-embed"
-    store.close()
 
 
+@pytest.mark.models  # `lyra reindex` with the default embedding model
 def test_lyra_reindex_embeds_every_tier_with_the_configured_model(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "data"

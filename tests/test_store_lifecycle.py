@@ -56,14 +56,13 @@ def test_a_threads_connection_is_closed_when_the_thread_ends(tmp_path: Path) -> 
         store.conn()
 
 
-def test_descriptors_stay_flat_over_many_thread_pools(tmp_path: Path) -> None:
+def test_descriptors_stay_flat_over_many_thread_pools(store: Store) -> None:
     """Each dream pass with concurrency > 1 makes a new pool; each pool's threads end with it.
 
     SQLite keeps a closed connection's database descriptor while another connection
     of the process holds a lock on the file, and hands it to the next connection
     opened: so the count settles at the first pool's peak and then stays there.
     """
-    store = Store(tmp_path / "data")
     counts = []
     for _ in range(8):
         barrier = threading.Barrier(6)
@@ -72,7 +71,6 @@ def test_descriptors_stay_flat_over_many_thread_pools(tmp_path: Path) -> None:
         counts.append(open_fds())
         assert store.open_connections() == 1
     assert counts[-1] <= counts[0], counts  # the old store grew by two descriptors per thread per pool
-    store.close()
 
 
 def test_close_releases_every_descriptor_and_the_lock(tmp_path: Path) -> None:

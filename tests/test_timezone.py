@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import tzinfo
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -29,41 +28,37 @@ def test_an_unknown_zone_is_refused_and_none_means_this_machines(make_settings: 
     assert make_settings('[companion]\ntimezone = "Asia/Tokyo"\n').companion.zone == ZoneInfo("Asia/Tokyo")
 
 
-def store_with_a_late_turn(tmp_path: Path) -> tuple[Store, int]:
-    store = Store(tmp_path)
+def a_late_turn(store: Store) -> None:
+    """A session with one turn at ``LATE`` (3 June in UTC, 4 June in Tokyo), and its gist."""
     session = store.sessions.create("late", created_at=LATE)
     with store.write() as conn:
         store.exchanges.insert(conn, [NewExchange(session.id, "user", "We finally booked the flights to Osaka.", LATE)],
                                None, None)
     store.derived.put_gist(session.id, "Sam booked flights to Osaka.", 1)
-    return store, session.id
 
 
 @pytest.mark.parametrize(("zone", "day"), [("UTC", "2024-06-03"), ("Asia/Tokyo", "2024-06-04"),
                                            ("America/Los_Angeles", "2024-06-03")])
-def test_a_session_lands_in_the_day_of_the_persons_zone(tmp_path: Path, zone: str, day: str) -> None:
-    store, _ = store_with_a_late_turn(tmp_path)
+def test_a_session_lands_in_the_day_of_the_persons_zone(store: Store, zone: str, day: str) -> None:
+    a_late_turn(store)
     plan = digests.plan(store, ZoneInfo(zone))
     assert {(j.granularity, j.period) for j in plan.jobs if j.granularity == "day"} == {("day", day)}
-    store.close()
 
 
 @pytest.mark.parametrize(("zone", "found"), [("Asia/Tokyo", True), ("UTC", False)])
-def test_a_date_in_a_question_is_the_persons_day(tmp_path: Path, zone: str, found: bool) -> None:
-    store, _ = store_with_a_late_turn(tmp_path)
+def test_a_date_in_a_question_is_the_persons_day(store: Store, zone: str, found: bool) -> None:
+    a_late_turn(store)
     memory = Memory(store, FakeEmbedder(), zone=ZoneInfo(zone))
     memory.reembed()
     hits = memory.recall(RecallQuery("what did I do on June 4, 2024?", k=5))
     assert any("date" in h.stages for h in hits) is found
-    store.close()
 
 
-def test_recalled_memories_carry_the_persons_date(tmp_path: Path, make_settings: Callable[..., Settings]) -> None:
-    store, _ = store_with_a_late_turn(tmp_path)
+def test_recalled_memories_carry_the_persons_date(store: Store, make_settings: Callable[..., Settings]) -> None:
+    a_late_turn(store)
     settings = make_settings('[companion]\ntimezone = "Asia/Tokyo"\nrecalled_turns = 3\n')
     memory = Memory(store, FakeEmbedder(), zone=settings.companion.zone)
     memory.reembed()
     now = store.sessions.create("now")
     inputs = gather(memory, settings.companion, now.id, "flights to Osaka", memory.embedder.embed(["flights"])[0])
     assert [(i.text, i.when) for i in inputs.recalled] == [("We finally booked the flights to Osaka.", "2024-06-04")]
-    store.close()

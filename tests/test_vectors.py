@@ -220,8 +220,7 @@ def test_changing_the_embedding_model_never_mixes_vectors(tmp_path: Path) -> Non
     new.store.close()
 
 
-def test_filters_apply_inside_both_searches(tmp_path: Path) -> None:
-    memory = Memory(Store(tmp_path), FakeEmbedder())
+def test_filters_apply_inside_both_searches(memory: Memory) -> None:
     fill(memory, 40, "a")
     other = memory.store.sessions.create("b")
     memory.remember(other.id, "assistant", "garden tomatoes in session b", created_at="2020-01-01T00:00:00+00:00")
@@ -235,7 +234,6 @@ def test_filters_apply_inside_both_searches(tmp_path: Path) -> None:
     assert users and all(h.role == "user" for h in users)
     with_context = memory.recall(RecallQuery("note 7", k=1, neighbours=1, mode="bm25"))
     assert [e.content.split(":")[0] for e in with_context[0].context] == ["note 6", "note 8"]
-    memory.store.close()
 
 
 def test_writer_and_reader_processes_run_together_without_errors(tmp_path: Path) -> None:
