@@ -83,9 +83,9 @@ initial_delay_s = 0.2
 
 @pytest.mark.slow
 def test_real_model_chunks_a_long_session_and_builds_every_memory(
-        make_settings: Callable[..., Settings], chat_model: LocalChatModel, embedder: LocalEmbedder) -> None:
+        store: Store, make_settings: Callable[..., Settings], chat_model: LocalChatModel,
+        embedder: LocalEmbedder) -> None:
     settings = make_settings('[companion]\nuser_name = "Sam"\n[dream]\nsession_idle_s = 0\nsummary_tokens = 96\n')
-    store = Store(settings.data_dir)
     turns = long_turns(120)
     assert sum(chat_model.count_tokens(t) for t in turns) > chat_model.n_ctx  # longer than the model's context
     long_id = add_session(store, "the long walk", "2024-03-04", turns)
@@ -120,14 +120,13 @@ def test_real_model_chunks_a_long_session_and_builds_every_memory(
 
     second = Dreamer(store, chat_model, embedder, settings).run_pass(force=True)
     assert second.actions == [] and {g.session_id: g for g in store.derived.gists()} == gists
-    store.close()
 
 
 @pytest.mark.slow
 def test_dream_survives_the_model_server_dying_mid_pass(
-        make_settings: Callable[..., Settings], chat_server: LlamaServer, embedder: LocalEmbedder) -> None:
+        store: Store, make_settings: Callable[..., Settings], chat_server: LlamaServer,
+        embedder: LocalEmbedder) -> None:
     settings = make_settings(server_toml(chat_server.url))
-    store = Store(settings.data_dir)
     sessions = seed(store) + [add_session(store, f"day {d}", f"2024-05-{d:02d}",
                                           [f"I baked {d} loaves of rye today", "Smells good!"]) for d in (1, 2, 3)]
     models = Models(settings, embed=embedder)
@@ -159,7 +158,6 @@ def test_dream_survives_the_model_server_dying_mid_pass(
         assert gist is not None and gist.covers_upto == conn.execute(
             "SELECT max(id) FROM exchanges WHERE session_id = ?", (sid,)).fetchone()[0]
     assert sense(store, settings.dream).empty
-    store.close()
 
 
 @pytest.mark.slow
@@ -192,9 +190,9 @@ def test_two_dream_processes_do_each_unit_exactly_once(
 
 @pytest.mark.slow
 def test_the_dream_yields_the_shared_model_to_a_chat_turn(
-        make_settings: Callable[..., Settings], chat_model: LocalChatModel, embedder: LocalEmbedder) -> None:
+        store: Store, make_settings: Callable[..., Settings], chat_model: LocalChatModel,
+        embedder: LocalEmbedder) -> None:
     settings = make_settings('[companion]\nuser_name = "Sam"\n[dream]\nsession_idle_s = 0\nsummary_tokens = 200\n')
-    store = Store(settings.data_dir)
     sid = add_session(store, "the long walk", "2024-03-04", long_turns(40))
     dreamer = Dreamer(store, chat_model, embedder, settings)
     runner = threading.Thread(target=dreamer.summarize, args=(sense(store, settings.dream, force=True),))
@@ -211,4 +209,3 @@ def test_the_dream_yields_the_shared_model_to_a_chat_turn(
     # the dream stopped at its next token and started its summary again after the turn
     assert gist["detail"]["preempted"] >= 1 and gist["at"] > answered_at
     assert store.derived.gist(sid) is not None
-    store.close()

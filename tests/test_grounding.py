@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,10 +131,9 @@ def transcribing(messages: Sequence[Message], options: GenerationOptions | None)
     return "The user: Sam: Hey! Lyra: Hi Sam, Carolina told me about the 1999 trip."
 
 
-def test_the_dream_writes_the_floor_and_logs_checks_not_text(tmp_path: Path,
+def test_the_dream_writes_the_floor_and_logs_checks_not_text(store: Store,
                                                             make_settings: Callable[..., Settings]) -> None:
     settings = make_settings('[companion]\nuser_name = "Sam"\n[dream]\nsession_idle_s = 0\n')
-    store = Store(tmp_path / "data")
     session = add_session(store, "moving", "2024-03-04", [
         "We finally moved into the new flat near the river last weekend.", "How does it feel?",
         "It feels wonderful, the kitchen is huge and the light in the mornings is lovely.", "I am glad."])
@@ -156,15 +154,13 @@ def test_the_dream_writes_the_floor_and_logs_checks_not_text(tmp_path: Path,
     assert "speaker_lines" in gist_event["detail"]["checks"]  # type: ignore[index]
     logged = str([e["detail"] for e in events]) + str(store.coord.events(after_id=0))
     assert "Carolina" not in logged and "1999" not in logged and "awesome" not in logged.lower()
-    store.close()
 
 
 def test_the_companions_name_is_not_given_to_a_person_of_an_imported_conversation(
-        tmp_path: Path, make_settings: Callable[..., Settings]) -> None:
+        store: Store, make_settings: Callable[..., Settings]) -> None:
     """Two people talking ("Caroline: ...", "Melanie: ...") imported as user and assistant turns: a draft that
     calls the second speaker by the companion's name loses that sentence (SmolLM2 did this on LoCoMo)."""
     settings = make_settings('[dream]\nsession_idle_s = 0\n')
-    store = Store(tmp_path / "data")
     session = add_session(store, "support", "2023-05-08", [
         "Caroline: I went to a support group yesterday and it was so powerful.",
         "Melanie: That is wonderful, I am glad you went to the support group."])
@@ -178,4 +174,3 @@ def test_the_companions_name_is_not_given_to_a_person_of_an_imported_conversatio
     gist = store.derived.gist(session)
     assert gist is not None and "Lyra" not in gist.content, gist
     assert "Caroline went to a support group" in gist.content or "Caroline said" in gist.content
-    store.close()

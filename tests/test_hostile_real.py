@@ -33,7 +33,7 @@ from .chatgpt_export import T0, conversation, message, write_export
 from .conftest import MODELS_DIR, LlamaServer, base_env, serve_lyra
 from .sse import sse_events
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.models]
 CONFIG = "[dream]\nenabled = false\n[models.chat.sampling]\nmax_tokens = 12\nseed = 42\n"
 CASES = ["Rome, 2000 years ago", "march 0000", "December 9999", "What did we say in march 0000?",
          "a\x00b \x1b[31m \u202e", "half an emoji \ud83d", "Rome, 2000 years ago " * 9_000]
@@ -151,7 +151,7 @@ def test_embedding_nothing_gives_an_empty_array_locally_and_from_a_server(
 
 
 def test_an_import_whose_last_batch_is_images_only_through_a_server_embedder(
-        tmp_path: Path, embed_server: LlamaServer) -> None:
+        tmp_path: Path, store: Store, embed_server: LlamaServer) -> None:
     text = conversation("t", "words", [("user", "The forum was busy"), ("assistant", "It was")])
     image = conversation("img", "a picture", [])
     image["mapping"]["img-m0"] = {"id": "img-m0", "parent": "sys", "children": [], "message": message(
@@ -160,11 +160,9 @@ def test_an_import_whose_last_batch_is_images_only_through_a_server_embedder(
     image["current_node"] = "img-m0"
     embed_server.ensure_running()
     backend = ServerBackend(ServerModel(backend="server", base_url=embed_server.url, model=embed_server.alias), "embed")
-    store = Store(tmp_path / "data")
     try:
         report = import_conversations(store, backend, read_chatgpt(write_export(tmp_path / "e.zip", [text, image])),
                                       batch_messages=2)
         assert report.sessions_new == 2 and report.messages == 2 and not report.problems
     finally:
-        store.close()
         backend.close()

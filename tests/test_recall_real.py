@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
@@ -40,8 +39,8 @@ TARGET = "Between meetings I finally paid the plumber, whose invoice number was 
 
 
 @pytest.mark.parametrize("question", ["58213", "what was 58213?"])
-def test_hybrid_finds_a_rare_number_that_dense_recall_misses(tmp_path: Path, embedder, question: str) -> None:
-    memory = Memory(Store(tmp_path), embedder)
+def test_hybrid_finds_a_rare_number_that_dense_recall_misses(store: Store, embedder, question: str) -> None:
+    memory = Memory(store, embedder)
     session = memory.store.sessions.create("life")
     rng = random.Random(1)
     items = [NewExchange(session.id, "user", t.format(n=rng.randint(10000, 99999))) for _ in range(40) for t in NUMBERED]
@@ -51,11 +50,10 @@ def test_hybrid_finds_a_rare_number_that_dense_recall_misses(tmp_path: Path, emb
     hybrid = memory.recall(RecallQuery(question, k=10))
     assert TARGET not in dense
     assert hybrid[0].content == TARGET and "bm25" in hybrid[0].stages
-    memory.store.close()
 
 
-def test_meaning_is_found_without_shared_words(tmp_path: Path, embedder) -> None:
-    memory = Memory(Store(tmp_path), embedder)
+def test_meaning_is_found_without_shared_words(store: Store, embedder) -> None:
+    memory = Memory(store, embedder)
     session = memory.store.sessions.create("life")
     memory.remember_many([NewExchange(session.id, "user", t) for t in DISTRACTORS + [
         "Our dog Bruno got sick and we spent the night at the vet."]])
@@ -63,7 +61,6 @@ def test_meaning_is_found_without_shared_words(tmp_path: Path, embedder) -> None
     assert hits[0].content.startswith("Our dog Bruno") and "dense" in hits[0].stages
     no_dense = memory.recall(RecallQuery("pet illness emergency", k=3, stages=without("dense")))
     assert not any(h.content.startswith("Our dog Bruno") for h in no_dense)
-    memory.store.close()
 
 
 CONVERSATION = [
@@ -76,9 +73,9 @@ CHATTER = ["The heating is clicking again, I should call the landlord.", "Work w
 REPLIES = ["I see.", "That sounds calm.", "Nice, take care.", "How did that feel?"]  # a companion asks sometimes
 
 
-def test_the_turn_answering_a_hit_is_recalled_with_its_stage(tmp_path: Path, embedder) -> None:
+def test_the_turn_answering_a_hit_is_recalled_with_its_stage(store: Store, embedder) -> None:
     """The name is in the reply to the companion's question, a turn that shares no word with the question."""
-    memory = Memory(Store(tmp_path), embedder)
+    memory = Memory(store, embedder)
     rng = random.Random(3)
     for day in range(30):
         session = memory.store.sessions.create(f"day {day}")
@@ -93,12 +90,11 @@ def test_the_turn_answering_a_hit_is_recalled_with_its_stage(tmp_path: Path, emb
     found = next(h for h in with_answers if h.content.startswith("Pixel"))
     assert "answer" in found.stages
     assert not any(text.startswith("Pixel") for text in off)
-    memory.store.close()
 
 
-def test_everyday_words_do_not_outvote_the_vectors(tmp_path: Path, embedder) -> None:
+def test_everyday_words_do_not_outvote_the_vectors(store: Store, embedder) -> None:
     """A question of common words ('work', 'now') trusts its full-text matches less than a dense hit."""
-    memory = Memory(Store(tmp_path), embedder)
+    memory = Memory(store, embedder)
     session = memory.store.sessions.create("life")
     common = [f"Work was {adj} now and then, {n} meetings." for n in range(60) for adj in ("busy", "slow")]
     target = "First week at my new job in a small bike shop, very different."
@@ -107,4 +103,3 @@ def test_everyday_words_do_not_outvote_the_vectors(tmp_path: Path, embedder) -> 
     trusted = [h.content for h in memory.recall(RecallQuery(question, k=3))]
     flat = [h.content for h in memory.recall(RecallQuery(question, k=3, stages=without("lexical_trust")))]
     assert trusted[0] == target and flat[0] != target
-    memory.store.close()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
@@ -36,10 +35,10 @@ START = datetime(2023, 1, 2, 18, 0, tzinfo=timezone.utc)
 INVOICE = "Between meetings I finally paid the plumber, whose invoice number was 58213, and then walked the dog."
 
 
-def conversation(tmp_path: Path, embedder, sessions: Sequence[Sequence[tuple[str, str]]],
+def conversation(store: Store, embedder, sessions: Sequence[Sequence[tuple[str, str]]],
                  days: Sequence[int] | None = None) -> tuple[Memory, list[list[int]]]:
     """A store with these sessions (one per given day, default a week apart), every turn embedded."""
-    memory = Memory(Store(tmp_path), embedder)
+    memory = Memory(store, embedder)
     ids = []
     for n, turns in enumerate(sessions):
         day = START + timedelta(days=(days[n] if days else 7 * n))
@@ -61,24 +60,24 @@ def top(memory: Memory, question: str, k: int, stages: tuple[str, ...] | None = 
 
 
 @pytest.mark.parametrize(("stage", "other", "k"), [("bm25", "rare", 3), ("rare", "bm25", 5)])
-def test_full_text_finds_a_number_the_vectors_blur(tmp_path: Path, embedder, stage: str, other: str, k: int) -> None:
+def test_full_text_finds_a_number_the_vectors_blur(store: Store, embedder, stage: str, other: str, k: int) -> None:
     """The invoice number: either full-text stage alone finds it (the other and the context view are off)."""
     rng = random.Random(1)
     notes = [t.format(n=rng.randint(10000, 99999)) for _ in range(12) for t in NUMBERED]
-    memory, _ = conversation(tmp_path, embedder, [[("user", t) for t in notes[i::4]] + ([("user", INVOICE)] if i == 2
+    memory, _ = conversation(store, embedder, [[("user", t) for t in notes[i::4]] + ([("user", INVOICE)] if i == 2
                                                                                       else []) for i in range(4)])
     alone = without(other, "context")  # they read the same words
     assert INVOICE in top(memory, "what was 58213?", k, alone)
     assert INVOICE not in top(memory, "what was 58213?", k, tuple(n for n in alone if n != stage))
 
 
-def test_context_reads_a_reply_with_the_question_it_answers(tmp_path: Path, embedder) -> None:
+def test_context_reads_a_reply_with_the_question_it_answers(store: Store, embedder) -> None:
     answer = "Rainbow Families, they were the kindest people we met."
     asked = [("assistant", "Which adoption agency did you go with in the end?"), ("user", answer)]
     near = ["The travel agency sent us the wrong tickets.", "My family came over for dinner, they were lovely.",
             "The estate agency called about the flat.", "We met the kindest nurse at the hospital.",
             "Families from the school had a picnic, such kind people."]
-    memory, _ = conversation(tmp_path, embedder, [filler(10, s) + [("user", near[s])] + (asked if s == 2 else [])
+    memory, _ = conversation(store, embedder, [filler(10, s) + [("user", near[s])] + (asked if s == 2 else [])
                                                   for s in range(5)])
     alone = without("answer", "neighbours", "session")  # they link the two turns too
     question = "Which adoption agency did I go with?"
@@ -86,13 +85,13 @@ def test_context_reads_a_reply_with_the_question_it_answers(tmp_path: Path, embe
     assert answer not in top(memory, question, 3, tuple(n for n in alone if n != "context"))
 
 
-def test_neighbours_lift_a_turn_whose_neighbour_says_what_it_is_about(tmp_path: Path, embedder) -> None:
+def test_neighbours_lift_a_turn_whose_neighbour_says_what_it_is_about(store: Store, embedder) -> None:
     reply = "Yes, the one by the lake, we stayed four nights."
     trip = [("assistant", "Did you finally go to the log cabin in the mountains?"), ("user", reply)]
     near = ["We stayed four nights at my aunt's place.", "The lake was frozen, we walked across it.",
             "We stayed two weeks at the seaside last year.", "How long did the train take? Four hours.",
             "We stayed at a hotel by the lake once."]
-    memory, _ = conversation(tmp_path, embedder, [filler(10, s) + [("user", near[s])] + (trip if s == 1 else [])
+    memory, _ = conversation(store, embedder, [filler(10, s) + [("user", near[s])] + (trip if s == 1 else [])
                                                   for s in range(5)])
     alone = without("answer", "context", "session")
     question = "How long did we stay at the mountain cabin?"
@@ -100,45 +99,45 @@ def test_neighbours_lift_a_turn_whose_neighbour_says_what_it_is_about(tmp_path: 
     assert reply not in top(memory, question, 2, tuple(n for n in alone if n != "neighbours"))
 
 
-def test_speaker_prefers_what_the_named_person_said(tmp_path: Path, embedder) -> None:
+def test_speaker_prefers_what_the_named_person_said(store: Store, embedder) -> None:
     hers = "Caroline: I'm doing pottery classes now."
     talk = [("assistant", "Melanie: Caroline, I signed up for yoga classes!"), ("user", hers),
             ("assistant", "Melanie: Caroline, the yoga classes are on Mondays."), ("user", "Caroline: Nice."),
             ("assistant", "Melanie: Caroline, I also signed up for swimming classes.")]
-    memory, _ = conversation(tmp_path, embedder, [talk, [("user", "Caroline: The weather was lovely."),
+    memory, _ = conversation(store, embedder, [talk, [("user", "Caroline: The weather was lovely."),
                                                          ("assistant", "Melanie: It really was.")], filler(10, 2)])
     question = "What classes did Caroline sign up for?"
     assert hers in top(memory, question, 2)
     assert hers not in top(memory, question, 2, without("speaker"))
 
 
-def test_a_named_date_looks_among_that_periods_turns(tmp_path: Path, embedder) -> None:
+def test_a_named_date_looks_among_that_periods_turns(store: Store, embedder) -> None:
     march = "Made a big pot of lentil soup for the neighbours."
     cooked = ["I cooked a huge dinner for my parents.", "I cooked pasta with fresh tomatoes.",
               "I cooked dumplings from scratch.", "I cooked a curry, far too spicy.", "I cooked risotto."]
     sessions = [filler(8, s) + [("user", march if s == 1 else cooked[s % 5])] for s in range(6)]
-    memory, _ = conversation(tmp_path, embedder, sessions, days=[10, 65, 90, 120, 160, 200])  # 2023: Mar 8, Jun 10
+    memory, _ = conversation(store, embedder, sessions, days=[10, 65, 90, 120, 160, 200])  # 2023: Mar 8, Jun 10
     question = "What did I cook in March?"  # no year: the latest March with memories, 2023
     assert top(memory, question, 1)[0] == march
     assert top(memory, question, 1, without("date"))[0] != march
 
 
-def test_a_date_finds_a_turn_told_later_that_speaks_of_it(tmp_path: Path, embedder) -> None:
+def test_a_date_finds_a_turn_told_later_that_speaks_of_it(store: Store, embedder) -> None:
     told = "Yesterday I went to a support group for the first time, it was powerful."
     other = "I went to a support group meeting again, they are good people."
     sessions = [filler(6, 0) + [("user", other)], filler(6, 1), filler(6, 2) + [("user", told)], filler(6, 3)]
-    memory, _ = conversation(tmp_path, embedder, sessions, days=[0, 60, 126, 140])  # told on 8 May 2023
+    memory, _ = conversation(store, embedder, sessions, days=[0, 60, 126, 140])  # told on 8 May 2023
     question = "Where did I go on 7 May 2023?"
     assert top(memory, question, 1)[0] == told
     assert top(memory, question, 1, without("date"))[0] != told
 
 
-def test_a_strong_session_lifts_its_other_turns(tmp_path: Path, embedder) -> None:
+def test_a_strong_session_lifts_its_other_turns(store: Store, embedder) -> None:
     story = [("user", "We flew to Lisbon on Friday for my birthday."), ("assistant", "Happy birthday! Enjoy it."),
              ("user", "We ate custard tarts every day, six each.")]
     food = ["I had a sandwich at work.", "We ate pasta at the new place.", "I ate too much cake at the party.",
             "We ate soup, it was cold outside.", "I had noodles for lunch.", "We ate pizza on the sofa."]
-    memory, _ = conversation(tmp_path, embedder, [filler(8, s) + [("user", food[s])] + (story if s == 2 else [])
+    memory, _ = conversation(store, embedder, [filler(8, s) + [("user", food[s])] + (story if s == 2 else [])
                                                   for s in range(6)])
     alone = without("answer", "neighbours", "context")
     question = "What did we eat on my birthday in Lisbon?"
@@ -147,19 +146,19 @@ def test_a_strong_session_lifts_its_other_turns(tmp_path: Path, embedder) -> Non
     assert tarts not in top(memory, question, 3, tuple(n for n in alone if n != "session"))
 
 
-def test_now_prefers_the_newer_of_two_matching_turns(tmp_path: Path, embedder) -> None:
+def test_now_prefers_the_newer_of_two_matching_turns(store: Store, embedder) -> None:
     old = "I live in Munich now, near the park."
     new = "I live in Hamburg, near the harbour."
-    memory, _ = conversation(tmp_path, embedder, [filler(6, 0) + [("user", old)], filler(6, 1), filler(6, 2),
+    memory, _ = conversation(store, embedder, [filler(6, 0) + [("user", old)], filler(6, 1), filler(6, 2),
                                                   filler(6, 3) + [("user", new)]], days=[0, 200, 400, 600])
     assert top(memory, "Where do I live now?", 1)[0] == new
     assert top(memory, "Where do I live now?", 1, without("current"))[0] == old
 
 
-def test_repeats_go_after_distinct_hits(tmp_path: Path, embedder) -> None:
+def test_repeats_go_after_distinct_hits(store: Store, embedder) -> None:
     repeated = "Work was busy today, lots of meetings."
     distinct = "Work was hard today: my manager cancelled the project I led."
-    memory, _ = conversation(tmp_path, embedder, [[("user", repeated)] * 12 + [("user", distinct)]])
+    memory, _ = conversation(store, embedder, [[("user", repeated)] * 12 + [("user", distinct)]])
     question = "What happened at work?"
     assert distinct in top(memory, question, 2)
     assert distinct not in top(memory, question, 2, without("diversity"))
