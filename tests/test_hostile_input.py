@@ -23,6 +23,7 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mcp.server.fastmcp.exceptions import ToolError
 
 from lyra_local.cli.chat import _reply
 from lyra_local.companion import Companion
@@ -242,28 +243,54 @@ def test_an_unexpected_failure_of_recall_is_a_json_500_and_the_next_request_work
 # -- MCP: a tool call on any text answers; a failing one is an error result ---------------------------
 
 @pytest.fixture(scope="module")
-def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Store]]:
+    """The MCP tools on one store for all examples, and that store, to read back what they wrote."""
     tmp = tmp_path_factory.mktemp("mcp")
     store = Store(tmp / "data")
-    yield build_server(Coordinator(store, isolated_settings(tmp), Memory(store, FakeEmbedder())), "agent:tester")
+    yield build_server(Coordinator(store, isolated_settings(tmp), Memory(store, FakeEmbedder())), "agent:tester"), store
     store.close()
 
 
 def call_tool(server: Any, name: str, args: dict[str, Any]) -> Any:
-    return asyncio.run(server.call_tool(name, args))
+    """The tool's answer, the same in its structured result and in the text an agent reads.
+
+    A tool that fails answers an error result: in process, ``call_tool`` raises ``ToolError``.
+    """
+    content, structured = asyncio.run(server.call_tool(name, args))
+    answer = structured["result"] if list(structured) == ["result"] else structured  # a list comes wrapped
+    assert [json.loads(block.text) for block in content] == (answer if isinstance(answer, list) else [answer])
+    return answer
+
+
+RECALL_HIT = {"content", "kind", "role", "created_at", "session_id", "score", "stages"}
 
 
 @settings(max_examples=40)
 @given(text=TEXT.filter(lambda t: t.strip()))
-def test_any_text_remembered_and_recalled_over_mcp(mcp_server: Any, text: str) -> None:
-    call_tool(mcp_server, "remember", {"content": text})
-    call_tool(mcp_server, "recall", {"query": text, "k": 10**30})
+def test_any_text_remembered_and_recalled_over_mcp(mcp_server: tuple[Any, Store], text: str) -> None:
+    """`remember` keeps any text as sent, lone surrogates made U+FFFD; `recall` on it answers well-formed hits."""
+    server, store = mcp_server
+    note = call_tool(server, "remember", {"content": text})
+    assert note["author"] == "agent:tester"
+    stored = store.exchanges.get(note["id"])
+    assert stored is not None and stored.session_id == note["session_id"]
+    assert stored.content == well_formed(text)
+    hits = call_tool(server, "recall", {"query": text, "k": 10**30})
+    assert 0 < len(hits) <= 50  # k is bounded; the note just kept has a vector, so dense recall finds something
+    for hit in hits:
+        assert set(hit) == RECALL_HIT and hit["content"] == well_formed(hit["content"])
+
+
+def test_a_failing_mcp_call_is_an_error_result_and_the_next_one_answers(mcp_server: tuple[Any, Store]) -> None:
+    server, _ = mcp_server
+    with pytest.raises(ToolError, match="nothing to remember"):
+        call_tool(server, "remember", {"content": " \t\n"})
+    assert call_tool(server, "remember", {"content": "still here"})["author"] == "agent:tester"
 
 
 def test_a_failed_turn_in_lyra_chat_is_reported_and_the_conversation_goes_on(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, store: Store, capsys: pytest.CaptureFixture[str]) -> None:
     settings = isolated_settings(tmp_path)
-    store = Store(settings.data_dir)
     chat = ExplodingChat(after=1)
     companion = Companion(Memory(store, FakeEmbedder()), chat, settings.companion)
     session = store.sessions.create("terminal").id
@@ -278,4 +305,3 @@ def test_a_failed_turn_in_lyra_chat_is_reported_and_the_conversation_goes_on(
             "Rome, 2000 years ago \ufffd", "one", "march 0000", "ok"]
     finally:
         companion.close()
-        store.close()
