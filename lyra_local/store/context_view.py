@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .kinds import KINDS
 from .store import Store
 
 BACKFILL_KEY = "context_backfill_upto"
@@ -17,7 +18,7 @@ BATCH = 2000
 Progress = Callable[[int, int], None]
 ROW = ("SELECT e.id, coalesce((SELECT p.content || char(10) FROM exchanges p WHERE p.session_id = e.session_id "
        "AND p.id < e.id ORDER BY p.id DESC LIMIT 1), '') || e.content FROM exchanges e "
-       "WHERE e.id > ? AND e.id <= ? AND e.remembered = 1 "
+       f"WHERE e.id > ? AND e.id <= ? AND {KINDS['exchange'].where_current('e')} "
        "AND NOT EXISTS (SELECT 1 FROM exchange_context_fts c WHERE c.rowid = e.id)")
 
 

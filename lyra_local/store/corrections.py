@@ -67,7 +67,8 @@ class Corrections:
                     model: str | None = None) -> Digest:
         with self.store.write() as conn:
             row = conn.execute("UPDATE digests SET content = ?, method = 'user', updated_at = ? WHERE id = ? "
-                               "AND stale = 0 RETURNING *", (content, utc_now(), digest_id)).fetchone()
+                               f"AND {KINDS['digest'].where_current('digests')} RETURNING *",
+                               (content, utc_now(), digest_id)).fetchone()
             if row is None:
                 raise NotFound(f"no digest {digest_id}")
             if vector is not None and model is not None:
@@ -128,13 +129,14 @@ class Corrections:
 
     def their_digests(self) -> set[tuple[str, str]]:
         """(granularity, period) of the digests the person wrote."""
-        rows = self.store.conn().execute("SELECT granularity, period FROM digests WHERE method = 'user' AND stale = 0")
+        rows = self.store.conn().execute("SELECT granularity, period FROM digests t WHERE method = 'user' "
+                                         f"AND {KINDS['digest'].where_current()}")
         return {(str(r[0]), str(r[1])) for r in rows}
 
     def their_arc(self) -> bool:
         """Whether the current arc is the person's own."""
-        row = self.store.conn().execute("SELECT method FROM narrative WHERE stale = 0 ORDER BY id DESC LIMIT 1"
-                                        ).fetchone()
+        row = self.store.conn().execute(f"SELECT method FROM narrative t WHERE {KINDS['narrative'].where_current()} "
+                                        "ORDER BY id DESC LIMIT 1").fetchone()
         return row is not None and row[0] == "user"
 
     def dismissed(self, kind: str, *, adopt: dict[str, str] | None = None) -> dict[str, str]:

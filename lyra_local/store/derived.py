@@ -20,10 +20,17 @@ import numpy.typing as npt
 from . import provenance
 from .blobs import put_vector
 from .db import utc_now
+from .kinds import KINDS
 from .provenance import Ref
 
 if TYPE_CHECKING:
     from .store import Store
+
+# What counts as remembered now, from the registry (alias ``t``): a stale row waits for the dream to write it again.
+_GIST = KINDS["gist"].where_current()
+_FACT = KINDS["fact"].where_current()
+_DIGEST = KINDS["digest"].where_current()
+_ARC = KINDS["narrative"].where_current()
 
 
 @dataclass(frozen=True)
@@ -98,12 +105,12 @@ class Derived:
         return _gist(row)
 
     def gist(self, session_id: int) -> Gist | None:
-        row = self.store.conn().execute("SELECT * FROM gists WHERE session_id = ? AND stale = 0",
+        row = self.store.conn().execute(f"SELECT * FROM gists t WHERE session_id = ? AND {_GIST}",
                                         (session_id,)).fetchone()
         return None if row is None else _gist(row)
 
     def gists(self) -> list[Gist]:
-        return [_gist(r) for r in self.store.conn().execute("SELECT * FROM gists WHERE stale = 0 ORDER BY id")]
+        return [_gist(r) for r in self.store.conn().execute(f"SELECT * FROM gists t WHERE {_GIST} ORDER BY id")]
 
     # -- profile ------------------------------------------------------------------
 
@@ -133,7 +140,8 @@ class Derived:
         """Gists with content the profile has not seen yet, with their session's last turn time, oldest first."""
         rows = self.store.conn().execute(
             "SELECT g.*, (SELECT max(created_at) FROM exchanges e WHERE e.session_id = g.session_id) AS seen "
-            "FROM gists g WHERE g.stale = 0 AND g.profiled_upto < g.covers_upto ORDER BY seen, g.id")
+            f"FROM gists g WHERE {KINDS['gist'].where_current('g')} AND g.profiled_upto < g.covers_upto "
+            "ORDER BY seen, g.id")
         return [(_gist(r), r["seen"] or r["updated_at"]) for r in rows]
 
     def delete_fact(self, key: str, author: str = "user") -> int:
@@ -144,11 +152,11 @@ class Derived:
 
     def profile(self) -> list[ProfileFact]:
         rows = self.store.conn().execute(
-            "SELECT * FROM profile_facts WHERE superseded_at IS NULL AND stale = 0 ORDER BY key")
+            f"SELECT * FROM profile_facts t WHERE superseded_at IS NULL AND {_FACT} ORDER BY key")
         return [_fact(r) for r in rows]
 
     def fact_history(self, key: str) -> list[ProfileFact]:
-        rows = self.store.conn().execute("SELECT * FROM profile_facts WHERE key = ? AND stale = 0 ORDER BY id",
+        rows = self.store.conn().execute(f"SELECT * FROM profile_facts t WHERE key = ? AND {_FACT} ORDER BY id",
                                          (key,))
         return [_fact(r) for r in rows]
 
@@ -181,7 +189,7 @@ class Derived:
         return _digest(row)
 
     def digests(self, granularity: str | None = None) -> list[Digest]:
-        sql = "SELECT * FROM digests WHERE stale = 0"
+        sql = f"SELECT * FROM digests t WHERE {_DIGEST}"
         args: tuple[str, ...] = ()
         if granularity:
             sql += " AND granularity = ?"
@@ -213,18 +221,19 @@ class Derived:
     def narrative_version(self) -> tuple[int, str] | None:
         """The current arc's id and text."""
         row = self.store.conn().execute(
-            "SELECT id, content FROM narrative WHERE stale = 0 ORDER BY id DESC LIMIT 1").fetchone()
+            f"SELECT id, content FROM narrative t WHERE {_ARC} ORDER BY id DESC LIMIT 1").fetchone()
         return None if row is None else (int(row[0]), str(row[1]))
 
     def current_narrative(self) -> dict[str, Any] | None:
         """The current arc: its version id, text and how it was written."""
         row = self.store.conn().execute(
-            "SELECT id, content, method, created_at FROM narrative WHERE stale = 0 ORDER BY id DESC LIMIT 1").fetchone()
+            f"SELECT id, content, method, created_at FROM narrative t WHERE {_ARC} ORDER BY id DESC LIMIT 1"
+        ).fetchone()
         return None if row is None else dict(row)
 
     def narrative_basis(self) -> str | None:
         row = self.store.conn().execute(
-            "SELECT basis FROM narrative WHERE stale = 0 ORDER BY id DESC LIMIT 1").fetchone()
+            f"SELECT basis FROM narrative t WHERE {_ARC} ORDER BY id DESC LIMIT 1").fetchone()
         return None if row is None else str(row[0])
 
     def set_self_state(self, state: dict[str, Any], sources: Sequence[Ref] = ()) -> int:
@@ -261,7 +270,7 @@ def set_fact(conn: sqlite3.Connection, key: str, value: str, source_session_id: 
     """
     now = utc_now()
     current: sqlite3.Row | None = conn.execute(
-        "SELECT * FROM profile_facts WHERE key = ? AND superseded_at IS NULL AND stale = 0", (key,)).fetchone()
+        f"SELECT * FROM profile_facts t WHERE key = ? AND superseded_at IS NULL AND {_FACT}", (key,)).fetchone()
     if current is not None and same_value(current["value"], value):
         return current
     row: sqlite3.Row = conn.execute(

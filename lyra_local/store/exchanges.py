@@ -202,6 +202,7 @@ class Exchanges:
     def missing_vectors(self, model: str, limit: int = 1000) -> list[Exchange]:
         """Exchanges with no embedding for ``model`` (a crash before embedding, or a new model)."""
         rows = self.store.conn().execute(
-            "SELECT e.* FROM exchanges e WHERE e.remembered = 1 AND NOT EXISTS (SELECT 1 FROM embeddings v "
-            "WHERE v.tier = 'exchange' AND v.model = ? AND v.item_id = e.id) ORDER BY e.id LIMIT ?", (model, limit))
+            f"SELECT e.* FROM exchanges e WHERE {KINDS['exchange'].where_current('e')} AND NOT EXISTS "
+            "(SELECT 1 FROM embeddings v WHERE v.tier = 'exchange' AND v.model = ? AND v.item_id = e.id) "
+            "ORDER BY e.id LIMIT ?", (model, limit))
         return [row_to_exchange(r) for r in rows]

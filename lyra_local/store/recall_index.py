@@ -124,7 +124,7 @@ class RecallIndex:
 
     def any_between(self, flt: Filters, since: str, until: str) -> bool:
         narrowed = flt.narrowed(since, until)
-        remembered = " AND t.remembered = 1" if flt.tier == "exchange" else ""
+        remembered = f" AND {of_tier(flt.tier).where_current()}" if flt.tier == "exchange" else ""
         return self.store.conn().execute(
             f"SELECT 1 FROM {TABLES[flt.tier]} t WHERE {narrowed.where}{remembered} LIMIT 1",
             narrowed.args).fetchone() is not None
@@ -136,10 +136,11 @@ class RecallIndex:
         if tier == "exchange":
             sql = "SELECT id, session_id, role, content, created_at FROM exchanges"
         elif tier == "gist":
-            sql = "SELECT id, session_id, NULL AS role, content, updated_at AS created_at FROM gists WHERE stale = 0"
+            sql = ("SELECT id, session_id, NULL AS role, content, updated_at AS created_at FROM gists t "
+                   f"WHERE {of_tier(tier).where_current()}")
         else:
             sql = ("SELECT id, NULL AS session_id, NULL AS role, content, updated_at AS created_at, period "
-                   "FROM digests WHERE stale = 0")
+                   f"FROM digests t WHERE {of_tier(tier).where_current()}")
         sql += (" AND" if "WHERE" in sql else " WHERE") + " id IN (SELECT value FROM json_each(?))"
         return {r["id"]: dict(r) for r in self.store.conn().execute(sql, (_json_ids(ids),))}
 

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .blobs import put_vector
-from .kinds import of_tier
+from .kinds import KINDS, of_tier
 from .records import TIERS
 from .store import Store
 
@@ -37,7 +37,7 @@ def _table(tier: str) -> str:
 
 def _lacking(tier: str) -> str:
     """Rows of ``tier`` with no vector of the model given as a parameter; never an off-the-record turn (m013)."""
-    remembered = " AND t.remembered = 1" if tier == "exchange" else ""
+    remembered = f" AND {KINDS['exchange'].where_current()}" if tier == "exchange" else ""
     return (f"FROM {_table(tier)} t WHERE NOT EXISTS (SELECT 1 FROM embeddings v WHERE v.tier = ? AND v.model = ? "
             f"AND v.item_id = t.id){remembered}")
 

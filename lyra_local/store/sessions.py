@@ -96,7 +96,7 @@ class Sessions:
             row = conn.execute("SELECT * FROM sessions WHERE source = ? AND source_id = ?",
                                (source, source_id)).fetchone()
         elif name is not None:  # a remembered one: an off-the-record session is never taken up again by name
-            row = conn.execute("SELECT * FROM sessions WHERE name = ? AND remember = 1 "
+            row = conn.execute(f"SELECT * FROM sessions t WHERE name = ? AND {_CURRENT} "
                                "ORDER BY updated_at DESC LIMIT 1", (name,)).fetchone()
         else:
             raise BadRequest("find a session by uid, by source and source_id, or by name")
