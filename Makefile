@@ -24,11 +24,12 @@ run: setup
 test: setup browser lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Lint (ruff.toml: pycodestyle, pyflakes, import order, bugbear) and strict types with
-# pydantic's plugin (mypy.ini); `make test` runs both before the tests.
+# Lint (ruff.toml: pycodestyle, pyflakes, import order, bugbear), strict types with
+# pydantic's plugin (mypy.ini), and no SQL outside lyra_local/store/; `make test` runs them before the tests.
 lint: $(STAMP)
 	$(BIN)/ruff check lyra_local
 	$(BIN)/mypy lyra_local
+	$(BIN)/python scripts/check_sql_in_store.py
 
 # The web UI tests drive Debian's chromium (through playwright, no browser download).
 browser:
