@@ -87,7 +87,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """A hook for the child (``-p tests.test_markers``): each test's marks, fixtures and reached names, as JSON."""
     tests = {}
     for item in session.items:
-        fixturedefs = getattr(item, "_fixtureinfo").name2fixturedefs
+        fixturedefs = item._fixtureinfo.name2fixturedefs  # type: ignore[attr-defined]
         fixtures = [d.func for defs in fixturedefs.values() for d in defs]
         tests[item.nodeid] = {
             "marks": sorted({m.name for m in item.iter_markers()}),
