@@ -7,7 +7,9 @@ work unchanged. A client that disconnects mid-stream stops generation.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -124,6 +126,45 @@ def session_for(request: Request, body: ChatCompletionRequest) -> int:
     return app_state(request).store.sessions.find_or_create(source, name, name, remember=remember).id
 
 
+class SessionTurns:
+    """One turn at a time in each session, held from its start until its generator is closed.
+
+    A client that hangs up mid-stream is noticed asynchronously: generation stops after the token in
+    flight and the partial reply is stored then. Its next request, in the same session, can come
+    before that; had its message been stored first, the partial reply would answer a message that no
+    longer ends the conversation and be refused (``Conflict``), lost. Waiting here (in the worker
+    thread, like the wait for the chat model's own lock) keeps each reply after the message it answers.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._held: dict[int, tuple[threading.Lock, int]] = {}  # session -> (its lock, turns holding or waiting)
+
+    @contextlib.contextmanager
+    def one(self, session_id: int) -> Iterator[None]:
+        with self._guard:
+            lock, users = self._held.get(session_id, (threading.Lock(), 0))
+            self._held[session_id] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                lock, users = self._held[session_id]
+                if users == 1:
+                    del self._held[session_id]
+                else:
+                    self._held[session_id] = (lock, users - 1)
+
+
+def session_turns(request: Request) -> SessionTurns:
+    """The app's ``SessionTurns``, made on first use (in the event loop, so made once)."""
+    turns = getattr(request.app.state, "openai_turns", None)
+    if not isinstance(turns, SessionTurns):
+        turns = request.app.state.openai_turns = SessionTurns()
+    return turns
+
+
 async def answered(call: Callable[[], T], doing: str) -> T:
     """``call()`` in the thread pool, any failure a ``LyraError`` (answered as JSON by the app's handler).
 
@@ -149,12 +190,14 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> dic
         raise BadRequest("the last message must be the user's")
     session_id = await answered(lambda: session_for(request, body), "finding this client's conversation")
     companion = state.companion
+    turns = session_turns(request)
     options = body.options()
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
 
     def turn() -> Iterator[TurnEvent]:
-        return companion.turn(session_id, message["content"], options)
+        with turns.one(session_id):  # released once the turn is closed, its (partial) reply stored
+            yield from companion.turn(session_id, message["content"], options)
 
     if not body.stream:
         events = await answered(lambda: list(turn()), "this chat completion")
