@@ -226,6 +226,9 @@ def create_app(
     app.add_middleware(LeaseMiddleware, state=state)  # a request's models stay open until its response ends
     # Added last, so it runs first: a foreign Host or a cross-site write never reaches the token check.
     app.add_middleware(HostOriginGuard, server=lambda: state.settings.server, bind_host=settings.server.host)
+    # Outermost of all: whatever fails inside (a route, a middleware) is answered here and goes no further, so
+    # the server keeps the client's kept-alive connection.
+    app.add_middleware(failures.AnswerUnexpected)
     return app
 
 

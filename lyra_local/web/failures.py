@@ -7,6 +7,11 @@ stream that has already started ends with an ``error`` event instead of
 stopping mid-air. A request the validator refuses is answered 422 even when it
 carries text UTF-8 cannot encode (a lone surrogate), which FastAPI's own handler
 could not echo back.
+
+An unexpected failure must never reach the server: Starlette's own handler for
+``Exception`` answers and then re-raises, and uvicorn closes the client's
+kept-alive connection on it, so the client's next request fails.
+``AnswerUnexpected`` answers it instead and the exception ends there.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import LyraError
 
@@ -34,6 +40,50 @@ def describe_failure(exc: BaseException, doing: str) -> tuple[str, int]:
     return f"the server failed on {doing} ({type(exc).__name__}); {HINT}", 500
 
 
+def unexpected_response(method: str, path: str, exc: BaseException) -> JSONResponse:
+    """The 500 answer to a request whose failure nothing foresaw (the details are in the server's log)."""
+    body: dict[str, Any] = {"error": {"message": f"the server failed on {method} {path} ({type(exc).__name__})",
+                                      "type": "InternalError", "hint": HINT}}
+    return JSONResponse(body, status_code=500)
+
+
+class AnswerUnexpected:
+    """ASGI middleware: any exception from the app is logged once and answered here, never re-raised.
+
+    Installed outermost (just inside Starlette's own error middleware), so a failure in another
+    middleware is answered too. Before the response has started the answer is the JSON 500; after,
+    a second start would be a protocol error, so the response (a stream) is ended where it stands.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = ended = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started, ended
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                ended = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:  # the server goes on, and so does the client's connection
+            method, path = scope.get("method", "?"), scope.get("path", "?")
+            log.error("unexpected failure of %s %s%s", method, path, " mid-response" if started else "",
+                      exc_info=exc)
+            if not started:
+                await unexpected_response(method, path, exc)(scope, receive, send)
+            elif not ended:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
 def install(app: FastAPI) -> None:
     """Handlers for a refused request body and for any exception no route caught."""
 
@@ -45,8 +95,6 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        # Starlette logs the traceback after this answer is sent (it re-raises to the server).
-        body: dict[str, Any] = {"error": {"message": f"the server failed on {request.method} {request.url.path} "
-                                                     f"({type(exc).__name__})",
-                                          "type": "InternalError", "hint": HINT}}
-        return JSONResponse(body, status_code=500)
+        # Only what escapes ``AnswerUnexpected`` (a failure sending its own answer) comes here; Starlette
+        # logs the traceback after this answer is sent (it re-raises to the server).
+        return unexpected_response(request.method, request.url.path, exc)
