@@ -12,8 +12,15 @@
       else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
       else if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? "" : v);
     }
-    node.append(...children.filter((c) => c !== null && c !== undefined));
+    node.append(fragment(children));
     return node;
+  };
+  // Nodes (or strings; null and undefined left out) as one fragment, appended one by one: spreading a list
+  // from the server into one call (`replaceChildren(...list)`) overflows the stack at about 100,000 items.
+  const fragment = (nodes) => {
+    const out = document.createDocumentFragment();
+    for (const node of nodes) if (node !== null && node !== undefined) out.append(node);
+    return out;
   };
 
   // Graphemes (an emoji, a flag, a letter with its accents) where the browser can tell them, else code points.
@@ -122,7 +129,7 @@
     const list = $("session-list");
     // A rename in progress keeps its field: it re-renders the list itself when it ends.
     if (list.querySelector("li[data-renaming]")) return;
-    list.replaceChildren(...state.sessions.map((s) => {
+    list.replaceChildren(fragment(state.sessions.map((s) => {
       const name = el("button", { class: "session-name", title: s.name,
                                   "aria-current": s.id === state.current ? "true" : null,
                                   onclick: () => selectSession(s.id) }, s.name,
@@ -134,7 +141,7 @@
       const item = el("li", { class: s.id === state.current ? "active" : "", "data-id": s.id }, name,
                       el("span", { class: "session-actions" }, rename, remove));
       return item;
-    }));
+    })));
   }
 
   function startRename(item, session) {
@@ -235,11 +242,11 @@
         if (!open || list.childElementCount) return;
         try {
           const found = await api(`/api/sources/${kind}/${id}`);
-          list.replaceChildren(...found.turns.map((t) => el("li", {},
+          list.replaceChildren(fragment(found.turns.map((t) => el("li", {},
             el("span", { class: "badge", text: `${t.created_at.slice(0, 10)} · ${t.session_name}` }),
             el("button", { class: "link", text: "Open", "aria-label": `Open ${t.session_name} at this turn`,
                            onclick: () => selectSession(t.session_id, t.id) }),
-            el("p", { text: t.content }))));
+            el("p", { text: t.content })))));
           if (!found.turns.length) list.append(el("li", { class: "muted", text: "Its sources were forgotten." }));
           if (found.total > found.turns.length) list.append(el("li", { class: "muted", text: `(${found.total} turns in all)` }));
         } catch (e) { showError(e.message); }
@@ -301,7 +308,7 @@
   // -- messages ---------------------------------------------------------------------------------
 
   function renderMessages(messages) {
-    $("messages").replaceChildren(...messages.map((m) => messageItem(m.role, m.content, m.id, m)));
+    $("messages").replaceChildren(fragment(messages.map((m) => messageItem(m.role, m.content, m.id, m))));
     $("empty").hidden = messages.length > 0;
     scrollDown();
   }
@@ -412,7 +419,14 @@
   function setContent(item, text) {
     const body = item.querySelector(".bubble");
     if (item.classList.contains("assistant")) body.replaceChildren(window.LyraMarkdown.render(text));
-    else body.replaceChildren(...text.split("\n").flatMap((line, i) => i ? [el("br"), line] : [line]));
+    else {  // a line each, in a loop: a message may hold 200,000 newlines
+      const lines = document.createDocumentFragment();
+      text.split("\n").forEach((line, i) => {
+        if (i) lines.append(document.createElement("br"));
+        lines.append(line);
+      });
+      body.replaceChildren(lines);
+    }
   }
 
   function whyToggle(id) {
@@ -429,14 +443,14 @@
           const memories = trace.memories.filter((m) => m.layer !== "recent");
           box.append(el("p", { class: "muted", text: `${trace.context_tokens} tokens of context; ` +
             (memories.length ? "memories it used:" : "no memories beyond this conversation.") }));
-          box.append(el("ul", { class: "plain" }, ...memories.map((m) => el("li", {},
+          box.append(el("ul", { class: "plain" }, fragment(memories.map((m) => el("li", {},
             el("span", { class: "badge", text: `${m.layer} · ${m.stage || m.kind}` }),
             m.created_at ? el("span", { class: "badge date", text: [m.created_at.slice(0, 10), m.session_name].filter(Boolean).join(" · ") }) : null,
             el("span", m.forgotten ? { class: "muted", text: " (forgotten)" } : m.set_aside
               ? { class: "muted", text: " (a version not chosen now)" } : { text: " " + clip(m.content, 300) }),
             !m.forgotten && !m.set_aside && m.session_id ? el("button", { class: "link-button", text: "Open",
               "aria-label": `Open ${m.session_name || "the conversation"} at this memory`,
-              onclick: () => selectSession(m.session_id, m.kind === "exchange" ? m.id : undefined) }) : null))));
+              onclick: () => selectSession(m.session_id, m.kind === "exchange" ? m.id : undefined) }) : null)))));
         } catch (e) { box.append(el("p", { class: "muted", text: e.message })); }
       }
     });
@@ -561,10 +575,10 @@
       const s = self.self_state;
       $("self-mood").textContent = s ? `Mood: ${s.mood} · energy ${Number(s.energy).toFixed(1)}. ${s.self_narrative || ""}` : "I have not reflected yet.";
       const reflections = (s && s.reflections) || [];
-      $("reflections").replaceChildren(...reflections.map((r, i) => el("li", {}, r, el("button", {
+      $("reflections").replaceChildren(fragment(reflections.map((r, i) => el("li", {}, r, el("button", {
         class: "icon-button", text: "✕", "aria-label": `Delete the reflection “${r}”`, onclick: async () => {
           try { await api("/api/self", { method: "PATCH", body: { reflections: reflections.filter((_, j) => j !== i) } }); loadMemory(); }
-          catch (e) { showError(e.message); } } }))));
+          catch (e) { showError(e.message); } } })))));
       gauges($("drives"), self.drives);
       if (document.activeElement !== $("world-input")) $("world-input").value = world.world ? world.world.content : "";
       renderProfile(profile.facts);
@@ -575,7 +589,7 @@
   }
 
   function renderProposals(proposals) {
-    $("world-proposals").replaceChildren(...proposals.map((p) => {
+    $("world-proposals").replaceChildren(fragment(proposals.map((p) => {
       const decide = (how) => async () => {
         try { await api(`/api/world/proposals/${p.id}/${how}`, { method: "POST", body: { by: "user" } }); loadMemory(); }
         catch (e) { showError(e.message); }
@@ -585,13 +599,13 @@
         el("pre", { text: p.content }),
         el("div", { class: "row" }, el("button", { text: "Accept", onclick: decide("accept") }),
            el("button", { text: "Reject", onclick: decide("reject") })));
-    }));
+    })));
   }
 
   function renderProfile(facts) {
     const typing = $("profile").contains(document.activeElement) && document.activeElement.tagName === "INPUT";
     if (typing) return;  // a refresh waits until the person leaves the value they are changing
-    $("profile").replaceChildren(...facts.map((f) => {
+    $("profile").replaceChildren(fragment(facts.map((f) => {
       const value = el("input", { value: f.value, "aria-label": `Value of ${f.key}`, maxlength: "500" });
       const save = el("button", { text: "Save", onclick: async () => {
         try { await api("/api/profile", { method: "PUT", body: { key: f.key, value: value.value } }); loadMemory(); }
@@ -602,21 +616,21 @@
       return [el("tr", { "data-key": f.key }, el("th", { scope: "row", text: f.key }), el("td", {}, value),
                  el("td", { class: "nowrap" }, save, sources, remove)),
               el("tr", { class: "fact-sources", "data-sources-of": f.key }, el("td", { colspan: "3" }, list))];
-    }).flat());
+    }).flat()));
     if (!facts.length) $("profile").append(el("tr", {}, el("td", { class: "muted", colspan: "3", text: "Nothing yet." })));
   }
 
   function renderTimeline(digests) {
     const order = { month: 0, week: 1, day: 2 };
     const sorted = [...digests].sort((a, b) => (b.period > a.period ? 1 : b.period < a.period ? -1 : order[a.granularity] - order[b.granularity]));
-    $("timeline").replaceChildren(...sorted.map((d) => {
+    $("timeline").replaceChildren(fragment(sorted.map((d) => {
       const item = el("li", { class: d.granularity }, el("span", { class: "badge", text: `${d.granularity} · ${d.period}` }));
       const body = el("div", { class: "memory-item" });
       memoryItem(body, { kind: "digest", id: d.id, text: d.content, method: d.method,
         label: `the ${d.granularity} of ${d.period}`, path: `/api/digests/${d.id}` });
       item.append(body);
       return item;
-    }));
+    })));
     if (!digests.length) $("timeline").append(el("li", { class: "muted", text: "Empty so far." }));
   }
 
@@ -638,7 +652,7 @@
     try {
       const { results } = await api(`/api/search?${params}`);
       $("search-status").textContent = results.length ? `${results.length} found.` : "Nothing found.";
-      $("search-results").replaceChildren(...results.map(searchResult));
+      $("search-results").replaceChildren(fragment(results.map(searchResult)));
     } catch (e) { $("search-status").textContent = ""; showError(e.message); }
   }
 
