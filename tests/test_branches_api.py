@@ -9,6 +9,7 @@ tiny model in ``test_web_chat_features.py`` (Chromium) and
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -76,9 +77,10 @@ def test_regenerate_keeps_alternatives_and_only_the_chosen_one_is_remembered(cli
     assert any("Pumpernickel" in h for h in recalled(client, "Pumpernickel"))
     assert not any("Biscotti" in h for h in recalled(client, "Biscotti"))
     export = client.get("/api/export")
-    with zipfile.ZipFile(io.BytesIO(export.content)) as archive:
-        exported = " ".join(archive.read(n).decode() for n in archive.namelist())
-    assert "Pumpernickel" in exported and "Biscotti" not in exported and "Marmalade" not in exported
+    with zipfile.ZipFile(io.BytesIO(export.content)) as archive:  # the chosen one is the conversation's reply;
+        line = json.loads(archive.read("sessions.jsonl"))          # the others travel as versions set aside
+    assert [m["content"] for m in line["messages"]][1] == "Call the kitten Pumpernickel."
+    assert sorted(a["content"] for a in line["asides"]) == ["Call the kitten Biscotti.", "Call the kitten Marmalade."]
 
 
 def test_regenerating_what_is_not_a_reply_is_refused_clearly(client, chat) -> None:

@@ -81,7 +81,8 @@ class _Turns:
             self.held = 0.0
 
 
-def forget_sessions(store: Store, session_ids: Sequence[int], *, scrubbing: bool = True) -> Forgotten:
+def forget_sessions(store: Store, session_ids: Sequence[int], *, scrubbing: bool = True,
+                    ledgered: bool = True) -> Forgotten:
     """Forget whole sessions: their turns (and what was built from them) in chunks, then the sessions.
 
     Off-the-record sessions were never in the full-text tables or the vector indexes, so deleting only those
@@ -90,7 +91,8 @@ def forget_sessions(store: Store, session_ids: Sequence[int], *, scrubbing: bool
     total = Forgotten(0, 0)
     turns = _Turns()
     remembered = store.sessions.uids(session_ids, remembered=True)  # off the record: never in a backup
-    ledger.record(store, sessions=remembered, portable=forgotten_keys(store, store.sessions.ids_of(remembered)))
+    if ledgered:
+        ledger.record(store, sessions=remembered, portable=forgotten_keys(store, store.sessions.ids_of(remembered)))
     for session_id in session_ids:
         while True:
             started = time.monotonic()
@@ -129,12 +131,14 @@ def forget_idle_off_the_record(store: Store, hours: float, *, now: datetime | No
     return forget_sessions(store, due) if due else Forgotten(0, 0)
 
 
-def forget_exchanges(store: Store, exchange_ids: Sequence[int], *, scrubbing: bool = True) -> Forgotten:
+def forget_exchanges(store: Store, exchange_ids: Sequence[int], *, scrubbing: bool = True,
+                     ledgered: bool = True) -> Forgotten:
     total = Forgotten(0, 0)
     turns = _Turns()
     ids = sorted(set(exchange_ids))
-    on_path, aside = _doomed(store.conn(), ids)
-    ledger.record(store, turns=ids, portable=forgotten_keys(store, turn_ids=[*on_path, *aside]))
+    if ledgered:
+        on_path, aside = _doomed(store.conn(), ids)
+        ledger.record(store, turns=ids, portable=forgotten_keys(store, turn_ids=[*on_path, *aside]))
     for start in range(0, len(ids), TXN_TURNS):
         started = time.monotonic()
         with store.write() as conn:
@@ -248,22 +252,20 @@ def drop_snapshots(store: Store) -> None:
 
 def forget_again(store: Store) -> tuple[Forgotten, int]:
     """After a restore: forget again what the ledger says was forgotten in this memory's lineage (from a backup
-    made before a forget, it is back). The restored memory gets a lineage of its own first: it hands out ids
-    again from the backup's point on. Returns what went, and how many forgets removed something."""
-    lineage = store.lineage()
-    store.renew_lineage()
+    made before a forget, it is back). Returns what went, and how many forgets removed something."""
     total, forgets = Forgotten(0, 0), 0
-    for entry in ledger.entries(store.data_dir, lineage):
+    for entry in list(ledger.entries(store.data_dir, store.lineage())):  # its lines are already there: not again
         done = Forgotten(0, 0)
         sessions = store.sessions.ids_of(entry.sessions)
         if sessions:
-            done += forget_sessions(store, sessions, scrubbing=False)
+            done += forget_sessions(store, sessions, scrubbing=False, ledgered=False)
         turns = store.exchanges.present(entry.turns)
         if turns:
-            done += forget_exchanges(store, turns, scrubbing=False)
+            done += forget_exchanges(store, turns, scrubbing=False, ledgered=False)
         memories = {k: ids for k, ids in entry.memories.items() if k in KINDS and KINDS[k].node and k != "exchange"}
         if any(memories.values()):
-            done += forget_memories(store, {k: list(v) for k, v in memories.items()}, scrubbing=False)
+            done += forget_memories(store, {k: list(v) for k, v in memories.items()}, scrubbing=False,
+                                    ledgered=False)
         with store.write() as conn:
             renamed = unname(conn, store.sessions.ids_of(entry.renamed, named=True))
         forgets += bool(done.sessions or done.exchanges or done.memories or renamed)
@@ -351,9 +353,11 @@ def forget(store: Store, plan: ForgetPlan) -> Forgotten:
     return done
 
 
-def forget_memories(store: Store, memories: dict[str, list[int]], *, scrubbing: bool = True) -> Forgotten:
+def forget_memories(store: Store, memories: dict[str, list[int]], *, scrubbing: bool = True,
+                    ledgered: bool = True) -> Forgotten:
     """Forget derived memories (and what was built on them) by kind and id; turns are never among them."""
-    ledger.record(store, memories=memories)
+    if ledgered:
+        ledger.record(store, memories=memories)
     with store.write() as conn:
         counts = provenance.forget(conn, [(kind, i) for kind, ids in memories.items() for i in ids])
     counts.pop("exchange", None)
