@@ -4,15 +4,15 @@ Starlette's handler for ``Exception`` answers and then re-raises to the server,
 and uvicorn closes the connection on it: the client's next request on that
 connection failed. ``failures.AnswerUnexpected`` answers instead (a stream
 already started is ended where it stands) and the exception goes no further.
-A session id too big for SQLite (an ``OverflowError``) is a failure any client
-can cause today; the routes added here fail on purpose.
+The routes added here fail on purpose, and a real route fails when its
+embedder breaks as no one foresaw. (An id too big for SQLite used to be such a
+failure any client could cause; it is a 422 now: tests/test_bounded_ids.py.)
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator, Sequence
 
 import httpx
 import pytest
@@ -20,16 +20,17 @@ from fastapi import FastAPI
 from fastapi.responses import StreamingResponse
 from fastapi.testclient import TestClient
 
+from lyra_local.cli.serve import check_can_serve
 from lyra_local.config import Settings
+from lyra_local.llm.base import Vectors
 from lyra_local.llm.registry import Models
 from lyra_local.web import create_app
 
-from .conftest import MODELS_DIR, base_env, serve_lyra
 from .fakes import FakeChatModel, FakeEmbedder
 from .threaded_server import serve_in_thread
 
 HINT = "try again; if it keeps failing, the server's log has the details"
-TOO_BIG = "/api/sessions/99999999999999999999999/messages"  # SQLite cannot bind the id: OverflowError
+RECALL = "/api/recall"  # a real route, which fails while its embedder is broken
 
 
 def body_for(method: str, path: str, name: str) -> dict[str, dict[str, str]]:
@@ -38,12 +39,19 @@ def body_for(method: str, path: str, name: str) -> dict[str, dict[str, str]]:
                       "hint": HINT}}
 
 
-def failing_app(settings: Settings) -> FastAPI:
-    """The real app on fake models, with two routes that fail: before answering, and mid-stream."""
-    app = create_app(settings, models=Models(settings, chat=FakeChatModel(), embed=FakeEmbedder()))
+class BrokenEmbedder(FakeEmbedder):
+    """Raises a plain ``RuntimeError`` (no ``LyraError``): a real route's failure that nothing foresaw."""
 
-    async def boom() -> None:
-        raise RuntimeError("a failure nothing foresaw")
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        raise RuntimeError("the embedding library broke")
+
+
+async def boom() -> None:
+    raise RuntimeError("a failure nothing foresaw")
+
+
+def with_failing_routes(app: FastAPI) -> FastAPI:
+    """``app`` with two routes that fail: before answering, and mid-stream."""
 
     async def boom_mid_stream() -> StreamingResponse:
         def chunks() -> Iterator[bytes]:
@@ -55,6 +63,12 @@ def failing_app(settings: Settings) -> FastAPI:
     app.add_api_route("/test/boom", boom)
     app.add_api_route("/test/boom-mid-stream", boom_mid_stream)
     return app
+
+
+def failing_app(settings: Settings) -> FastAPI:
+    """The real app on fake models (the embedder broken), with the two failing routes."""
+    return with_failing_routes(create_app(settings, models=Models(settings, chat=FakeChatModel(),
+                                                                  embed=BrokenEmbedder())))
 
 
 def local_port(response: httpx.Response) -> int:
@@ -72,9 +86,9 @@ def test_an_unexpected_failure_is_answered_as_json_and_not_raised(
         assert answer.json() == body_for("GET", "/test/boom", "RuntimeError")
         logged = [r for r in caplog.records if "unexpected failure of GET /test/boom" in r.getMessage()]
         assert len(logged) == 1 and logged[0].exc_info is not None  # the traceback, once
-        real = client.get(TOO_BIG)
+        real = client.get(RECALL, params={"q": "tomatoes"})
         assert real.status_code == 500, real.text
-        assert real.json() == body_for("GET", TOO_BIG, "OverflowError")
+        assert real.json() == body_for("GET", RECALL, "RuntimeError")
         begun = client.get("/test/boom-mid-stream")  # already started: ended as it stands, no second start
         assert (begun.status_code, begun.text) == (200, "first chunk\n")
         assert client.get("/health").status_code == 200
@@ -84,10 +98,10 @@ def test_the_handler_answers_the_same_body_when_exceptions_are_not_raised(
         make_settings: Callable[..., Settings]) -> None:
     app = failing_app(make_settings())
     with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
-        for path in ("/test/boom", TOO_BIG):
-            answer = client.get(path)
+        for path in ("/test/boom", RECALL):
+            answer = client.get(path, params={"q": "tomatoes"})
             assert answer.status_code == 500 and answer.headers["content-type"] == "application/json"
-        assert answer.json() == body_for("GET", TOO_BIG, "OverflowError")
+        assert answer.json() == body_for("GET", RECALL, "RuntimeError")
 
 
 @pytest.mark.slow
@@ -105,16 +119,29 @@ def test_a_failure_before_or_during_an_answer_keeps_the_connection(make_settings
 
 @pytest.mark.slow
 @pytest.mark.models
-def test_a_real_server_answers_an_unexpected_failure_and_keeps_the_connection(tmp_path: Path) -> None:
-    env = {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR)}
-    with serve_lyra(tmp_path, env, "[dream]\nenabled = false\n") as served, \
-            httpx.Client(base_url=served.url, timeout=60, limits=httpx.Limits(max_connections=1)) as client:
-        failed = client.get(TOO_BIG)
-        assert failed.status_code == 500, failed.text
-        assert failed.json() == body_for("GET", TOO_BIG, "OverflowError")
-        second = client.get("/api/sessions")  # a connect error here if the server dropped the connection
-        assert second.status_code == 200, second.text
-        assert local_port(second) == local_port(failed), "the server closed the kept-alive connection"
-        log = served.log.read_text()
-        assert "Exception in ASGI application" not in log
-        assert log.count(f"unexpected failure of GET {TOO_BIG}") == 1 and "Traceback" in log
+def test_a_real_server_answers_an_unexpected_failure_and_keeps_the_connection(
+        make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture) -> None:
+    """The app as `lyra serve` builds it (its checks, the models its settings name) under uvicorn as it runs it,
+    plus one route that fails: nothing a client sends fails unforeseen any more, so the failure is the test's."""
+    settings = make_settings()
+    check_can_serve(settings, "127.0.0.1")
+    app = create_app(settings)
+    app.add_api_route("/test/boom", boom)
+    uvicorn_log = logging.getLogger("uvicorn")  # uvicorn's own loggers do not reach the root's (caplog's)
+    with caplog.at_level(logging.ERROR), serve_in_thread(app) as url, \
+            httpx.Client(base_url=url, timeout=60, limits=httpx.Limits(max_connections=1)) as client:
+        uvicorn_log.addHandler(caplog.handler)  # after uvicorn configured its logging, which drops handlers
+        try:
+            failed = client.get("/test/boom")
+            port = local_port(failed)
+            assert failed.status_code == 500, failed.text
+            assert failed.json() == body_for("GET", "/test/boom", "RuntimeError")
+            second = client.get("/api/sessions")  # a connect error here if the server dropped the connection
+            assert second.status_code == 200, second.text
+            assert local_port(second) == port, "the server closed the kept-alive connection"
+        finally:
+            uvicorn_log.removeHandler(caplog.handler)
+    messages = [r.getMessage() for r in caplog.records]
+    assert not [m for m in messages if "Exception in ASGI application" in m], messages
+    logged = [r for r in caplog.records if "unexpected failure of GET /test/boom" in r.getMessage()]
+    assert len(logged) == 1 and logged[0].exc_info is not None, messages  # the traceback, once

@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..coord import Coordinator, render_sitrep
 from .deps import app_state
+from .params import RowId
 
 router = APIRouter(prefix="/api")
 
@@ -82,7 +83,7 @@ async def propose(body: Proposal, request: Request) -> dict[str, Any]:
 
 
 @router.post("/world/proposals/{version_id}/{decision}")
-async def decide(version_id: int, decision: Literal["accept", "reject"], body: Decision,
+async def decide(version_id: RowId, decision: Literal["accept", "reject"], body: Decision,
                  request: Request) -> dict[str, Any]:
     version = await run_in_threadpool(app_state(request).store.coord.decide, version_id, decision == "accept",
                                       body.by)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from ..mind.grounding import cited
 from ..mind.narrative import narrative_basis
 from .deps import app_state
+from .params import RowId
 
 router = APIRouter(prefix="/api")
 Kind = Literal["gist", "fact", "digest", "narrative", "self_state", "world"]
@@ -33,7 +34,7 @@ class SelfEdit(BaseModel):
 
 
 @router.get("/sources/{kind}/{item_id}")
-def sources(kind: Kind, item_id: int, request: Request) -> dict[str, Any]:
+def sources(kind: Kind, item_id: RowId, request: Request) -> dict[str, Any]:
     """The turns behind a memory; for one that quotes (an extractive gist), the turns it quotes."""
     corrections = app_state(request).store.corrections
     turns = corrections.sources(kind, item_id)
@@ -42,7 +43,7 @@ def sources(kind: Kind, item_id: int, request: Request) -> dict[str, Any]:
 
 
 @router.put("/sessions/{session_id}/gist")
-def edit_gist(session_id: int, body: TextEdit, request: Request) -> dict[str, Any]:
+def edit_gist(session_id: RowId, body: TextEdit, request: Request) -> dict[str, Any]:
     state = app_state(request)
     state.store.sessions.get(session_id)  # 404 for an unknown session
     vector = state.memory.embedder.embed([body.content])[0]
@@ -51,12 +52,12 @@ def edit_gist(session_id: int, body: TextEdit, request: Request) -> dict[str, An
 
 
 @router.delete("/sessions/{session_id}/gist")
-def delete_gist(session_id: int, request: Request) -> dict[str, Any]:
+def delete_gist(session_id: RowId, request: Request) -> dict[str, Any]:
     return {"deleted": app_state(request).store.corrections.delete_gist(session_id)}
 
 
 @router.put("/digests/{digest_id}")
-def edit_digest(digest_id: int, body: TextEdit, request: Request) -> dict[str, Any]:
+def edit_digest(digest_id: RowId, body: TextEdit, request: Request) -> dict[str, Any]:
     state = app_state(request)
     vector = state.memory.embedder.embed([body.content])[0]
     digest = state.store.corrections.edit_digest(digest_id, body.content.strip(), vector,
@@ -65,7 +66,7 @@ def edit_digest(digest_id: int, body: TextEdit, request: Request) -> dict[str, A
 
 
 @router.delete("/digests/{digest_id}")
-def delete_digest(digest_id: int, request: Request) -> dict[str, Any]:
+def delete_digest(digest_id: RowId, request: Request) -> dict[str, Any]:
     return {"deleted": app_state(request).store.corrections.delete_digest(digest_id)}
 
 

@@ -17,18 +17,19 @@ from ..errors import BadRequest
 from ..store.forget import ForgetPlan, plan_forget
 from ..transfer.timestamps import BadTimestamp, utc_timestamp
 from .deps import app_state
+from .params import RowId
 
 router = APIRouter(prefix="/api")
 
 
 class ForgetRequest(BaseModel):
-    sessions: list[int | str] = Field(default_factory=list, max_length=10_000,
+    sessions: list[RowId | str] = Field(default_factory=list, max_length=10_000,
                                       description="conversations: a number is an id; a text is resolved like "
                                                   "`lyra forget --session` (#id, id, name, export id) and refused "
                                                   "when it names more than one")
     before: str | None = Field(None, max_length=64, description="turns before this UTC ISO date or time")
     matching: str | None = Field(None, min_length=1, max_length=4000, description="turns containing this text")
-    exchange_ids: list[int] = Field(default_factory=list, max_length=10_000,
+    exchange_ids: list[RowId] = Field(default_factory=list, max_length=10_000,
                                     description="turns by id (with their other versions: a regenerated reply's)")
     dry_run: bool = False
 

@@ -13,6 +13,7 @@ from ..memory import RecallQuery
 from ..memory.search import SearchQuery, SearchTier, search
 from ..transfer.timestamps import BadTimestamp, utc_timestamp
 from .deps import app_state
+from .params import RowId
 
 router = APIRouter(prefix="/api")
 TIME_HINT = "give an ISO date such as 2026-03-01, or a time such as 2026-03-01T10:00+02:00 (no offset means UTC)"
@@ -36,8 +37,8 @@ async def recall(
     q: str = Query(min_length=1, max_length=4000, description="what to look for"),
     k: int = Query(10, ge=1, le=100),
     tier: Literal["exchange", "gist", "digest"] = "exchange",
-    session_id: int | None = None,
-    exclude_session_id: int | None = None,
+    session_id: RowId | None = None,
+    exclude_session_id: RowId | None = None,
     since: str | None = None,
     until: str | None = None,
     role: Literal["user", "assistant"] | None = None,
@@ -59,7 +60,7 @@ async def search_memory(
     q: str = Query(min_length=1, max_length=4000, description="what to look for, by meaning and by words"),
     since: str | None = None,
     until: str | None = None,
-    session_id: int | None = None,
+    session_id: RowId | None = None,
     tier: SearchTier | None = None,
     k: int = Query(20, ge=1, le=100),
 ) -> dict[str, Any]:

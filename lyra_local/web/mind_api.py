@@ -22,6 +22,7 @@ from ..mind.backlog import sense
 from ..mind.drives import compute_drives
 from ..mind.profile import normalize_key
 from .deps import app_state
+from .params import EventId, RowId
 
 router = APIRouter(prefix="/api")
 POLL_S = 0.5
@@ -60,7 +61,7 @@ async def dream_now(request: Request, force: bool = True) -> dict[str, Any]:
 
 
 @router.get("/dream/events", response_model=None)
-async def dream_events(request: Request, after: int | None = Query(None, ge=0), follow: bool = True,
+async def dream_events(request: Request, after: EventId | None = None, follow: bool = True,
                        limit: int = Query(200, ge=1, le=1000)) -> Any:
     """The consolidation log after ``after`` (default: its last 50 events): JSON, or with ``follow`` an
     SSE stream that stays open."""
@@ -111,7 +112,7 @@ async def retire_fact(key: str, request: Request) -> dict[str, Any]:
 
 
 @router.get("/sessions/{session_id}/gist")
-async def session_gist(session_id: int, request: Request) -> dict[str, Any]:
+async def session_gist(session_id: RowId, request: Request) -> dict[str, Any]:
     store = app_state(request).store
     await run_in_threadpool(store.sessions.get, session_id)  # 404 for an unknown session
     gist = await run_in_threadpool(store.derived.gist, session_id)

@@ -26,6 +26,7 @@ from ..llm.base import GenerationOptions, Message
 from ..textsafe import well_formed
 from .deps import app_state
 from .failures import describe_failure
+from .params import Seed, Tokens
 from .streaming import stream_in_thread
 
 router = APIRouter(prefix="/v1")
@@ -66,12 +67,12 @@ class ChatCompletionRequest(BaseModel):
     model: str = MODEL_ID
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
-    max_tokens: int | None = Field(None, ge=1)
-    max_completion_tokens: int | None = Field(None, ge=1)
+    max_tokens: Tokens | None = None
+    max_completion_tokens: Tokens | None = None
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
     stop: str | list[str] | None = None
-    seed: int | None = None
+    seed: Seed | None = None
     user: str | None = None  # names the session: stored, so a lone surrogate in it becomes U+FFFD
 
     @field_validator("user", mode="before")

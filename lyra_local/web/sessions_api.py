@@ -20,6 +20,7 @@ from ..store.sessions import SessionNotFound
 from ..textsafe import well_formed
 from .deps import app_state
 from .failures import describe_failure
+from .params import Limit, Offset, RowId
 from .streaming import stream_in_thread
 
 router = APIRouter(prefix="/api")
@@ -54,7 +55,7 @@ class EditRequest(BaseModel):
 
 
 @router.get("/sessions")
-async def list_sessions(request: Request, limit: int = 100, offset: int = 0) -> dict[str, Any]:
+async def list_sessions(request: Request, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
     store = app_state(request).store
     sessions = await run_in_threadpool(store.sessions.list, limit=limit, offset=offset)
     return {"sessions": [dataclasses.asdict(s) for s in sessions]}
@@ -68,13 +69,13 @@ async def create_session(body: NewSession, request: Request) -> dict[str, Any]:
 
 
 @router.patch("/sessions/{session_id}")
-async def rename_session(session_id: int, body: Rename, request: Request) -> dict[str, Any]:
+async def rename_session(session_id: RowId, body: Rename, request: Request) -> dict[str, Any]:
     session = await run_in_threadpool(app_state(request).store.sessions.rename, session_id, body.name)
     return dataclasses.asdict(session)
 
 
 @router.delete("/sessions/{session_id}")
-async def forget_session(session_id: int, request: Request) -> dict[str, Any]:
+async def forget_session(session_id: RowId, request: Request) -> dict[str, Any]:
     """Deleting a session forgets it: rows, vectors, full text; summaries are rebuilt without it."""
     forgotten = await run_in_threadpool(app_state(request).memory.forget_session, session_id)
     return {"forgotten": dataclasses.asdict(forgotten)}
@@ -94,7 +95,7 @@ def messages_of(store: Store, session_id: int, limit: int | None = None) -> dict
 
 
 @router.get("/sessions/{session_id}/messages")
-async def history(session_id: int, request: Request, limit: int | None = None) -> dict[str, Any]:
+async def history(session_id: RowId, request: Request, limit: Limit | None = None) -> dict[str, Any]:
     return await run_in_threadpool(messages_of, app_state(request).store, session_id, limit)
 
 
@@ -121,7 +122,7 @@ def streamed(make_stream: Callable[[], Iterator[TurnEvent]], what: str) -> Event
 
 
 @router.post("/sessions/{session_id}/chat")
-async def chat(session_id: int, body: ChatRequest, request: Request) -> EventSourceResponse:
+async def chat(session_id: RowId, body: ChatRequest, request: Request) -> EventSourceResponse:
     """One turn, streamed as server-sent events: stored, delta..., (notice), (error), done."""
     state = app_state(request)
     await run_in_threadpool(state.store.sessions.get, session_id)  # 404 before the stream starts
@@ -143,14 +144,14 @@ async def checked(make_stream: Callable[[], Iterator[TurnEvent]]) -> Callable[[]
 
 
 @router.post("/exchanges/{exchange_id}/regenerate")
-async def regenerate(exchange_id: int, request: Request) -> EventSourceResponse:
+async def regenerate(exchange_id: RowId, request: Request) -> EventSourceResponse:
     """A new reply in place of this one, streamed like a turn; the old one stays as an alternative."""
     companion = app_state(request).companion
     return streamed(await checked(lambda: companion.regenerate(exchange_id)), f"regenerating reply {exchange_id}")
 
 
 @router.post("/exchanges/{exchange_id}/edit")
-async def edit(exchange_id: int, body: EditRequest, request: Request) -> EventSourceResponse:
+async def edit(exchange_id: RowId, body: EditRequest, request: Request) -> EventSourceResponse:
     """The person's message, edited: the conversation goes on from it with a new reply, streamed like a turn;
     the old message and what followed it are kept as a branch."""
     state = app_state(request)
@@ -164,7 +165,7 @@ async def edit(exchange_id: int, body: EditRequest, request: Request) -> EventSo
 
 
 @router.post("/exchanges/{exchange_id}/choose")
-async def choose(exchange_id: int, request: Request) -> dict[str, Any]:
+async def choose(exchange_id: RowId, request: Request) -> dict[str, Any]:
     """Make this version of a turn the current one (and what last followed it); returns the conversation."""
     state = app_state(request)
     session_id = await run_in_threadpool(state.companion.choose, exchange_id)
@@ -172,7 +173,7 @@ async def choose(exchange_id: int, request: Request) -> dict[str, Any]:
 
 
 @router.get("/exchanges/{exchange_id}/trace")
-async def trace(exchange_id: int, request: Request) -> dict[str, Any]:
+async def trace(exchange_id: RowId, request: Request) -> dict[str, Any]:
     """Which memories went into the context of this reply, and why."""
     found = await run_in_threadpool(app_state(request).companion.trace, exchange_id)
     if found is None:
