@@ -49,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         store = runtime.store
         plan = plan_forget(store, sessions=args.session or (), before=before, matching=args.matching)
         if plan.empty:
+            if plan.matching and not args.dry_run:
+                forget(store, plan)  # no row holds it, but an edited or deleted memory's words may linger on disk
             print("nothing matches: nothing to forget")
             return 0
         _describe(store, plan)

@@ -52,6 +52,20 @@ def leave_out(path: Path) -> None:
         conn.close()
 
 
+def sequences(store: Store) -> dict[str, int]:
+    """The highest id each table has handed out (its ``AUTOINCREMENT`` sequence)."""
+    return {str(r[0]): int(r[1]) for r in store.conn().execute("SELECT name, seq FROM sqlite_sequence")}
+
+
+def raise_sequences(store: Store, floor: dict[str, int]) -> None:
+    """A restored memory hands out no id the memory it replaced ever handed out: each sequence is raised to at
+    least ``floor``'s, so an id in the forget ledger names one row for good (``store/ledger.py``)."""
+    with store.write() as conn:
+        for name, seq in floor.items():
+            if conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?", (seq, name)).rowcount == 0:
+                conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", (name, seq))
+
+
 def check(path: Path) -> None:
     """A readable, intact Lyra database, or a ``LyraError`` saying what is wrong."""
     try:

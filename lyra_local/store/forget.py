@@ -336,7 +336,8 @@ def plan_forget(store: Store, *, sessions: Sequence[str] = (), before: str | Non
 
 def forget(store: Store, plan: ForgetPlan) -> Forgotten:
     """Carry out a plan: whole sessions, single turns, the memories that hold the text, then names and logs;
-    then nothing is left on disk (``scrub``, once)."""
+    then nothing is left on disk (``scrub``, once). A text that no row holds any more is still scrubbed for: the
+    words of a memory edited or deleted since can linger in full-text segments and the WAL until then."""
     done = Forgotten(0, 0)
     if plan.session_ids:
         done += forget_sessions(store, plan.session_ids, scrubbing=False)

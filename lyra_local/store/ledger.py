@@ -3,14 +3,15 @@
 A backup made before a forget holds what was forgotten; restoring it would
 bring that back without a word. Every forget appends one line here *before*
 it deletes anything: the sessions (by uid), the turns and the memories (by
-id) it forgets, and the conversations it renames. Ids are only meaningful in
-the memory they were handed out in, so each line names its **lineage**: the
-memory's identity from its creation (``meta.lineage``, else the time its
-first migration ran), renewed by every restore (a restored memory hands out
-ids again from the backup's point on, so its future differs from the one the
-ledger saw). Restoring a backup re-applies every line of the backup's
-lineage; a line about rows the backup never had, or no longer has, removes
-nothing.
+id) it forgets, and the conversations it renames. An id names one row for
+good in a data directory: ids are never reused, and a restore raises the
+restored memory's id sequences above every id the memory it replaces ever
+handed out (``store/backups.py``), so a line means the same row in every
+backup of this memory. Each line names its **lineage** (the memory's
+creation: ``Store.lineage``), so a backup of another memory restored here is
+never touched by this one's lines. Restoring a backup re-applies every line
+of its lineage; a line about rows the backup never had, or no longer has,
+removes nothing.
 
 Each line also names the forgotten turns and conversations by their
 portable ids (``store/portable.py``), so importing an export made before the

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,7 +32,6 @@ from .vectors import IndexSettings, VectorIndex
 
 DB_FILENAME = "lyra.db"
 INDEX_DIRNAME = "index"
-LINEAGE_KEY = "lineage"
 
 
 class Store:
@@ -111,19 +109,10 @@ class Store:
                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
     def lineage(self) -> str:
-        """This memory's identity for the forget ledger (``store/ledger.py``): the time its first migration ran,
-        until a restore gives it a new one."""
-        own = self.get_meta(LINEAGE_KEY)
-        if own:
-            return own
+        """Which memory this is, for the forget ledger (``store/ledger.py``): the time its first migration ran,
+        which every backup of it shares, and no other data directory's memory has."""
         row = self.conn().execute("SELECT applied_at FROM _migrations ORDER BY rowid LIMIT 1").fetchone()
         return f"created {row[0]}"
-
-    def renew_lineage(self) -> str:
-        """A restored memory hands out ids again from the backup's point on: its forgets are a new lineage."""
-        lineage = f"restored {uuid.uuid4().hex}"
-        self.set_meta(LINEAGE_KEY, lineage)
-        return lineage
 
     def save_indexes(self, *, wait: bool = False) -> None:
         for index in self.loaded_indexes():

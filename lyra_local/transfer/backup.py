@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import LyraError
 from ..store import Store
-from ..store.backups import check, copy_into, live_servers
+from ..store.backups import check, copy_into, live_servers, raise_sequences, sequences
 from ..store.dirlock import DataDirBusy, DirLock, find_holders
 from ..store.forget import Forgotten, forget_again
 from ..store.store import DB_FILENAME, INDEX_DIRNAME
@@ -76,6 +76,7 @@ def restore(source: Path, data_dir: Path, *, force: bool = False, keep: Path | N
                           hint="stop those processes (`lyra serve`, `lyra dream --loop`, ...) first: a restore "
                                "never replaces a database another process has open; --force does not override this")
     try:
+        handed_out: dict[str, int] = {}
         if kept is not None:
             store = Store(data_dir, lock=lock)  # under our exclusive hold: it must not take the lock shared
             try:
@@ -83,6 +84,7 @@ def restore(source: Path, data_dir: Path, *, force: bool = False, keep: Path | N
                 if running:
                     raise LyraError(f"the memory is in use by {', '.join(running)}",
                                     hint="stop `lyra serve` (and `lyra dream`) first, or pass --force")
+                handed_out = sequences(store)
                 copy_into(store, kept)
             finally:
                 store.close()
@@ -94,6 +96,7 @@ def restore(source: Path, data_dir: Path, *, force: bool = False, keep: Path | N
         shutil.rmtree(data_dir / INDEX_DIRNAME, ignore_errors=True)  # derived: rebuilt from the restored rows
         store = Store(data_dir, lock=lock)
         try:
+            raise_sequences(store, handed_out)  # no id the replaced memory handed out is handed out again
             again, forgets = forget_again(store)
         finally:
             store.close()
@@ -102,10 +105,19 @@ def restore(source: Path, data_dir: Path, *, force: bool = False, keep: Path | N
     return Restored(kept, again, forgets)
 
 
+def _free(path: Path) -> Path:
+    """``path``, or the first of ``name~2.db``, ``name~3.db``... that does not exist yet."""
+    n = 1
+    while path.exists():
+        n += 1
+        path = path.with_name(f"{path.stem.rsplit('~', 1)[0]}~{n}{path.suffix}")
+    return path
+
+
 def _kept_path(source: Path, data_dir: Path, keep: Path | None) -> Path:
     """Where the replaced memory goes: a new file outside the data directory, in a folder that exists."""
-    path = (keep.expanduser().resolve() if keep is not None
-            else source.parent / f"{data_dir.name}-before-restore-{datetime.now():%Y%m%d-%H%M%S}.db")
+    path = keep.expanduser().resolve() if keep is not None else _free(
+        source.parent / f"{data_dir.name}-before-restore-{datetime.now():%Y%m%d-%H%M%S}.db")
     if path.is_relative_to(data_dir):
         raise LyraError(f"{path} is inside the data directory",
                         hint="keep the replaced memory outside it (--keep PATH): later forgets never reach a copy "

@@ -50,7 +50,7 @@ def forget_route(body: ForgetRequest, request: Request) -> dict[str, Any]:
     out: dict[str, Any] = {"sessions": plan.session_ids, "turns": len(plan.exchange_ids),
                            "memories": {k: len(v) for k, v in plan.memories.items()}, "renamed": len(plan.renamed),
                            "logs": plan.logs}
-    if body.dry_run or plan.empty:
+    if body.dry_run or (plan.empty and not plan.matching):
         return {**out, "forgotten": None}
     done = state.memory.forget_plan(plan)
     return {**out, "forgotten": dataclasses.asdict(done)}
