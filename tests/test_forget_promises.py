@@ -8,7 +8,6 @@ chat model and the deterministic fake embedder.
 
 from __future__ import annotations
 
-import sqlite3
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path

@@ -42,7 +42,8 @@ from typing import Any
 
 import httpx
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, Phase, settings, strategies as st
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from lyra_local.config import Settings, load_settings
