@@ -260,3 +260,9 @@ def test_forgetting_the_words_of_a_deleted_summary_leaves_no_trace_of_them(clien
     assert client.post("/api/forget", json={"matching": "marmotquill", "dry_run": True}).json()["turns"] == 0
     assert client.post("/api/forget", json={"matching": "marmotquill"}).status_code == 200
     assert marker_places(data_dir(client), "marmotquill") == []
+
+
+@pytest.mark.parametrize("ref", ["#99999999999999999999", "#²", "#", "#1e3"])
+def test_a_session_reference_that_is_no_id_is_not_found_never_a_failure(client, ref: str) -> None:
+    response = client.post("/api/forget", json={"sessions": [ref]})
+    assert response.status_code == 404 and "no conversation" in response.json()["error"]["message"]

@@ -16,7 +16,7 @@ from ..runtime import open_runtime
 from ..store import Store
 from ..store.forget import ForgetPlan, forget, plan_forget
 from ..store.kinds import FORGOTTEN_TEXT, KINDS
-from ..transfer.timestamps import BadTimestamp, utc_timestamp
+from ..transfer.timestamps import time_bound
 
 SAMPLES = 3
 
@@ -37,13 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    before = None
-    if args.before:
-        try:  # the store's own UTC text, so the comparison with stored times is right whatever was typed
-            before = utc_timestamp(args.before, "--before")
-        except BadTimestamp as exc:
-            raise LyraError(str(exc), hint="write it as YYYY-MM-DD, or an ISO time such as 2024-03-01T10:00+02:00 "
-                                           "(no offset means UTC)") from exc
+    before = time_bound(args.before, "--before")  # the store's own UTC text, whatever was typed
     settings = load_settings(args.config)
     with open_runtime(settings) as runtime:
         store = runtime.store

@@ -10,7 +10,7 @@ from ..config import load_settings
 from ..memory import RecallQuery
 from ..runtime import open_runtime
 from ..store import Hit
-from .times import option_time
+from ..transfer.timestamps import time_bound
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -35,7 +35,7 @@ def hit_json(hit: Hit) -> dict[str, object]:
 
 
 def run(args: argparse.Namespace) -> int:
-    since, until = option_time(args.since, "--since"), option_time(args.until, "--until")  # compared as UTC text
+    since, until = time_bound(args.since, "--since"), time_bound(args.until, "--until")  # compared as UTC text
     settings = load_settings(args.config)
     query = RecallQuery(args.query, k=args.k, tier=args.tier, session_id=args.session,
                         exclude_session_id=args.exclude_session, since=since, until=until,

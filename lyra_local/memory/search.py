@@ -23,7 +23,7 @@ from ..errors import BadRequest
 from ..store import provenance
 from ..store.recall_index import RecallIndex
 from ..store.sessions import SessionNotFound
-from ..transfer.timestamps import BadTimestamp, utc_timestamp
+from ..transfer.timestamps import time_bound
 from .memory import Memory
 from .recall import RecallQuery
 
@@ -48,20 +48,8 @@ class SearchQuery:
             raise BadRequest("a search needs some words")
         if self.tier is not None and self.tier not in SEARCH_TIERS:
             raise BadRequest(f"tier must be one of {', '.join(SEARCH_TIERS)}")
-        utc_bound(self.since, "since")
-        utc_bound(self.until, "until")
-
-
-def utc_bound(value: str | None, parameter: str) -> str | None:
-    """A ``since``/``until`` as the store's UTC text, which stored times compare with as text; a 400 naming
-    ``parameter`` if it is not a time, or one that has no UTC form (year 1 with a positive offset)."""
-    if not value:
-        return None
-    try:
-        return utc_timestamp(value, parameter)
-    except BadTimestamp as exc:
-        raise BadRequest(str(exc), hint="give an ISO date such as 2026-03-01, or a time such as "
-                                        "2026-03-01T10:00+02:00 (no offset means UTC)") from exc
+        time_bound(self.since, "since")
+        time_bound(self.until, "until")
 
 
 @dataclass(frozen=True)
@@ -79,7 +67,7 @@ class Found:
 
 
 def search(memory: Memory, query: SearchQuery) -> list[Found]:
-    since, until = utc_bound(query.since, "since"), utc_bound(query.until, "until")
+    since, until = time_bound(query.since, "since"), time_bound(query.until, "until")
     tiers = [query.tier] if query.tier else list(SEARCH_TIERS)
     vector = np.asarray(memory.embedder.embed([query.text])[0], dtype=np.float32)
     found: list[list[Found]] = []

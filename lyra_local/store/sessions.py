@@ -134,8 +134,11 @@ class Sessions:
         than one conversation (``AmbiguousSession``, listing them) — never a guess."""
         ref = ref.strip()
         conn = self.store.conn()
-        if ref.startswith("#") and ref[1:].isdigit():
-            return self.get(int(ref[1:]))
+        if ref.startswith("#"):
+            digits = ref[1:]
+            if not (digits.isascii() and digits.isdigit() and int(digits) < 2**63):
+                raise SessionNotFound(f"no conversation {ref!r}", hint="#ID takes an id as `lyra sessions` shows it")
+            return self.get(int(digits))
         rows = conn.execute("SELECT * FROM sessions WHERE CAST(id AS TEXT) = :ref OR uid = :ref OR name = :ref "
                             "ORDER BY id", {"ref": ref}).fetchall()
         if not rows:

@@ -1,4 +1,5 @@
-"""Timestamps from outside (an import file, ``lyra forget --before``) as the store writes them. A pure function.
+"""Timestamps from outside (an import file, a bound such as ``lyra forget --before``) as the store writes them.
+Pure functions.
 
 The store keeps every time as UTC ISO-8601 text with microseconds
 (``2024-03-01T10:00:00.000000+00:00``, ``store.db.to_iso``) and compares them as
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from ..errors import BadRequest
 from ..store.db import to_iso
 
 EXAMPLE = "2023-05-08T13:56:00Z"
+HINT = "write it as YYYY-MM-DD, or an ISO time such as 2024-03-01T10:00+02:00 (no offset means UTC)"
 
 
 class BadTimestamp(ValueError):
@@ -40,3 +43,16 @@ def utc_timestamp(value: object, what: str = "time") -> str:
         return to_iso(moment)
     except OverflowError:  # year 1 with a positive offset, or 9999 with a negative one
         raise BadTimestamp(f"{what} {text!r} is out of range") from None
+
+
+def time_bound(value: str | None, name: str) -> str | None:
+    """A time a person gives as a bound (``--since``, ``until=``, ``before``) in the store's UTC form, which
+    stored times compare with as text (kept as typed, an offset or a ``Z`` time compares wrongly); ``None`` or
+    empty stays ``None``. A ``BadRequest`` naming ``name`` if it is not a time: a 400 in the API, an error line
+    on the command line."""
+    if not value:
+        return None
+    try:
+        return utc_timestamp(value, name)
+    except BadTimestamp as exc:
+        raise BadRequest(str(exc), hint=HINT) from exc

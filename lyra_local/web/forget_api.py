@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import BadRequest
 from ..store.forget import ForgetPlan, plan_forget
-from ..transfer.timestamps import BadTimestamp, utc_timestamp
+from ..transfer.timestamps import time_bound
 from .deps import app_state
 from .params import RowId
 
@@ -39,10 +39,7 @@ def forget_route(body: ForgetRequest, request: Request) -> dict[str, Any]:
     if not (body.sessions or body.before or body.matching or body.exchange_ids):
         raise BadRequest("say what to forget", hint="give sessions, before, matching or exchange_ids")
     state = app_state(request)
-    try:  # the store's UTC text, as `lyra forget --before` writes it
-        before = utc_timestamp(body.before, "before") if body.before else None
-    except BadTimestamp as exc:
-        raise BadRequest(str(exc), hint="YYYY-MM-DD, or an ISO time; no offset means UTC") from exc
+    before = time_bound(body.before, "before")  # the store's UTC text, as `lyra forget --before` writes it
     sessions = [f"#{ref}" if isinstance(ref, int) else ref for ref in body.sessions]
     plan: ForgetPlan = plan_forget(state.store, sessions=sessions, before=before, matching=body.matching)
     if body.exchange_ids:

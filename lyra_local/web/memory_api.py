@@ -8,29 +8,13 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import BadRequest
 from ..memory import RecallQuery
 from ..memory.search import SearchQuery, SearchTier, search
-from ..transfer.timestamps import BadTimestamp, utc_timestamp
+from ..transfer.timestamps import time_bound
 from .deps import app_state
 from .params import RowId
 
 router = APIRouter(prefix="/api")
-TIME_HINT = "give an ISO date such as 2026-03-01, or a time such as 2026-03-01T10:00+02:00 (no offset means UTC)"
-
-
-def utc_bound(value: str | None, parameter: str) -> str | None:
-    """A ``since``/``until`` as the store's UTC text, which stored times compare with as text: passed as
-    written, an offset time or a ``Z`` time compared wrongly and missed turns. A 400 naming ``parameter``
-    if it is not a time."""
-    if value is None:
-        return None
-    try:
-        return utc_timestamp(value, parameter)
-    except BadTimestamp as exc:
-        raise BadRequest(str(exc), hint=TIME_HINT) from exc
-
-
 @router.get("/recall")
 async def recall(
     request: Request,
@@ -47,7 +31,7 @@ async def recall(
     mode: Literal["hybrid", "dense", "bm25"] = "hybrid",
 ) -> dict[str, Any]:
     query = RecallQuery(q, k=k, tier=tier, session_id=session_id, exclude_session_id=exclude_session_id,
-                        since=utc_bound(since, "since"), until=utc_bound(until, "until"), role=role,
+                        since=time_bound(since, "since"), until=time_bound(until, "until"), role=role,
                         recency_weight=recency, neighbours=context, mode=mode)
     memory = app_state(request).memory
     hits = await run_in_threadpool(memory.recall, query)
