@@ -266,3 +266,17 @@ def test_forgetting_the_words_of_a_deleted_summary_leaves_no_trace_of_them(clien
 def test_a_session_reference_that_is_no_id_is_not_found_never_a_failure(client, ref: str) -> None:
     response = client.post("/api/forget", json={"sessions": [ref]})
     assert response.status_code == 404 and "no conversation" in response.json()["error"]["message"]
+
+
+def test_forgetting_a_fact_from_search_forgets_it_and_its_history(client) -> None:
+    """Search's Forget retired a fact, which keeps it in the profile's history: it was not forgotten."""
+    client.put("/api/profile", json={"key": "locker", "value": "code 12"})
+    fact = client.put("/api/profile", json={"key": "locker", "value": "code okapiwharf"}).json()
+    found = client.get("/api/search", params={"q": "okapiwharf"}).json()["results"]
+    assert [r["id"] for r in found if r["tier"] == "fact"] == [fact["id"]]
+    assert client.post("/api/forget", json={"memories": {"fact": [fact["id"]]}}).status_code == 200
+    assert b"okapiwharf" not in client.get("/api/profile/history", params={"key": "locker"}).content
+    assert [f["value"] for f in client.get("/api/profile").json()["facts"]] == ["code 12"]  # the one before it
+    assert marker_places(data_dir(client), "okapiwharf") == []
+    refused = client.post("/api/forget", json={"memories": {"exchange": [1]}})
+    assert refused.status_code == 400 and "cannot be forgotten by id" in refused.json()["error"]["message"]

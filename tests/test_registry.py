@@ -108,3 +108,17 @@ def test_every_vector_tier_and_full_text_table_belongs_to_one_kind() -> None:
     assert len(FTS_TABLES) == len(set(FTS_TABLES))
     words: list[Kind] = [k for k in KINDS.values() if k.fts]
     assert all(k.words for k in words)
+
+
+def test_search_tiers_and_the_pages_list_of_kinds_come_from_the_registry(make_settings) -> None:
+    from typing import get_args
+
+    from lyra_local.memory.search import SearchTier
+
+    from .conftest import fake_client
+
+    assert set(get_args(SearchTier)) == {k.name for k in KINDS.values() if k.searchable}
+    with fake_client(make_settings()) as client:
+        listed = client.get("/api/kinds").json()["kinds"]
+    assert {k["name"]: k["label"] for k in listed}["gist"] == KINDS["gist"].label[0]
+    assert [k["name"] for k in listed if k["searchable"]] == [k.name for k in KINDS.values() if k.searchable]

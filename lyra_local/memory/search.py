@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 
 from ..errors import BadRequest
-from ..store import provenance
+from ..store import kinds, provenance
 from ..store.recall_index import RecallIndex
 from ..store.sessions import SessionNotFound
 from ..transfer.timestamps import time_bound
@@ -28,7 +28,7 @@ from .memory import Memory
 from .recall import RecallQuery
 
 SearchTier = Literal["exchange", "gist", "fact", "digest"]
-SEARCH_TIERS: tuple[SearchTier, ...] = ("exchange", "gist", "fact", "digest")
+SEARCH_TIERS: tuple[str, ...] = kinds.SEARCH_TIERS  # the registry's searchable kinds
 MEANING = 0.35  # found by meaning alone, a memory is shown from this cosine with the query (found by words: always)
 FACT_MEANING = 0.55  # a fact matches by meaning from this cosine with the query (by words, at any)
 BY_MEANING_ONLY = {"dense", "neighbours"}  # recall's stages that find without a shared word

@@ -23,6 +23,7 @@ from . import provenance
 from .blobs import put_vector
 from .db import utc_now
 from .derived import Digest, Gist, _digest, _gist
+from .forget import scrub
 from .kinds import KINDS, NODES, STALE_KINDS
 from .memory_dump import ADOPT
 
@@ -59,6 +60,7 @@ class Corrections:
             counts = provenance.forget(conn, [("gist", int(row[0]))])
             conn.execute("INSERT OR REPLACE INTO dismissed (kind, target, basis, dismissed_at) VALUES "
                          "('gist', ?, ?, ?)", (str(session_id), str(row[1]), utc_now()))
+        scrub(self.store)  # the deleted words leave the full-text segments and the WAL too
         return sum(counts.values())
 
     # -- digests ----------------------------------------------------------------------------------
@@ -85,6 +87,7 @@ class Corrections:
             counts = provenance.forget(conn, [("digest", digest_id)])
             conn.execute("INSERT OR REPLACE INTO dismissed (kind, target, basis, dismissed_at) VALUES "
                          "('digest', ?, ?, ?)", (f"{row[0]}:{row[1]}", row[2], utc_now()))
+        scrub(self.store)  # the deleted words leave the full-text segments and the WAL too
         return sum(counts.values())
 
     # -- the arc and the self-state --------------------------------------------------------------
@@ -107,6 +110,7 @@ class Corrections:
             counts = provenance.forget(conn, versions)
             conn.execute("INSERT OR REPLACE INTO dismissed (kind, target, basis, dismissed_at) VALUES "
                          "('narrative', 'narrative', ?, ?)", (basis, utc_now()))
+        scrub(self.store)  # the deleted words leave the full-text segments and the WAL too
         return sum(counts.values())
 
     def edit_self_state(self, changes: dict[str, Any]) -> int:

@@ -15,11 +15,13 @@ from pydantic import BaseModel, Field
 
 from ..errors import BadRequest
 from ..store.forget import ForgetPlan, plan_forget
+from ..store.matching import derived_kinds
 from ..transfer.timestamps import time_bound
 from .deps import app_state
 from .params import RowId
 
 router = APIRouter(prefix="/api")
+FORGETTABLE = tuple(k.name for k in derived_kinds())  # memories that can be named by id (turns: exchange_ids)
 
 
 class ForgetRequest(BaseModel):
@@ -31,19 +33,28 @@ class ForgetRequest(BaseModel):
     matching: str | None = Field(None, min_length=1, max_length=4000, description="turns containing this text")
     exchange_ids: list[RowId] = Field(default_factory=list, max_length=10_000,
                                     description="turns by id (with their other versions: a regenerated reply's)")
+    memories: dict[str, list[RowId]] = Field(default_factory=dict, max_length=16,
+                                             description="memories by kind and id (a fact, a summary, a digest...), "
+                                                         "with what was built on them")
     dry_run: bool = False
 
 
 @router.post("/forget")
 def forget_route(body: ForgetRequest, request: Request) -> dict[str, Any]:
-    if not (body.sessions or body.before or body.matching or body.exchange_ids):
-        raise BadRequest("say what to forget", hint="give sessions, before, matching or exchange_ids")
+    if not (body.sessions or body.before or body.matching or body.exchange_ids or any(body.memories.values())):
+        raise BadRequest("say what to forget", hint="give sessions, before, matching, exchange_ids or memories")
+    wrong = sorted(set(body.memories) - set(FORGETTABLE))
+    if wrong:
+        raise BadRequest(f"memories of kind {', '.join(map(repr, wrong))} cannot be forgotten by id",
+                         hint=f"kinds: {', '.join(FORGETTABLE)}; turns go by exchange_ids")
     state = app_state(request)
     before = time_bound(body.before, "before")  # the store's UTC text, as `lyra forget --before` writes it
     sessions = [f"#{ref}" if isinstance(ref, int) else ref for ref in body.sessions]
     plan: ForgetPlan = plan_forget(state.store, sessions=sessions, before=before, matching=body.matching)
     if body.exchange_ids:
         plan = dataclasses.replace(plan, exchange_ids=sorted(set(plan.exchange_ids) | set(body.exchange_ids)))
+    for kind, ids in body.memories.items():
+        plan.memories[kind] = sorted(set(plan.memories.get(kind, [])) | set(ids))
     out: dict[str, Any] = {"sessions": plan.session_ids, "turns": len(plan.exchange_ids),
                            "memories": {k: len(v) for k, v in plan.memories.items()}, "renamed": len(plan.renamed),
                            "logs": plan.logs}

@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
 from ..config import LocalModel
+from ..store.kinds import KINDS
 from .deps import app_state
 
 STATIC = Path(__file__).parent / "static"
@@ -72,6 +73,13 @@ async def settings_view(request: Request) -> dict[str, Any]:
         "how_to_change": "Edit lyra.toml (or set LYRA_* environment variables), then POST /admin/reload or send "
                          "SIGHUP; a new data_dir takes a restart. `lyra doctor` checks the result.",
     }
+
+
+@router.get("/api/kinds")
+async def kinds() -> dict[str, Any]:
+    """The kinds of memory as a person reads them (the registry's labels), and which ones search finds."""
+    return {"kinds": [{"name": k.name, "label": k.label[0], "plural": k.label[1], "searchable": k.searchable}
+                      for k in KINDS.values() if k.node or k.name == "session"]}
 
 
 @router.get("/api/world")

@@ -638,7 +638,17 @@
 
   function openSearch() { $("search-input").focus(); }
 
-  const TIER_NAMES = { exchange: "turn", gist: "summary", fact: "fact", digest: "timeline" };
+  // The kinds of memory as a person reads them, from the store's registry (GET /api/kinds).
+  const TIER_NAMES = {};
+
+  async function loadKinds() {
+    const { kinds } = await api("/api/kinds");
+    const searchable = kinds.filter((k) => k.searchable);
+    for (const k of kinds) TIER_NAMES[k.name] = k.label;
+    const capital = (text) => text.charAt(0).toUpperCase() + text.slice(1);
+    $("search-tier").replaceChildren(el("option", { value: "", text: "Everything" }),
+      fragment(searchable.map((k) => el("option", { value: k.name, text: capital(k.plural) }))));
+  }
 
   async function runSearch() {
     const q = $("search-input").value.trim();
@@ -689,7 +699,7 @@
     if (r.tier === "exchange") return api("/api/forget", { method: "POST", body: { exchange_ids: [r.id] } });
     if (r.tier === "gist") return api(`/api/sessions/${r.session_id}/gist`, { method: "DELETE" });
     if (r.tier === "digest") return api(`/api/digests/${r.id}`, { method: "DELETE" });
-    return api(`/api/profile/${encodeURIComponent(r.content.split(": ")[0])}`, { method: "DELETE" });
+    return api("/api/forget", { method: "POST", body: { memories: { fact: [r.id] } } });  // its history too
   }
 
   async function loadDream() {
@@ -890,7 +900,7 @@
       state.user = settings.companion.user_name || "You";
       $("companion-name").textContent = state.companion;
       document.title = state.companion;
-      await loadSessions();
+      await Promise.all([loadKinds(), loadSessions()]);
       // open the latest conversation, unless the user already started one while we loaded
       if (state.sessions.length && state.current === null && !state.streaming) await selectSession(state.sessions[0].id);
     } catch (e) { showError(e.message); }
