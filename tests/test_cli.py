@@ -56,6 +56,7 @@ def test_doctor_with_missing_models_points_at_fetch(tmp_path: Path, env: dict[st
 
 
 @pytest.mark.slow
+@pytest.mark.models
 def test_doctor_loads_every_model(env: dict[str, str]) -> None:
     require_file(CHAT_GGUF)
     done = run_lyra("doctor", env=env)
@@ -106,6 +107,7 @@ def served(tmp_path: Path, env: dict[str, str]) -> Iterator[Served]:
 
 
 @pytest.mark.slow
+@pytest.mark.models
 def test_serve_answers_with_the_real_model_streaming_and_not(served: Served) -> None:
     client = OpenAI(base_url=f"{served.url}/v1", api_key="unused")
     assert [m.id for m in client.models.list()] == ["lyra"]
@@ -122,6 +124,7 @@ def test_serve_answers_with_the_real_model_streaming_and_not(served: Served) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.models
 def test_client_disconnect_stops_generation(served: Served) -> None:
     with httpx.stream("POST", f"{served.url}/v1/chat/completions", timeout=30, json={
             "stream": True, "max_tokens": 2000, "messages": [{"role": "user", "content": "Write a long essay."}]}) as r:
@@ -144,6 +147,7 @@ def test_client_disconnect_stops_generation(served: Served) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.models
 def test_sighup_reloads_the_config(served: Served) -> None:
     before = httpx.post(f"{served.url}/v1/chat/completions", timeout=60, json={
         "messages": [{"role": "user", "content": "Tell me a long story."}], "temperature": 0}).json()
@@ -215,6 +219,7 @@ def test_reindex_switches_to_the_configured_embedding_model(env: dict[str, str],
 
 
 @pytest.mark.slow
+@pytest.mark.models
 def test_streamed_chat_remembers_across_sessions(served: Served) -> None:
     api = f"{served.url}/api"
     garden = httpx.post(f"{api}/sessions", json={"name": "garden"}).json()
@@ -245,6 +250,7 @@ def test_streamed_chat_remembers_across_sessions(served: Served) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.models
 def test_terminal_chat_streams_and_stores(env: dict[str, str], tmp_path: Path) -> None:
     require_file(CHAT_GGUF)
     done = subprocess.run([*LYRA, "chat", "--session", "Evening"], input="Hello, how are you?\n", env=env,
@@ -259,6 +265,7 @@ def test_terminal_chat_streams_and_stores(env: dict[str, str], tmp_path: Path) -
 
 
 @pytest.mark.slow
+@pytest.mark.models
 def test_terminal_chat_off_the_record_leaves_nothing(env: dict[str, str], tmp_path: Path) -> None:
     require_file(CHAT_GGUF)
     store = Store(tmp_path / "data")

@@ -32,6 +32,7 @@ def use(monkeypatch: pytest.MonkeyPatch, data: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.models  # `lyra import` embeds with the real model
 def test_export_then_import_into_an_empty_store_then_export_gives_identical_files(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
@@ -175,6 +176,7 @@ def test_forget_by_session_date_or_text_with_a_dry_run_first(
 
 
 @pytest.mark.slow
+@pytest.mark.models  # `lyra import` embeds with the real model
 def test_lyra_import_killed_mid_way_keeps_whole_conversations_and_resumes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     convs = [conversation(f"k{i}", f"chat {i}", [("user" if j % 2 == 0 else "assistant",
