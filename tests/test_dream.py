@@ -255,3 +255,21 @@ def test_the_schema_is_sent_to_the_model(store: Store, settings: Settings) -> No
 def test_a_scheduled_pass_with_nothing_to_do_leaves_no_record(store: Store, settings: Settings) -> None:
     report = dreamer(store, settings).run_pass()
     assert report.status == "idle" and store.dreams.last() is None and store.coord.events() == []
+
+
+def test_a_pass_after_the_person_deleted_a_day_digest_rolls_up_the_other_days(store: Store,
+                                                                               settings: Settings) -> None:
+    """Found by the stateful test: with a day's digest deleted, its week was still planned over it, and the
+    pass failed with LookupError on every run."""
+    add_session(store, "monday", "2024-03-04", ["I live in Berlin with my cat Miso", "How lovely!"])
+    add_session(store, "tuesday", "2024-03-05", ["Thinking about Lisbon", "Tell me more"])
+    assert dreamer(store, settings).run_pass(force=True).status == "done"
+    monday = next(d for d in store.derived.digests("day") if d.period == "2024-03-04")
+    store.corrections.delete_digest(monday.id)
+    assert dreamer(store, settings).run_pass(force=True).status == "done"
+    days = [d.period for d in store.derived.digests("day")]
+    week = store.derived.digests("week")
+    assert days == ["2024-03-05"] and len(week) == 1 and "Berlin" not in week[0].content
+    store.corrections.delete_digest(next(d.id for d in store.derived.digests("day")))
+    assert dreamer(store, settings).run_pass(force=True).status == "done"
+    assert store.derived.digests() == []  # no day left to roll up: the week and month went too

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone, tzinfo
 
@@ -47,8 +47,10 @@ def _hash(parts: Sequence[str]) -> str:
     return hashlib.sha1("\n".join(sorted(parts)).encode()).hexdigest()[:16]
 
 
-def plan_digests(sources: Sequence[GistSource], existing: Mapping[tuple[str, str], str]) -> DigestPlan:
-    """Which digests to (re)build, days before weeks before months, and which to delete."""
+def plan_digests(sources: Sequence[GistSource], existing: Mapping[tuple[str, str], str],
+                 left_out: Collection[str] = ()) -> DigestPlan:
+    """Which digests to (re)build, days before weeks before months, and which to delete. The days ``left_out``
+    (whose digest the person deleted) are rolled up into no week or month."""
     days: dict[str, list[GistSource]] = defaultdict(list)
     for source in sources:
         days[source.day].append(source)
@@ -57,7 +59,7 @@ def plan_digests(sources: Sequence[GistSource], existing: Mapping[tuple[str, str
     for day, group in days.items():
         wanted[("day", day)] = (day_basis[day], tuple(str(s.gist_id) for s in group))
     rollups: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for day in days:
+    for day in (d for d in days if d not in left_out):
         keys = period_keys(datetime.combine(date.fromisoformat(day), datetime.min.time()))
         for granularity in ("week", "month"):
             rollups[(granularity, keys[granularity])].append(day)
@@ -81,11 +83,16 @@ def existing_bases(store: Store) -> dict[tuple[str, str], str]:
 
 
 def plan(store: Store, zone: tzinfo = timezone.utc) -> DigestPlan:
-    """What to (re)build and delete; a digest the person wrote stays, one they deleted waits for new sources."""
-    planned = plan_digests(gist_sources(store, zone), existing_bases(store))
+    """What to (re)build and delete; a digest the person wrote stays, one they deleted waits for new sources, and
+    the weeks and months over a day they deleted are built from the other days (or go, with none left)."""
+    sources, existing = gist_sources(store, zone), existing_bases(store)
+    planned = plan_digests(sources, existing)
     theirs = store.corrections.their_digests()
     deleted = store.corrections.dismissed("digest", adopt={f"{j.granularity}:{j.period}": j.basis
                                                              for j in planned.jobs})
+    left_out = {j.period for j in planned.jobs if j.granularity == "day" and deleted.get(f"day:{j.period}") == j.basis}
+    if left_out:
+        planned = plan_digests(sources, existing, left_out)
     jobs = [j for j in planned.jobs if (j.granularity, j.period) not in theirs
             and deleted.get(f"{j.granularity}:{j.period}") != j.basis]
     return DigestPlan(jobs, [key for key in planned.obsolete if key not in theirs])

@@ -204,7 +204,11 @@ class Dreamer:
         if job.granularity != "day" and any(j.granularity == "day" and j.period in job.sources for j in fresh.jobs):
             self._event("digest.waiting", f"{job.granularity}:{job.period}", reason="its days are being rebuilt")
             return
-        pieces, sources = digests.digest_material(self.store, job)
+        try:
+            pieces, sources = digests.digest_material(self.store, job)
+        except LookupError:  # its days went meanwhile (forgotten, or deleted by the person): the next plan says
+            self._event("digest.waiting", f"{job.granularity}:{job.period}", reason="its sources are gone")
+            return
         written = self._ground(scribe).rollup(lambda: digests.write_digest(scribe, job, pieces), pieces)
         self._rejected("digest", f"{job.granularity}:{job.period}", written.verdict)
         vector = self._embed(written.text)
