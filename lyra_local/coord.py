@@ -141,7 +141,7 @@ class Coordinator:
         session = store.sessions.find_or_create(AGENT_SOURCE, name, f"Notes from {name}")  # two at once: one
         memory = self._memory()
         vector = memory.embedder.embed([content])[0]
-        exchange = store.exchanges.add(NewExchange(session.id, "user", content, source_id=name),
+        exchange = store.exchanges.add(NewExchange(session.id, "user", content),  # its session names the agent
                                        vector=vector, model=memory.embedder.name)
         return {"id": exchange.id, "session_id": session.id, "author": name}
 

@@ -19,7 +19,8 @@ from lyra_local.cli import main
 from lyra_local.errors import LyraError
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
-from lyra_local.store.forget import forget, plan_forget
+from lyra_local.store.forget import forget
+from lyra_local.store.forget_plan import plan_forget
 from lyra_local.transfer.backup import backup, restore
 from lyra_local.transfer.importer import import_conversations
 from lyra_local.transfer.records import ImportedConversation, ImportedMessage
@@ -269,14 +270,17 @@ def test_a_session_reference_that_is_no_id_is_not_found_never_a_failure(client, 
 
 
 def test_forgetting_a_fact_from_search_forgets_it_and_its_history(client) -> None:
-    """Search's Forget retired a fact, which keeps it in the profile's history: it was not forgotten."""
+    """Search's Forget retired a fact, which keeps it in the profile's history: it was not forgotten. Forgotten,
+    it goes from the history too, and the value it had replaced stays in the past."""
     client.put("/api/profile", json={"key": "locker", "value": "code 12"})
     fact = client.put("/api/profile", json={"key": "locker", "value": "code okapiwharf"}).json()
     found = client.get("/api/search", params={"q": "okapiwharf"}).json()["results"]
     assert [r["id"] for r in found if r["tier"] == "fact"] == [fact["id"]]
     assert client.post("/api/forget", json={"memories": {"fact": [fact["id"]]}}).status_code == 200
     assert b"okapiwharf" not in client.get("/api/profile/history", params={"key": "locker"}).content
-    assert [f["value"] for f in client.get("/api/profile").json()["facts"]] == ["code 12"]  # the one before it
+    assert client.get("/api/profile").json()["facts"] == []  # the value it had replaced does not step back in
+    assert [f["value"] for f in client.get("/api/profile/history", params={"key": "locker"}).json()["history"]
+            ] == ["code 12"]
     assert marker_places(data_dir(client), "okapiwharf") == []
     refused = client.post("/api/forget", json={"memories": {"exchange": [1]}})
     assert refused.status_code == 400 and "cannot be forgotten by id" in refused.json()["error"]["message"]

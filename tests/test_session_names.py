@@ -23,7 +23,7 @@ from lyra_local.config import Settings
 
 from .conftest import Served, fake_client
 from .test_web_chat_features import CONFIG, replied
-from .test_web_ui import browser, send, start  # noqa: F401  (browser: the module's Chromium fixture)
+from .test_web_ui import browser, opened, send, start  # noqa: F401  (browser: the module's Chromium fixture)
 
 FIRST = "a" * 47 + "\U0001f600"  # the emoji's first UTF-16 unit is the 48th
 
@@ -51,15 +51,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture
 def page(browser: Browser, served: Served) -> Iterator[Page]:  # noqa: F811
-    context = browser.new_context(viewport={"width": 1280, "height": 820})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(served.url)
-    page.wait_for_load_state("networkidle")
-    yield page
-    assert errors == []
-    context.close()
+    with opened(browser, served.url, settled=True) as fresh:
+        yield fresh
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from .conftest import Served
-from .test_web_ui import browser, start  # noqa: F401 (browser: the fixture, one Chromium for this module)
+from .test_web_ui import browser, opened, start  # noqa: F401 (browser: the fixture, one Chromium for this module)
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
@@ -31,13 +31,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture
 def page(browser: Browser, served: Served) -> Iterator[Page]:  # noqa: F811
-    context = browser.new_context(viewport={"width": 1280, "height": 820})
-    page = context.new_page()
-    page.errors = []  # type: ignore[attr-defined]
-    page.on("pageerror", lambda e: page.errors.append(str(e)))  # type: ignore[attr-defined]
-    page.goto(served.url)
-    yield page
-    context.close()
+    with opened(browser, served.url) as fresh:
+        yield fresh
 
 
 def test_a_message_of_150000_lines_opens_with_its_conversation(page: Page, served: Served) -> None:

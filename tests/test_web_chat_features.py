@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from .conftest import Served
-from .test_web_ui import browser, send, shot, start  # noqa: F401  (browser: the module's Chromium fixture)
+from .test_web_ui import browser, opened, send, shot, start  # noqa: F401  (browser: the module's Chromium fixture)
 
 CONFIG = """
 [companion]
@@ -35,15 +35,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture
 def page(browser: Browser, served: Served) -> Iterator[Page]:  # noqa: F811
-    context = browser.new_context(viewport={"width": 1280, "height": 820})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(served.url)
-    page.wait_for_load_state("networkidle")
-    yield page
-    assert errors == []
-    context.close()
+    with opened(browser, served.url, settled=True) as fresh:
+        yield fresh
 
 
 def replied(page: Page, replies: int) -> None:

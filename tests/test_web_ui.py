@@ -3,6 +3,7 @@ with the real tiny model. Screenshots go to test-output/screenshots/ for a perso
 
 from __future__ import annotations
 
+import contextlib
 import os
 import zipfile
 import shutil
@@ -62,18 +63,28 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     yield from start(tmp_path_factory.mktemp("ui"))
 
 
-@pytest.fixture
-def page(browser: Browser, served: Served) -> Iterator[Page]:
+@contextlib.contextmanager
+def opened(browser: Browser, url: str, *, settled: bool = False) -> Iterator[Page]:
+    """A fresh page at ``url``, desktop size, recording native dialogs (dismissed) and page errors; none of
+    those errors may have happened when it closes. ``settled``: wait until the network is idle first."""
     context = browser.new_context(viewport={"width": 1280, "height": 820})
     page = context.new_page()
     page.dialogs = []  # type: ignore[attr-defined]
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))  # type: ignore[attr-defined]
     page.errors = []  # type: ignore[attr-defined]
     page.on("pageerror", lambda e: page.errors.append(str(e)))  # type: ignore[attr-defined]
-    page.goto(served.url)
+    page.goto(url)
+    if settled:
+        page.wait_for_load_state("networkidle")
     yield page
     assert page.errors == []  # type: ignore[attr-defined]
     context.close()
+
+
+@pytest.fixture
+def page(browser: Browser, served: Served) -> Iterator[Page]:
+    with opened(browser, served.url) as fresh:
+        yield fresh
 
 
 def shot(page: Page, name: str) -> None:

@@ -18,8 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("query", help="what to look for")
     parser.add_argument("--k", type=int, default=10, help="how many hits (default 10)")
     parser.add_argument("--tier", choices=("exchange", "gist", "digest"), default="exchange")
-    parser.add_argument("--session", type=int, help="only this session id")
-    parser.add_argument("--exclude-session", type=int, help="not this session id")
+    parser.add_argument("--session", metavar="REF", help="only this conversation (its id or name as `lyra sessions` "
+                                                          "shows it; #ID is always the id)")
+    parser.add_argument("--exclude-session", metavar="REF", help="not this conversation")
     parser.add_argument("--since", metavar="DATE", help="from this date or ISO time on (no offset means UTC)")
     parser.add_argument("--until", metavar="DATE", help="before this date or ISO time (no offset means UTC)")
     parser.add_argument("--role", choices=("user", "assistant"), help="only turns of this role")
@@ -37,10 +38,12 @@ def hit_json(hit: Hit) -> dict[str, object]:
 def run(args: argparse.Namespace) -> int:
     since, until = time_bound(args.since, "--since"), time_bound(args.until, "--until")  # compared as UTC text
     settings = load_settings(args.config)
-    query = RecallQuery(args.query, k=args.k, tier=args.tier, session_id=args.session,
-                        exclude_session_id=args.exclude_session, since=since, until=until,
-                        role=args.role, recency_weight=args.recency, neighbours=args.context, mode=args.mode)
     with open_runtime(settings) as runtime:
+        session, excluded = (runtime.store.sessions.resolve(ref).id if ref else None
+                             for ref in (args.session, args.exclude_session))
+        query = RecallQuery(args.query, k=args.k, tier=args.tier, session_id=session, exclude_session_id=excluded,
+                            since=since, until=until, role=args.role, recency_weight=args.recency,
+                            neighbours=args.context, mode=args.mode)
         hits = runtime.memory.recall(query)
     if args.json:
         print(json.dumps([hit_json(h) for h in hits], indent=2, ensure_ascii=False))

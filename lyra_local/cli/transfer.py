@@ -132,7 +132,11 @@ def run_restore(args: argparse.Namespace) -> int:
     if done.kept is not None:
         print(f"the memory it replaced is kept as {done.kept} (outside the data directory: later forgets do not "
               "reach it; delete it once you no longer need it)")
-    if done.forgets:
-        print(f"forgot again what {done.forgets} forget(s) made after this backup had removed: "
-              + done.forgotten_again.describe().removeprefix("forgot "))
+    if done.again.forgets:
+        print(f"forgot again what {done.again.forgets} forget(s) made after this backup had removed: "
+              + done.again.done.describe().removeprefix("forgot "))
+    if done.again.by_text:
+        print(f"{done.again.by_text} of them forgot a text: the ledger keeps no text, so a memory that held it "
+              "only in this backup (one edited or deleted before that forget) is not known; forget the same text "
+              "again to be sure (`lyra forget --matching TEXT`)")
     return 0

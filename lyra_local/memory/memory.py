@@ -19,7 +19,8 @@ import numpy.typing as npt
 from ..llm.base import Embedder
 from ..store import Exchange, Hit, Store
 from ..store.exchanges import NewExchange
-from ..store.forget import ForgetPlan, Forgotten, forget, forget_exchanges, forget_sessions
+from ..store.forget import Forgotten, forget, forget_exchanges, forget_sessions
+from ..store.forget_plan import ForgetPlan
 from .recall import Recall, RecallQuery
 from .reembed import reembed
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import LyraError
+from . import ledger
 from .db import to_iso
 from .kinds import KINDS, with_session
 
@@ -28,22 +29,26 @@ SERVER_ALIVE_S = 120
 
 
 def copy_into(store: Store, dest: Path) -> None:
-    """A consistent copy of the database at ``dest`` (which must not exist), with what a copy leaves out gone."""
+    """A consistent copy of the database at ``dest`` (which must not exist), with what a copy leaves out gone, and
+    how far the forget ledger was when it was taken (read first: a forget noted later is re-applied)."""
+    position = ledger.position(store.data_dir)
     store.conn().execute("VACUUM INTO ?", (str(dest),))
-    leave_out(dest)
+    leave_out(dest, position)
 
 
-def leave_out(path: Path) -> None:
-    """Delete off-the-record conversations and blank this machine's logs in a copy, leaving no trace in its pages."""
+def leave_out(path: Path, position: int) -> None:
+    """Delete off-the-record conversations and blank this machine's logs in a copy, leaving no trace in its pages;
+    note the forget ledger's ``position`` in it."""
     conn = sqlite3.connect(path)
     try:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA secure_delete = ON")
         with conn:
-            off = "(SELECT id FROM sessions WHERE remember = 0)"
+            off = f"(SELECT id FROM sessions t WHERE NOT {KINDS['session'].where_current()})"
             for kind in with_session():
                 conn.execute(f"DELETE FROM {kind.table} WHERE {kind.session_column} IN {off}")
-            conn.execute("DELETE FROM sessions WHERE remember = 0")  # traces go by cascade with their turns
+            conn.execute(f"DELETE FROM sessions WHERE id IN {off}")  # traces go by cascade with their turns
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (ledger.POSITION_KEY, str(position)))
             for kind in (k for k in KINDS.values() if k.export is None and k.on_text == "blank"):
                 for column in kind.words:
                     conn.execute(f"UPDATE {kind.table} SET {column} = '' WHERE {column} != ''")

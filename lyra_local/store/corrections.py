@@ -13,6 +13,8 @@ person's own statement, built from nothing: only deleting it removes it.
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,9 +25,10 @@ from . import provenance
 from .blobs import put_vector
 from .db import utc_now
 from .derived import Digest, Gist, _digest, _gist
-from .forget import scrub
+from .forget import note
 from .kinds import KINDS, NODES, STALE_KINDS
 from .memory_dump import ADOPT
+from .scrub import scrub
 
 if TYPE_CHECKING:
     from .store import Store
@@ -53,15 +56,11 @@ class Corrections:
 
     def delete_gist(self, session_id: int) -> int:
         """Delete a session's gist (and what was built on it); it is not redrafted until the session has new turns."""
-        with self.store.write() as conn:
-            row = conn.execute("SELECT id, covers_upto FROM gists WHERE session_id = ?", (session_id,)).fetchone()
-            if row is None:
-                raise NotFound(f"session {session_id} has no gist")
-            counts = provenance.forget(conn, [("gist", int(row[0]))])
-            conn.execute("INSERT OR REPLACE INTO dismissed (kind, target, basis, dismissed_at) VALUES "
-                         "('gist', ?, ?, ?)", (str(session_id), str(row[1]), utc_now()))
-        scrub(self.store)  # the deleted words leave the full-text segments and the WAL too
-        return sum(counts.values())
+        row = self.store.conn().execute("SELECT id, covers_upto FROM gists WHERE session_id = ?",
+                                        (session_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"session {session_id} has no gist")
+        return self._delete("gist", [int(row[0])], str(session_id), str(row[1]))
 
     # -- digests ----------------------------------------------------------------------------------
 
@@ -80,15 +79,11 @@ class Corrections:
         return _digest(row)
 
     def delete_digest(self, digest_id: int) -> int:
-        with self.store.write() as conn:
-            row = conn.execute("SELECT granularity, period, basis FROM digests WHERE id = ?", (digest_id,)).fetchone()
-            if row is None:
-                raise NotFound(f"no digest {digest_id}")
-            counts = provenance.forget(conn, [("digest", digest_id)])
-            conn.execute("INSERT OR REPLACE INTO dismissed (kind, target, basis, dismissed_at) VALUES "
-                         "('digest', ?, ?, ?)", (f"{row[0]}:{row[1]}", row[2], utc_now()))
-        scrub(self.store)  # the deleted words leave the full-text segments and the WAL too
-        return sum(counts.values())
+        row = self.store.conn().execute("SELECT granularity, period, basis FROM digests WHERE id = ?",
+                                        (digest_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no digest {digest_id}")
+        return self._delete("digest", [digest_id], f"{row[0]}:{row[1]}", str(row[2]))
 
     # -- the arc and the self-state --------------------------------------------------------------
 
@@ -105,27 +100,40 @@ class Corrections:
         arc is built from (``basis``) changes."""
         if self.store.derived.narrative_version() is None:
             raise NotFound("there is no arc")
+        versions = [int(r[0]) for r in self.store.conn().execute("SELECT id FROM narrative")]
+        return self._delete("narrative", versions, "narrative", basis)
+
+    def _delete(self, kind: str, ids: list[int], target: str, basis: str) -> int:
+        """Delete memories of ``kind`` (and what was built on them), noted as a deletion: in ``dismissed``, so the
+        dream does not write it again while its sources stay as they are (``basis``), and in the forget ledger,
+        so a restore deletes it again; then what they leave on disk goes too. How many memories went."""
+        dismissal = (kind, target, basis)
+        note(self.store, memories={kind: ids}, dismissed=[dismissal])
         with self.store.write() as conn:
-            versions = [("narrative", int(r[0])) for r in conn.execute("SELECT id FROM narrative")]
-            counts = provenance.forget(conn, versions)
-            conn.execute("INSERT OR REPLACE INTO dismissed (kind, target, basis, dismissed_at) VALUES "
-                         "('narrative', 'narrative', ?, ?)", (basis, utc_now()))
-        scrub(self.store)  # the deleted words leave the full-text segments and the WAL too
+            counts = provenance.forget(conn, [(kind, i) for i in ids])
+            self.dismiss_again(conn, [dismissal])
+        scrub(self.store, [KINDS[k] for k, n in counts.items() if n and k in KINDS])
         return sum(counts.values())
+
+    @staticmethod
+    def dismiss_again(conn: sqlite3.Connection, dismissals: Sequence[tuple[str, str, str]]) -> bool:
+        """Inside a write transaction: record deletions (kind, target, basis) as standing; whether any was new."""
+        return sum(conn.execute("INSERT OR REPLACE INTO dismissed (kind, target, basis, dismissed_at) "
+                                "SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM dismissed WHERE kind = ? AND "
+                                "target = ? AND basis = ?)", (*d, utc_now(), *d)).rowcount for d in dismissals) > 0
 
     def edit_self_state(self, changes: dict[str, Any]) -> int:
         """The person's correction of the companion's self-state; the dream keeps these fields as they are.
 
         The new version copies the other fields (narrative, reflections) from the current one, so it is built
         from it: a forget that removes the current version removes this one too, correction and all."""
-        version = self.store.derived.self_state_version()
-        current = version[1] if version else {}
-        state = {**current, **changes, "edited_by": "user", "edited_fields": sorted(changes)}
-        with self.store.write() as conn:
+        with self.store.write() as conn:  # read in the write: a version the dream writes meanwhile is not lost
+            version = self.store.derived.self_state_version()
+            current = version[1] if version else {}
+            state = {**current, **changes, "edited_by": "user", "edited_fields": sorted(changes)}
             row = conn.execute("INSERT INTO self_state (state, created_at) VALUES (?, ?) RETURNING id",
                                (json.dumps(state), utc_now())).fetchone()
             if version is not None:  # it carries the fields the dream wrote: forgetting their sources reaches it
-                provenance.require(conn, [("self_state", version[0])])
                 provenance.record(conn, "self_state", int(row[0]), [("self_state", version[0])])
         return int(row[0])
 

@@ -48,8 +48,3 @@ def _strings(value: Any) -> list[str]:
         elif isinstance(item, list):
             stack.extend(item)
     return out
-
-
-def holds(text: str | None, needle: str) -> bool:
-    """Whether ``text`` holds ``needle`` once both are folded."""
-    return fold(needle) in fold(text)

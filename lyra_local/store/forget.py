@@ -6,11 +6,10 @@ narrative and self-state versions, the dream's world-state versions; vectors
 and full-text entries go by trigger, and traces that pointed at them say
 "forgotten". Work is done in small transactions (``TXN_TURNS`` turns each), so
 a large forget never holds the write lock for long. Then nothing is left on
-disk: the full-text index is merged so the deleted entries are gone (FTS5's
-``secure-delete`` is switched on too where SQLite has it), ``secure_delete``
-has zeroed the freed pages, the FAISS snapshots on disk are deleted (the
-indexes in memory drop the vectors now and are compacted in the background), and the WAL is checkpointed and truncated.
-The next dream pass rebuilds what is missing from what remains.
+disk (``store/scrub.py``). Every forget is one line of the forget ledger,
+written first (``store/ledger.py``), which a restore re-applies
+(``forget_again``). The next dream pass rebuilds what is missing from what
+remains. What to forget is chosen in ``store/forget_plan.py``.
 """
 
 from __future__ import annotations
@@ -20,30 +19,30 @@ import logging
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import BadRequest
 from . import ledger, provenance
 from .branches import doomed_asides, forget_asides
-from .db import BUSY_TIMEOUT_MS, to_iso
+from .db import to_iso, utc_now
 from .folding import fold
-from .kinds import FORGOTTEN_TEXT, FTS_TABLES, KINDS
-from .matching import blank_holding, derived_holding, holds, logs_holding, needle, rows_holding
+from .forget_plan import ForgetPlan
+from .kinds import FORGOTTEN_TEXT, KINDS
+from .matching import blank_holding
 from .portable import forgotten_keys
-from .sessions import unname
+from .scrub import scrub, truncate_wal
+from .sessions import unname, unsource
 
 if TYPE_CHECKING:
     from .store import Store
 
 log = logging.getLogger(__name__)
 TXN_TURNS = 100  # turns per transaction: each stays well under a second at 1M exchanges (bench_forget.py)
-SECURE_DELETE_SQLITE = (3, 44, 0)  # FTS5 'secure-delete' appeared in 3.44
 YIELD_AFTER_S = 0.05  # after holding the write lock this long in all, step aside ...
 YIELD_S = 0.11  # ... longer than SQLite's busy handler sleeps between tries, so a waiting writer gets in
-CHECKPOINT_WAIT_MS = 50  # the longest a truncating checkpoint keeps writers waiting, per try
 
 
 @dataclass(frozen=True)
@@ -81,6 +80,18 @@ class _Turns:
             self.held = 0.0
 
 
+def note(store: Store, *, session_ids: Sequence[int] = (), turn_ids: Sequence[int] = (),
+         memories: Mapping[str, Sequence[int]] | None = None, renamed: Sequence[int] = (),
+         unsourced: Sequence[int] = (), dismissed: Sequence[tuple[str, str, str]] = (), by_text: bool = False) -> None:
+    """One forget's line of the ledger, before anything goes: ids, and the portable ids an import must not bring
+    back. Off-the-record conversations are left out: no backup or export ever held them."""
+    remembered = store.sessions.remembered(session_ids)
+    on_path, aside = _doomed(store.conn(), turn_ids)
+    ledger.record(store, sessions=store.sessions.uids(remembered), turns=turn_ids, memories=memories,
+                  renamed=store.sessions.uids(renamed), unsourced=store.sessions.uids(unsourced),
+                  dismissed=dismissed, portable=forgotten_keys(store, remembered, [*on_path, *aside]), by_text=by_text)
+
+
 def forget_sessions(store: Store, session_ids: Sequence[int], *, scrubbing: bool = True,
                     ledgered: bool = True) -> Forgotten:
     """Forget whole sessions: their turns (and what was built from them) in chunks, then the sessions.
@@ -90,9 +101,9 @@ def forget_sessions(store: Store, session_ids: Sequence[int], *, scrubbing: bool
     """
     total = Forgotten(0, 0)
     turns = _Turns()
-    remembered = store.sessions.uids(session_ids, remembered=True)  # off the record: never in a backup
+    remembered = store.sessions.remembered(session_ids)
     if ledgered:
-        ledger.record(store, sessions=remembered, portable=forgotten_keys(store, store.sessions.ids_of(remembered)))
+        note(store, session_ids=session_ids)
     for session_id in session_ids:
         while True:
             started = time.monotonic()
@@ -137,8 +148,7 @@ def forget_exchanges(store: Store, exchange_ids: Sequence[int], *, scrubbing: bo
     turns = _Turns()
     ids = sorted(set(exchange_ids))
     if ledgered:
-        on_path, aside = _doomed(store.conn(), ids)
-        ledger.record(store, turns=ids, portable=forgotten_keys(store, turn_ids=[*on_path, *aside]))
+        note(store, turn_ids=ids)
     for start in range(0, len(ids), TXN_TURNS):
         started = time.monotonic()
         with store.write() as conn:
@@ -147,6 +157,22 @@ def forget_exchanges(store: Store, exchange_ids: Sequence[int], *, scrubbing: bo
     if scrubbing:
         scrub(store)
     return total
+
+
+def forget_memories(store: Store, memories: Mapping[str, Sequence[int]], *, scrubbing: bool = True,
+                    ledgered: bool = True) -> Forgotten:
+    """Forget derived memories (and what was built on them) by kind and id; turns are never among them. A fact
+    named so goes with no other value taking its place: the one it had replaced stays in the past."""
+    if ledgered:
+        note(store, memories=memories)
+    with store.write() as conn:
+        conn.execute("UPDATE profile_facts SET superseded_at = ? WHERE superseded_at IS NULL AND id IN "
+                     "(SELECT value FROM json_each(?))", (utc_now(), json.dumps(list(memories.get("fact", [])))))
+        counts = provenance.forget(conn, [(kind, i) for kind, ids in memories.items() for i in ids])
+    counts.pop("exchange", None)
+    if scrubbing:
+        scrub(store, [KINDS[kind] for kind in memories])
+    return Forgotten(0, 0, counts)
 
 
 def _forget_turns(conn: sqlite3.Connection, ids: Sequence[int]) -> Forgotten:
@@ -160,6 +186,8 @@ def _forget_turns(conn: sqlite3.Connection, ids: Sequence[int]) -> Forgotten:
 
 def _doomed(conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[list[int], list[int]]:
     """The turns of ``ids`` on a path, and every turn set aside that goes with ``ids``."""
+    if not ids:
+        return [], []
     on_path = [int(r[0]) for r in conn.execute("SELECT id FROM exchanges WHERE id IN (SELECT value FROM json_each(?))",
                                                (json.dumps(list(ids)),))]
     return on_path, doomed_asides(conn, on_path, sorted(set(ids) - set(on_path)))
@@ -169,15 +197,19 @@ def _unname_quoting(conn: sqlite3.Connection, turn_ids: Sequence[int]) -> None:
     """A conversation named after its first message (the web UI names a new one so) loses that name with it.
 
     The name goes only when it is how that message begins, folded: a name the
-    person or a client chose ("Terminal", a ChatGPT title) stays.
+    person or a client chose ("Terminal", a ChatGPT title) stays. Each session's
+    first turn is found through its index (a first turn is the lowest id on its
+    path or set aside), never by reading the session.
     """
     rows = conn.execute(
         "WITH doomed(id, session_id, content) AS (SELECT id, session_id, content FROM exchanges WHERE id IN "
         "(SELECT value FROM json_each(:ids)) UNION ALL SELECT id, session_id, content FROM asides WHERE id IN "
-        "(SELECT value FROM json_each(:ids))) "
-        "SELECT s.id, s.name, d.content FROM doomed d JOIN sessions s ON s.id = d.session_id "
-        "WHERE d.id = (SELECT min(id) FROM (SELECT id FROM exchanges WHERE session_id = s.id UNION ALL "
-        "SELECT id FROM asides WHERE session_id = s.id))", {"ids": json.dumps(list(turn_ids))}).fetchall()
+        "(SELECT value FROM json_each(:ids))), "
+        "firsts(session_id, first) AS (SELECT s.session_id, min(coalesce((SELECT min(id) FROM exchanges "
+        "WHERE session_id = s.session_id), 1e18), coalesce((SELECT min(id) FROM asides WHERE session_id = "
+        "s.session_id), 1e18)) FROM (SELECT DISTINCT session_id FROM doomed) s) "
+        "SELECT n.id, n.name, d.content FROM doomed d JOIN firsts f ON f.session_id = d.session_id "
+        "AND d.id = f.first JOIN sessions n ON n.id = d.session_id", {"ids": json.dumps(list(turn_ids))}).fetchall()
     unname(conn, [int(r[0]) for r in rows if _quotes(str(r[1]), str(r[2]))])
 
 
@@ -187,74 +219,50 @@ def _quotes(name: str, message: str) -> bool:
     return bool(name) and message.startswith(name)
 
 
-# -- nothing left on disk -----------------------------------------------------------------
+def forget(store: Store, plan: ForgetPlan) -> Forgotten:
+    """Carry out a plan — one line of the ledger first, then whole sessions, single turns, the memories that hold
+    the text, names and logs — and leave nothing on disk (``scrub``, once). A text that no row holds any more is
+    still scrubbed for: the words of a memory edited or deleted since can linger in full-text segments and the
+    WAL until then."""
+    unsourced = store.sessions.holding_source(plan.renamed, plan.matching) if plan.matching else []
+    note(store, session_ids=plan.session_ids, turn_ids=plan.exchange_ids, memories=plan.memories,
+         renamed=plan.renamed, unsourced=unsourced, by_text=bool(plan.matching))
+    done = Forgotten(0, 0)
+    if plan.session_ids:
+        done += forget_sessions(store, plan.session_ids, scrubbing=False, ledgered=False)
+    if plan.exchange_ids:
+        done += forget_exchanges(store, plan.exchange_ids, scrubbing=False, ledgered=False)
+    if any(plan.memories.values()):
+        done += forget_memories(store, plan.memories, scrubbing=False, ledgered=False)
+    if plan.renamed or plan.matching:
+        with store.write() as conn:  # the new names say only when each conversation began
+            unname(conn, plan.renamed)
+            unsource(conn, unsourced)
+            if plan.matching:
+                blank_holding(conn, plan.matching, FORGOTTEN_TEXT)
+    scrub(store)
+    return done
 
 
-def scrub(store: Store) -> None:
-    """Remove what deleted rows leave behind: full-text segments, index snapshots, the WAL."""
-    conn = store.conn()
-    for fts in FTS_TABLES:
-        log.info("full-text index %s merged in %.2f s", fts, merge_fts(store, fts))
-    for index in store.loaded_indexes():
-        index.sync()  # the vectors leave the index in memory now (HNSW: filtered, compacted in the background)
-    drop_snapshots(store)
-    truncate_wal(conn)
+@dataclass(frozen=True)
+class Reforgotten:
+    """What a restore forgot again: the rows, how many forgets made after the backup removed something, and how
+    many of those were by text (the ledger keeps no text: what held it only in the backup is not known)."""
+
+    done: Forgotten
+    forgets: int
+    by_text: int
 
 
-def truncate_wal(conn: sqlite3.Connection, *, tries: int = 600) -> bool:
-    """Checkpoint and truncate the WAL, so no frame with forgotten text stays in it.
-
-    A truncating checkpoint holds the write lock while it waits for readers; it
-    waits a short moment at a time, and lets writers in between tries, so chat
-    is never held up for long. False if readers never let it finish (the WAL is
-    truncated again at the next forget, and removed when the last process closes).
-    """
-    conn.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
-    try:
-        for _ in range(tries):
-            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            if not busy:
-                return True
-            time.sleep(0.02)
-        return False
-    finally:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-
-
-def merge_fts(store: Store, fts: str) -> float:
-    """Merge the full-text index into one segment, so the entries of deleted rows are gone from the file.
-
-    FTS5's incremental ``merge`` would hold the write lock for less time, but with
-    another process writing meanwhile it corrupted the index on SQLite 3.40
-    (reproduced at 100k rows); ``optimize`` does it in one transaction. Where
-    SQLite has FTS5's ``secure-delete`` (3.44+), deletes remove their entries at
-    once and no merge is needed. Returns the seconds the write lock was held.
-    """
-    conn = store.conn()
-    started = time.monotonic()
-    with store.write():
-        if sqlite3.sqlite_version_info >= SECURE_DELETE_SQLITE:  # later deletes purge at once
-            conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('secure-delete', 1)")
-        conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
-    return time.monotonic() - started
-
-
-def drop_snapshots(store: Store) -> None:
-    """Delete every FAISS snapshot on disk (caches: rebuilt from SQLite, saved again once compacted)."""
-    if not store.index_dir.exists():
-        return
-    for path in store.index_dir.iterdir():
-        if path.suffix in (".faiss", ".json", ".tmp"):
-            path.unlink(missing_ok=True)
-    for index in store.loaded_indexes():
-        index.forget_snapshot()
-
-
-def forget_again(store: Store) -> tuple[Forgotten, int]:
+def forget_again(store: Store, *, ledger_dir: Path | None = None) -> Reforgotten:
     """After a restore: forget again what the ledger says was forgotten in this memory's lineage (from a backup
-    made before a forget, it is back). Returns what went, and how many forgets removed something."""
-    total, forgets = Forgotten(0, 0), 0
-    for entry in list(ledger.entries(store.data_dir, store.lineage())):  # its lines are already there: not again
+    made before a forget, it is back). Rows go again for every line (harmless where they are gone); renames,
+    cleared names and deletions only for the lines written after the backup was made (``ledger.POSITION_KEY``):
+    the person may have undone one made before. ``ledger_dir``: where the ledger is (a restore makes the backup
+    ready in a folder of its own)."""
+    since = int(store.get_meta(ledger.POSITION_KEY) or 0)
+    total, forgets, by_text = Forgotten(0, 0), 0, 0
+    for entry in list(ledger.entries(ledger_dir or store.data_dir, store.lineage())):  # not noted again
         done = Forgotten(0, 0)
         sessions = store.sessions.ids_of(entry.sessions)
         if sessions:
@@ -262,106 +270,19 @@ def forget_again(store: Store) -> tuple[Forgotten, int]:
         turns = store.exchanges.present(entry.turns)
         if turns:
             done += forget_exchanges(store, turns, scrubbing=False, ledgered=False)
-        memories = {k: ids for k, ids in entry.memories.items() if k in KINDS and KINDS[k].node and k != "exchange"}
+        memories = {k: list(ids) for k, ids in entry.memories.items() if k in KINDS and KINDS[k].node
+                    and k != "exchange"}
         if any(memories.values()):
-            done += forget_memories(store, {k: list(v) for k, v in memories.items()}, scrubbing=False,
-                                    ledgered=False)
-        with store.write() as conn:
-            renamed = unname(conn, store.sessions.ids_of(entry.renamed, named=True))
-        forgets += bool(done.sessions or done.exchanges or done.memories or renamed)
+            done += forget_memories(store, memories, scrubbing=False, ledgered=False)
+        changed = bool(done.sessions or done.exchanges or done.memories)
+        if entry.index >= since and (entry.renamed or entry.unsourced or entry.dismissed):
+            with store.write() as conn:
+                changed |= bool(unname(conn, store.sessions.ids_of(entry.renamed)))
+                changed |= bool(unsource(conn, store.sessions.ids_of(entry.unsourced)))
+                changed |= store.corrections.dismiss_again(conn, entry.dismissed)
+        if entry.index >= since and changed:
+            forgets += 1
+            by_text += entry.by_text
         total += done
     scrub(store)
-    return total, forgets
-
-
-# -- choosing what to forget ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ForgetPlan:
-    """What a forget would remove: whole sessions, single turns of other sessions, memories whose own words hold
-    the text asked for, and the conversations whose name holds it (renamed); ``matching`` reaches the logs too."""
-
-    session_ids: list[int]
-    exchange_ids: list[int]
-    memories: dict[str, list[int]] = field(default_factory=dict)
-    renamed: list[int] = field(default_factory=list)
-    matching: str | None = None
-
-    logs: int = 0  # rows of the task notes, locks and failed passes that hold the text (they say "(forgotten)")
-
-    @property
-    def empty(self) -> bool:
-        return not (self.session_ids or self.exchange_ids or any(self.memories.values()) or self.renamed
-                    or self.logs)
-
-
-def plan_forget(store: Store, *, sessions: Sequence[str] = (), before: str | None = None,
-                matching: str | None = None) -> ForgetPlan:
-    """Select by session (a reference ``lyra sessions`` shows: ``Sessions.resolve``), by date (turns before
-    it), or by text: every turn (on the path or set aside), memory and conversation name whose words hold it,
-    folded (``store/folding.py``) over every column the registry says holds words."""
-    if matching is not None and not needle(matching):
-        raise BadRequest("say what text to forget", hint="an empty text would match everything")
-    conn = store.conn()
-    whole = {store.sessions.resolve(ref).id for ref in sessions}
-    clauses = []
-    if before:
-        clauses.append("created_at < :before")
-    if matching:
-        clauses.append(holds(KINDS["exchange"], alias="t"))
-    args = {"before": before, "needle": needle(matching or "")}
-    turns: set[int] = set()
-    if clauses:
-        where = " OR ".join(clauses)
-        by_session: dict[int, set[int]] = {}
-        for turn, sid in conn.execute(f"SELECT id, session_id FROM exchanges t WHERE {where}", args):
-            by_session.setdefault(sid, set()).add(turn)
-        for sid, ids in by_session.items():
-            if sid in whole:
-                continue
-            if store.exchanges.count_in(sid) == len(ids):  # a session left with no turn goes whole
-                whole.add(sid)
-            else:
-                turns |= ids
-        # versions set aside (store/branches.py) that match go too
-        turns |= {int(r[0]) for r in conn.execute(f"SELECT id, session_id FROM asides t WHERE {where}", args)
-                  if r[1] not in whole}
-    if not matching:
-        return ForgetPlan(sorted(whole), sorted(turns))
-    renamed = [int(i) for i in rows_holding(conn, KINDS["session"], matching) if int(i) not in whole]
-    return ForgetPlan(sorted(whole), sorted(turns), derived_holding(conn, matching), renamed, matching,
-                      logs_holding(conn, matching))
-
-
-def forget(store: Store, plan: ForgetPlan) -> Forgotten:
-    """Carry out a plan: whole sessions, single turns, the memories that hold the text, then names and logs;
-    then nothing is left on disk (``scrub``, once). A text that no row holds any more is still scrubbed for: the
-    words of a memory edited or deleted since can linger in full-text segments and the WAL until then."""
-    done = Forgotten(0, 0)
-    if plan.session_ids:
-        done += forget_sessions(store, plan.session_ids, scrubbing=False)
-    if plan.exchange_ids:
-        done += forget_exchanges(store, plan.exchange_ids, scrubbing=False)
-    if any(plan.memories.values()):
-        done += forget_memories(store, plan.memories, scrubbing=False)
-    if plan.renamed or plan.matching:
-        with store.write() as conn:  # the new names say only when each conversation began
-            ledger.record(store, renamed=unname(conn, plan.renamed))
-            if plan.matching:
-                blank_holding(conn, plan.matching, FORGOTTEN_TEXT)
-    scrub(store)
-    return done
-
-
-def forget_memories(store: Store, memories: dict[str, list[int]], *, scrubbing: bool = True,
-                    ledgered: bool = True) -> Forgotten:
-    """Forget derived memories (and what was built on them) by kind and id; turns are never among them."""
-    if ledgered:
-        ledger.record(store, memories=memories)
-    with store.write() as conn:
-        counts = provenance.forget(conn, [(kind, i) for kind, ids in memories.items() for i in ids])
-    counts.pop("exchange", None)
-    if scrubbing:
-        scrub(store)
-    return Forgotten(0, 0, counts)
+    return Reforgotten(total, forgets, by_text)

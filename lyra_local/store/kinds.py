@@ -19,6 +19,7 @@ This module must never run SQL of its own beyond how a row is removed.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -89,7 +90,8 @@ class Kind:
         return self.words[0]
 
     def where_current(self, alias: str = "t") -> str:
-        return self.current.replace("t.", f"{alias}.") if self.current else "1"
+        """``current`` written for the table alias ``alias`` ("1" when every row counts)."""
+        return re.sub(r"\bt\.", f"{alias}.", self.current) if self.current else "1"
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ _TURN = ("id", "session_id", "role", "created_at", "tokens", "source_id")
 
 KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     Kind("session", "sessions", ("conversation", "conversations"),
-         words=("name",), plain=("id", "uid", "created_at", "updated_at", "source", "source_id", "remember"),
+         words=("name", "source_id"), plain=("id", "uid", "created_at", "updated_at", "source", "remember"),
          export=Export(SESSIONS_FILE, "sessions", ("name", "created_at", "source", "source_id"),
                        MappingProxyType({"uid": "id"}), ("id", "updated_at", "remember")),
          on_text="rename", time_column="updated_at", current="t.remember = 1"),
@@ -253,16 +255,7 @@ NODES: tuple[str, ...] = tuple(k.name for k in KINDS.values() if k.node)
 ORDER = _deletion_order()  # dependents first
 FTS_TABLES = tuple(table for k in KINDS.values() for table in k.fts.values())
 STALE_KINDS = tuple(k for k in KINDS.values() if k.goes_stale)
-WORD_HOLDERS = tuple(k for k in KINDS.values() if k.words)
 SEARCH_TIERS = tuple(k.name for k in KINDS.values() if k.searchable)
-
-
-def kind(name: str) -> Kind:
-    """A kind by name; a ``KeyError`` naming it for an unknown one."""
-    try:
-        return KINDS[name]
-    except KeyError:
-        raise KeyError(f"unknown memory kind {name!r}") from None
 
 
 def of_tier(tier: str) -> Kind:

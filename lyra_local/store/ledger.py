@@ -15,17 +15,24 @@ removes nothing.
 
 Each line also names the forgotten turns and conversations by their
 portable ids (``store/portable.py``), so importing an export made before the
-forget does not bring them back either. The ledger lives in the data
-directory (``forgotten.jsonl``) and holds no text: a forgotten word is in
-none of its bytes.
+forget does not bring them back either. A deletion the person made as a
+correction (a summary, a digest, the arc) is a line too, with its
+``dismissed`` record (ids and hashes), so it stays deleted after a restore.
+A backup records how many lines the ledger had when it was made
+(``meta.ledger_position``): renames and deletions are re-applied only from
+that line on (one made later may have been undone by the person since);
+forgetting rows again is harmless whatever the line. The ledger lives in the
+data directory (``forgotten.jsonl``) and holds no text, only ids and hashes:
+a forgotten word is in none of its bytes.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,11 +42,13 @@ if TYPE_CHECKING:
     from .store import Store
 
 LEDGER_FILENAME = "forgotten.jsonl"
+POSITION_KEY = "ledger_position"  # in a backup: how many lines the ledger had when it was made
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One forget: sessions by uid, turns and memories by id, renamed conversations by uid."""
+    """One forget: sessions by uid, turns and memories by id, conversations renamed (and their client-given
+    name cleared: ``unsourced``) by uid, deletions as ``[kind, target, basis]``; ``index``: its line."""
 
     lineage: str
     at: str
@@ -47,11 +56,16 @@ class Entry:
     turns: tuple[int, ...] = ()
     memories: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     renamed: tuple[str, ...] = ()
+    unsourced: tuple[str, ...] = ()
+    dismissed: tuple[tuple[str, str, str], ...] = ()
     portable: tuple[str, ...] = ()  # the forgotten turns' and sessions' portable ids, for imports
+    by_text: bool = False  # a forget by text: what held the text then, and only that, is named
+    index: int = -1
 
     @property
     def empty(self) -> bool:
-        return not (self.sessions or self.turns or any(self.memories.values()) or self.renamed or self.portable)
+        return not (self.sessions or self.turns or any(self.memories.values()) or self.renamed or self.portable
+                    or self.dismissed)
 
 
 def path(data_dir: Path) -> Path:
@@ -60,20 +74,34 @@ def path(data_dir: Path) -> Path:
 
 def record(store: Store, *, sessions: Sequence[str] = (), turns: Sequence[int] = (),
            memories: Mapping[str, Sequence[int]] | None = None, renamed: Sequence[str] = (),
-           portable: Sequence[str] = ()) -> None:
-    """Append what is about to be forgotten (durably: a crash after this still leaves the line)."""
+           unsourced: Sequence[str] = (), dismissed: Sequence[tuple[str, str, str]] = (),
+           portable: Sequence[str] = (), by_text: bool = False) -> None:
+    """Append what is about to be forgotten, durably (a crash after this still leaves the line) and whole: one
+    write on an append-only descriptor under an exclusive lock, so lines from two processes never interleave."""
     entry = Entry(store.lineage(), utc_now(), tuple(sessions), tuple(sorted(set(turns))),
                   {k: tuple(sorted(set(v))) for k, v in (memories or {}).items() if v}, tuple(renamed),
-                  tuple(sorted(set(portable))))
+                  tuple(unsourced), tuple((d[0], d[1], d[2]) for d in dismissed), tuple(sorted(set(portable))),
+                  by_text)
     if entry.empty:
         return
-    line = json.dumps({"lineage": entry.lineage, "at": entry.at, "sessions": list(entry.sessions),
-                       "turns": list(entry.turns), "memories": {k: list(v) for k, v in entry.memories.items()},
-                       "renamed": list(entry.renamed), "portable": list(entry.portable)}, sort_keys=True)
-    with path(store.data_dir).open("a", encoding="utf-8") as out:
-        out.write(line + "\n")
-        out.flush()
-        os.fsync(out.fileno())
+    raw = {k: v for k, v in asdict(entry).items() if k != "index"}
+    line = (json.dumps(raw, sort_keys=True) + "\n").encode()
+    fd = os.open(path(store.data_dir), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)  # the lock goes with it
+
+
+def position(data_dir: Path) -> int:
+    """How many lines the ledger has now."""
+    ledger = path(data_dir)
+    if not ledger.is_file():
+        return 0
+    with ledger.open("rb") as lines:
+        return sum(1 for _ in lines)
 
 
 def entries(data_dir: Path, lineage: str | None = None) -> Iterator[Entry]:
@@ -83,7 +111,7 @@ def entries(data_dir: Path, lineage: str | None = None) -> Iterator[Entry]:
     if not ledger.is_file():
         return
     with ledger.open(encoding="utf-8") as lines:
-        for line in lines:
+        for index, line in enumerate(lines):
             try:
                 raw: dict[str, Any] = json.loads(line)
                 if not isinstance(raw, dict) or (lineage is not None and raw.get("lineage") != lineage):
@@ -91,12 +119,14 @@ def entries(data_dir: Path, lineage: str | None = None) -> Iterator[Entry]:
                 yield Entry(str(raw.get("lineage")), str(raw.get("at", "")), tuple(map(str, raw.get("sessions", []))),
                             tuple(int(i) for i in raw.get("turns", [])),
                             {str(k): tuple(int(i) for i in v) for k, v in dict(raw.get("memories", {})).items()},
-                            tuple(map(str, raw.get("renamed", []))), tuple(map(str, raw.get("portable", []))))
-            except (ValueError, TypeError):
+                            tuple(map(str, raw.get("renamed", []))), tuple(map(str, raw.get("unsourced", []))),
+                            tuple((str(d[0]), str(d[1]), str(d[2])) for d in raw.get("dismissed", [])),
+                            tuple(map(str, raw.get("portable", []))), bool(raw.get("by_text")), index)
+            except (ValueError, TypeError, IndexError):
                 continue
 
 
 def forgotten_portable(data_dir: Path) -> frozenset[str]:
-    """Every portable id ever forgotten here (turns, and ``session:<uid>`` / ``source:<source>:<id>``): an import
+    """Every portable id ever forgotten here (turns, and ``session:<uid>`` / ``source:<hash>``): an import
     never brings one back."""
     return frozenset(p for entry in entries(data_dir) for p in entry.portable)

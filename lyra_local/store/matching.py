@@ -22,10 +22,7 @@ def holds(kind: Kind, alias: str = "t") -> str:
     return "(" + " OR ".join(f"instr({function}({alias}.{column}), :needle) > 0" for column in kind.words) + ")"
 
 
-def needle(text: str) -> str:
-    return fold(text)
-
-
+needle = fold  # what a row's folded words are searched for
 def rows_holding(conn: sqlite3.Connection, kind: Kind, text: str) -> list[Any]:
     """The keys of ``kind``'s rows whose words hold ``text``."""
     rows = conn.execute(f"SELECT t.{kind.key} FROM {kind.table} t WHERE {holds(kind)}", {"needle": needle(text)})
@@ -47,14 +44,14 @@ def derived_kinds() -> Iterable[Kind]:
     return (k for k in KINDS.values() if k.node and k.words and k.on_text == "forget" and k.name != "exchange")
 
 
-def _blanked() -> Iterable[tuple[Kind, str]]:
-    return ((k, column) for k in KINDS.values() if k.on_text == "blank" for column in k.words)
+def _blanked() -> Iterable[Kind]:
+    return (k for k in KINDS.values() if k.on_text == "blank")
 
 
 def logs_holding(conn: sqlite3.Connection, text: str) -> int:
     """How many rows of the logs that hold words (task notes, locks, failed passes) hold ``text``."""
-    return sum(int(conn.execute(f"SELECT count(*) FROM {kind.table} WHERE instr(lyra_fold({column}), ?) > 0",
-                                (needle(text),)).fetchone()[0]) for kind, column in _blanked())
+    return sum(int(conn.execute(f"SELECT count(*) FROM {kind.table} t WHERE {holds(kind)}",
+                                {"needle": needle(text)}).fetchone()[0]) for kind in _blanked())
 
 
 def blank_holding(conn: sqlite3.Connection, text: str, replacement: str) -> int:
@@ -62,4 +59,4 @@ def blank_holding(conn: sqlite3.Connection, text: str, replacement: str) -> int:
     column that holds ``text`` says ``replacement`` instead; how many rows changed."""
     return sum(conn.execute(f"UPDATE {kind.table} SET {column} = :replacement WHERE instr(lyra_fold({column}), "
                             ":needle) > 0", {"needle": needle(text), "replacement": replacement}).rowcount
-               for kind, column in _blanked())
+               for kind in _blanked() for column in kind.words)

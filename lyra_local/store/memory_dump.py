@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,7 +45,7 @@ class _Here:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        rows = conn.execute("SELECT id, uid FROM sessions WHERE remember = 1").fetchall()
+        rows = conn.execute(f"SELECT id, uid FROM sessions t WHERE {KINDS['session'].where_current()}").fetchall()
         self.uid = {int(r[0]): str(r[1]) for r in rows}
         self.sid = {uid: sid for sid, uid in self.uid.items()}
 
@@ -59,13 +59,12 @@ class _Here:
 
 
 # (kind, column) -> the portable value of a row; None drops the row (its session is not in the dump)
-Out = Callable[[_Here, sqlite3.Row, list[sqlite3.Row]], Any]
+Out = Callable[[_Here, sqlite3.Row, Mapping[int, int]], Any]  # (here, the row, each row's place by id)
 _OUT: dict[tuple[str, str], Out] = {
     ("gist", "session_id"): lambda here, r, _: here.uid.get(r["session_id"]),
     ("gist", "covers_upto"): lambda here, r, _: here.turns_upto(r["session_id"], r["covers_upto"]),
     ("fact", "source_session_id"): lambda here, r, _: here.uid.get(r["source_session_id"]),
-    ("fact", "superseded_by"): lambda here, r, rows: next(
-        (i for i, f in enumerate(rows) if f["id"] == r["superseded_by"]), None),
+    ("fact", "superseded_by"): lambda here, r, place: place.get(r["superseded_by"]),
     ("dismissed", "target"): lambda here, r, _: (here.uid.get(int(r["target"])) if r["kind"] == "gist"
                                                  else r["target"]),
     ("dismissed", "basis"): lambda here, r, _: (here.turns_upto(int(r["target"]), int(r["basis"] or 0))
@@ -82,7 +81,8 @@ def dump(store: Store) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind in DUMPED:
         rows = _rows(conn, kind)
-        items = [item for item in (_item(kind, row, rows, here) for row in rows) if item is not None]
+        place = {int(r[kind.key]): i for i, r in enumerate(rows)} if kind.key == "id" else {}
+        items = [item for item in (_item(kind, row, place, here) for row in rows) if item is not None]
         spec = kind.export
         assert spec is not None
         out[spec.section] = (items[0] if items else None) if spec.rows == "latest" else items
@@ -92,21 +92,22 @@ def dump(store: Store) -> dict[str, Any]:
 def _rows(conn: sqlite3.Connection, kind: Kind) -> list[sqlite3.Row]:
     join = "JOIN sessions s ON s.id = t.session_id" if kind.session_column else ""
     # a deletion whose memory was written again since (new sources) no longer stands: it is not carried
-    live = (" AND NOT EXISTS (SELECT 1 FROM gists g WHERE t.kind = 'gist' AND g.stale = 0 AND CAST(g.session_id AS "
-            "TEXT) = t.target) AND NOT EXISTS (SELECT 1 FROM digests d WHERE t.kind = 'digest' AND d.stale = 0 AND "
-            "d.granularity || ':' || d.period = t.target) AND NOT EXISTS (SELECT 1 FROM narrative n WHERE "
-            "t.kind = 'narrative' AND n.stale = 0)") if kind.name == "dismissed" else ""
+    live = (f" AND NOT EXISTS (SELECT 1 FROM gists g WHERE t.kind = 'gist' AND {KINDS['gist'].where_current('g')} "
+            "AND CAST(g.session_id AS TEXT) = t.target) AND NOT EXISTS (SELECT 1 FROM digests d WHERE "
+            f"t.kind = 'digest' AND {KINDS['digest'].where_current('d')} AND d.granularity || ':' || d.period = "
+            f"t.target) AND NOT EXISTS (SELECT 1 FROM narrative n WHERE t.kind = 'narrative' AND "
+            f"{KINDS['narrative'].where_current('n')})") if kind.name == "dismissed" else ""
     limit = " LIMIT 1" if kind.export is not None and kind.export.rows == "latest" else ""
     return conn.execute(f"SELECT t.* FROM {kind.table} t {join} WHERE {kind.where_current()}{live} "
                         f"ORDER BY {_ORDER[kind.name]}{limit}").fetchall()
 
 
-def _item(kind: Kind, row: sqlite3.Row, rows: list[sqlite3.Row], here: _Here) -> dict[str, Any] | None:
+def _item(kind: Kind, row: sqlite3.Row, place: Mapping[int, int], here: _Here) -> dict[str, Any] | None:
     spec = kind.export
     assert spec is not None
     item: dict[str, Any] = {column: row[column] for column in spec.columns}
     for column, key in spec.portable.items():
-        item[key] = _OUT[(kind.name, column)](here, row, rows)
+        item[key] = _OUT[(kind.name, column)](here, row, place)
     if kind.json_words:
         item[kind.text] = json.loads(item[kind.text])
     required = _REQUIRED.get(kind.name)
@@ -128,12 +129,13 @@ def restorable_gists(store: Store, data: dict[str, Any]) -> list[dict[str, Any]]
 def restore(store: Store, data: dict[str, Any], gist_vectors: Vectors, digest_vectors: Vectors,
             model: str) -> dict[str, int]:
     """Write a dump (``restorable_gists`` and every digest with their vectors, in order) in one transaction."""
-    conn = store.conn()
-    here = _Here(conn)
     gists = restorable_gists(store, data)
     with store.write() as w:
+        here = _Here(w)  # read in the write: a session forgotten meanwhile is not written to
         for g, vector in zip(gists, gist_vectors, strict=True):
-            sid = here.sid[g["session"]]
+            sid = here.sid.get(g["session"])
+            if sid is None:
+                continue  # forgotten while its vector was made
             upto = here.turn_at(sid, g["covers_turns"])
             row = w.execute("INSERT INTO gists (session_id, content, covers_upto, created_at, updated_at, "
                             "profiled_upto, method) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",

@@ -1,18 +1,21 @@
 """Conversations in portable terms: what ``sessions.jsonl`` holds, and what of it a store already has.
 
 A turn is known everywhere by its **portable id**: the id its source gave it
-(a ChatGPT node, a Lyra export's ``source_id``), else ``<session uid>:<turn
-id>`` for a turn written here. An export writes it for every turn, on the path
-and set aside, so importing an export again (even after an edit, a regenerate
-or a forget) recognises every turn by id instead of by position, and adds
-nothing it has. The versions set aside travel with their parent's portable id
-and their ``set_aside_seq``, so the branches come back as they were; what
-goes out and how is the registry's (``kinds.KINDS``: ``session``,
-``exchange``, ``aside``).
+(a ChatGPT node, a Lyra export's ``source_id``), else ``<origin>:<turn id>``
+for a turn written here, where the origin names this memory (from its
+creation: ``Store.lineage``) and turn ids are never handed out twice in it
+(a restore raises the id sequences: ``store/backups.py``). An export writes it
+for every turn, on the path and set aside, so importing an export again
+(even after an edit, a regenerate or a forget) recognises every turn by id
+instead of by position, and adds nothing it has. The versions set aside
+travel with their parent's portable id and their ``set_aside_seq``, so the
+branches come back as they were. Which columns go out is the registry's
+(``kinds.KINDS``: the ``Export`` of ``session``, ``exchange`` and ``aside``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -20,13 +23,32 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .db import canonical
+from .kinds import KINDS
 
 if TYPE_CHECKING:
     from .store import Store
 
+_TURNS = ("SELECT id, session_id, source_id FROM exchanges WHERE {where} UNION ALL "
+          "SELECT id, session_id, source_id FROM asides WHERE {where}")
 
-def portable_id(uid: str, turn_id: int, source_id: str | None) -> str:
-    return source_id or f"{uid}:{turn_id}"
+
+def origin(store: Store) -> str:
+    """This memory's short name in the portable ids of the turns written here."""
+    return hashlib.sha1(store.lineage().encode()).hexdigest()[:12]
+
+
+def portable_id(origin: str, turn_id: int, source_id: str | None) -> str:
+    return source_id or f"{origin}:{turn_id}"
+
+
+def session_keys(uid: str | None, source: str, source_id: str | None) -> list[str]:
+    """How an import recognises a conversation: by its uid, else (one with no uid: a ChatGPT conversation) by
+    where it came from, hashed, so a name a client chose never goes into the forget ledger."""
+    if uid:
+        return [f"session:{uid}"]
+    if source_id:
+        return ["source:" + hashlib.sha1(f"{source}\0{source_id}".encode()).hexdigest()[:20]]
+    return []
 
 
 @dataclass(frozen=True)
@@ -53,24 +75,25 @@ class NewAside:
 def conversations(store: Store) -> Iterator[PortableConversation]:
     """Every remembered session (never one off the record), oldest first, with portable ids throughout."""
     conn = store.conn()
-    for s in conn.execute("SELECT * FROM sessions WHERE remember = 1 ORDER BY created_at, uid").fetchall():
-        path = conn.execute("SELECT id, role, content, created_at, source_id FROM exchanges WHERE session_id = ? "
-                            "AND role IN ('user', 'assistant') ORDER BY id", (s["id"],)).fetchall()
-        asides = conn.execute("SELECT id, parent_id, role, content, created_at, source_id, set_aside_seq FROM asides "
-                              "WHERE session_id = ? AND role IN ('user', 'assistant') ORDER BY id",
-                              (s["id"],)).fetchall()
-        ids = {int(r["id"]): portable_id(s["uid"], r["id"], r["source_id"]) for r in [*path, *asides]}
-        messages = [{"role": r["role"], "content": r["content"], "created_at": r["created_at"],
-                     "source_id": ids[r["id"]]} for r in path]
-        versions = [{"role": r["role"], "content": r["content"], "created_at": r["created_at"],
-                     "source_id": ids[r["id"]], "parent": ids.get(r["parent_id"]) if r["parent_id"] else None,
-                     "set_aside_seq": r["set_aside_seq"]} for r in asides]
+    here = origin(store)
+    path_spec, aside_spec = KINDS["exchange"].export, KINDS["aside"].export
+    assert path_spec is not None and aside_spec is not None
+    for s in conn.execute(f"SELECT * FROM sessions t WHERE {KINDS['session'].where_current()} "
+                          "ORDER BY created_at, uid").fetchall():
+        path = conn.execute("SELECT * FROM exchanges WHERE session_id = ? AND role IN ('user', 'assistant') "
+                            "ORDER BY id", (s["id"],)).fetchall()
+        asides = conn.execute("SELECT * FROM asides WHERE session_id = ? AND role IN ('user', 'assistant') "
+                              "ORDER BY id", (s["id"],)).fetchall()
+        ids = {int(r["id"]): portable_id(here, r["id"], r["source_id"]) for r in [*path, *asides]}
+        messages = [{**{c: r[c] for c in path_spec.columns}, "source_id": ids[r["id"]]} for r in path]
+        versions = [{**{c: r[c] for c in aside_spec.columns}, "source_id": ids[r["id"]],
+                     "parent": ids.get(r["parent_id"]) if r["parent_id"] else None} for r in asides]
         yield PortableConversation(s, messages, versions)
 
 
-def session_keys(uid: str | None, source: str, source_id: str | None) -> list[str]:
-    """The portable ids of a conversation: its uid, and where it was imported from."""
-    return [*([f"session:{uid}"] if uid else []), *([f"source:{source}:{source_id}"] if source_id else [])]
+def known_ids(store: Store, session_id: int) -> set[str]:
+    """The portable ids of a session's turns, on its path and set aside."""
+    return set(_portable(store.conn(), origin(store), "session_id = :s", {"s": session_id}))
 
 
 def forgotten_keys(store: Store, session_ids: Sequence[int] = (), turn_ids: Sequence[int] = ()) -> list[str]:
@@ -78,36 +101,21 @@ def forgotten_keys(store: Store, session_ids: Sequence[int] = (), turn_ids: Sequ
     conn = store.conn()
     keys = [k for r in conn.execute("SELECT uid, source, source_id FROM sessions WHERE id IN (SELECT value FROM "
                                     "json_each(?))", (json.dumps(list(session_ids)),))
-            for k in session_keys(r[0], r[1], r[2])]
-    rows = conn.execute("SELECT t.id, t.source_id, s.uid FROM (SELECT id, session_id, source_id FROM exchanges "
-                        "UNION ALL SELECT id, session_id, source_id FROM asides) t JOIN sessions s "
-                        "ON s.id = t.session_id WHERE t.id IN (SELECT value FROM json_each(?))",
-                        (json.dumps(list(turn_ids)),))
-    return keys + [portable_id(r[2], r[0], r[1]) for r in rows]
+            for k in session_keys(None, r[1], r[2]) + session_keys(r[0], r[1], r[2])]
+    return keys + list(_portable(conn, origin(store), "id IN (SELECT value FROM json_each(:ids))",
+                                 {"ids": json.dumps(list(turn_ids))}))
 
 
-def known_ids(store: Store, session_id: int) -> set[str]:
-    """The portable ids of a session's turns, on its path and set aside."""
-    conn = store.conn()
-    uid = conn.execute("SELECT uid FROM sessions WHERE id = ?", (session_id,)).fetchone()[0]
-    rows = conn.execute("SELECT id, source_id FROM exchanges WHERE session_id = :s UNION ALL "
-                        "SELECT id, source_id FROM asides WHERE session_id = :s", {"s": session_id})
-    return {portable_id(uid, r[0], r[1]) for r in rows}
+def _portable(conn: sqlite3.Connection, here: str, where: str, args: dict[str, Any]) -> dict[str, int]:
+    """Portable id -> turn id of the turns (on a path or set aside) that ``where`` selects."""
+    return {portable_id(here, r[0], r[2]): int(r[0]) for r in conn.execute(_TURNS.format(where=where), args)}
 
 
-def path_length(store: Store, session_id: int) -> int:
-    return int(store.conn().execute("SELECT count(*) FROM exchanges WHERE session_id = ?",
-                                    (session_id,)).fetchone()[0])
-
-
-def add_asides(conn: sqlite3.Connection, session_id: int, asides: Sequence[NewAside]) -> int:
+def add_asides(conn: sqlite3.Connection, here: str, session_id: int, asides: Sequence[NewAside]) -> int:
     """Inside the import's transaction: versions set aside, each after its parent (already stored, or earlier in
     ``asides``); one whose parent is nowhere is skipped. Each takes a fresh turn id, above every id handed out
-    (ids grow along any path). How many were stored."""
-    uid = conn.execute("SELECT uid FROM sessions WHERE id = ?", (session_id,)).fetchone()[0]
-    local = {portable_id(uid, r[0], r[1]): int(r[0]) for r in conn.execute(
-        "SELECT id, source_id FROM exchanges WHERE session_id = :s UNION ALL "
-        "SELECT id, source_id FROM asides WHERE session_id = :s", {"s": session_id})}
+    (ids grow along any path). ``here``: this memory's ``origin``. How many were stored."""
+    local = _portable(conn, here, "session_id = :s", {"s": session_id})
     stored = 0
     for aside in asides:
         parent = local.get(aside.parent) if aside.parent is not None else None

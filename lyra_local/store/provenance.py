@@ -157,7 +157,7 @@ def backfill(conn: sqlite3.Connection) -> None:
 
 
 # What the dream's log and pass records may say: ids, counts, states, never a memory's text.
-LOG_TEXT_KEYS = ("text", "self_narrative", "mood", "facts", "reflections", "reason")
+LOG_TEXT_KEYS = ("text", "self_narrative", "mood", "facts", "reflections", "reason", "error", "hint")
 
 
 def strip_text(detail: dict[str, object]) -> dict[str, object]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import BadRequest, LyraError
 from .db import canonical, utc_now
+from .folding import fold
 from .kinds import KINDS
 from .records import Session
 
@@ -31,9 +32,19 @@ UNNAMED = "Conversation of "  # + the day it began: the name of one whose own na
 
 
 def unname(conn: sqlite3.Connection, session_ids: Sequence[int]) -> list[str]:
-    """Inside a write transaction: these conversations are named only by the day they began; their uids."""
+    """Inside a write transaction: these conversations are named only by the day they began; the uids of those
+    whose name changed."""
     rows = conn.execute("UPDATE sessions SET name = ? || substr(created_at, 1, 10) WHERE id IN "
-                        "(SELECT value FROM json_each(?)) RETURNING uid", (UNNAMED, json.dumps(list(session_ids))))
+                        "(SELECT value FROM json_each(?)) AND name IS NOT ? || substr(created_at, 1, 10) RETURNING uid",
+                        (UNNAMED, json.dumps(list(session_ids)), UNNAMED))
+    return [str(r[0]) for r in rows]
+
+
+def unsource(conn: sqlite3.Connection, session_ids: Sequence[int]) -> list[str]:
+    """Inside a write transaction: these conversations forget the name a client gave them (an OpenAI ``user``, an
+    agent's name: their ``source_id``), so the next request by that name starts a new one; their uids."""
+    rows = conn.execute("UPDATE sessions SET source_id = NULL WHERE source_id IS NOT NULL AND id IN "
+                        "(SELECT value FROM json_each(?)) RETURNING uid", (json.dumps(list(session_ids)),))
     return [str(r[0]) for r in rows]
 
 
@@ -149,19 +160,30 @@ class Sessions:
                                    hint="give the one you mean as #ID (`lyra sessions` shows the ids)")
         return row_to_session(rows[0])
 
-    def uids(self, session_ids: Sequence[int], *, remembered: bool | None = None) -> "builtins.list[str]":
-        """The uids of these sessions (only those remembered, or off the record, if asked)."""
-        rows = self.store.conn().execute(
-            "SELECT uid FROM sessions WHERE id IN (SELECT value FROM json_each(?))"
-            + ("" if remembered is None else f" AND remember = {int(remembered)}"), (json.dumps(list(session_ids)),))
+    def uids(self, session_ids: Sequence[int]) -> "builtins.list[str]":
+        """The uids of these sessions."""
+        rows = self.store.conn().execute("SELECT uid FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+                                         (json.dumps(list(session_ids)),))
         return [str(r[0]) for r in rows]
 
-    def ids_of(self, uids: Sequence[str], *, named: bool = False) -> "builtins.list[int]":
-        """The ids of the sessions with these uids that are here (``named``: only those not yet renamed by the day
-        they began)."""
+    def ids_of(self, uids: Sequence[str]) -> "builtins.list[int]":
+        """The ids of the sessions with these uids that are here."""
+        rows = self.store.conn().execute("SELECT id FROM sessions WHERE uid IN (SELECT value FROM json_each(?))",
+                                         (json.dumps(list(uids)),))
+        return [int(r[0]) for r in rows]
+
+    def remembered(self, session_ids: Sequence[int]) -> "builtins.list[int]":
+        """Those of these sessions that are remembered (not off the record)."""
         rows = self.store.conn().execute(
-            "SELECT id FROM sessions WHERE uid IN (SELECT value FROM json_each(?))"
-            + (" AND name NOT LIKE ? || '%'" if named else ""), (json.dumps(list(uids)), *([UNNAMED] if named else [])))
+            f"SELECT id FROM sessions t WHERE id IN (SELECT value FROM json_each(?)) AND "
+            f"{KINDS['session'].where_current()}", (json.dumps(list(session_ids)),))
+        return [int(r[0]) for r in rows]
+
+    def holding_source(self, session_ids: Sequence[int], text: str) -> "builtins.list[int]":
+        """Those of these sessions whose client-given name (``source_id``) holds ``text``, folded."""
+        rows = self.store.conn().execute(
+            "SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?)) AND "
+            "instr(lyra_fold(source_id), ?) > 0", (json.dumps(list(session_ids)), fold(text)))
         return [int(r[0]) for r in rows]
 
     def off_the_record_idle(self, before: str) -> "builtins.list[int]":

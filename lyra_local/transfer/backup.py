@@ -22,8 +22,10 @@ from ..errors import LyraError
 from ..store import Store
 from ..store.backups import check, copy_into, live_servers, raise_sequences, sequences
 from ..store.dirlock import DataDirBusy, DirLock, find_holders
-from ..store.forget import Forgotten, forget_again
+from ..store.forget import Reforgotten, forget_again
 from ..store.store import DB_FILENAME, INDEX_DIRNAME
+
+STAGING = ".restoring"  # where a backup is made ready inside the data directory, removed whatever happens
 
 
 @dataclass(frozen=True)
@@ -31,8 +33,7 @@ class Restored:
     """What a restore did: where the replaced memory is kept (``None``: there was none) and what it forgot again."""
 
     kept: Path | None
-    forgotten_again: Forgotten
-    forgets: int  # forgets of the ledger made after the backup that removed something from it
+    again: Reforgotten
 
 
 def backup(store: Store, dest: Path) -> int:
@@ -88,21 +89,31 @@ def restore(source: Path, data_dir: Path, *, force: bool = False, keep: Path | N
                 copy_into(store, kept)
             finally:
                 store.close()
-        staged = data_dir / f"{DB_FILENAME}.restoring"
-        shutil.copyfile(source, staged)
+        again = _forget_again_staged(source, data_dir, handed_out)
         for suffix in ("-wal", "-shm"):
             (data_dir / f"{DB_FILENAME}{suffix}").unlink(missing_ok=True)
-        os.replace(staged, target)
+        os.replace(data_dir / STAGING / DB_FILENAME, target)
         shutil.rmtree(data_dir / INDEX_DIRNAME, ignore_errors=True)  # derived: rebuilt from the restored rows
-        store = Store(data_dir, lock=lock)
-        try:
-            raise_sequences(store, handed_out)  # no id the replaced memory handed out is handed out again
-            again, forgets = forget_again(store)
-        finally:
-            store.close()
     finally:
+        shutil.rmtree(data_dir / STAGING, ignore_errors=True)
         lock.release()
-    return Restored(kept, again, forgets)
+    return Restored(kept, again)
+
+
+def _forget_again_staged(source: Path, data_dir: Path, handed_out: dict[str, int]) -> Reforgotten:
+    """The backup, in a staging folder of the data directory, made ready before it replaces anything: its id
+    sequences above every id the replaced memory handed out, and what was forgotten after it was made forgotten
+    again (a failure here leaves the memory as it was, and the staging folder goes)."""
+    staging = data_dir / STAGING
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    shutil.copyfile(source, staging / DB_FILENAME)
+    store = Store(staging)
+    try:
+        raise_sequences(store, handed_out)
+        return forget_again(store, ledger_dir=data_dir)
+    finally:
+        store.close()
 
 
 def _free(path: Path) -> Path:

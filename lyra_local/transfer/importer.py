@@ -20,7 +20,7 @@ import numpy as np
 from ..llm.base import Embedder
 from ..store import Session, Store, ledger
 from ..store.exchanges import NewExchange
-from ..store.portable import NewAside, add_asides, known_ids, path_length, session_keys
+from ..store.portable import NewAside, add_asides, known_ids, origin, session_keys
 from .memory_file import has_derived_memory, restore_memory
 from .records import ImportedConversation, ImportedMessage, ImportFormatError, ImportProblem
 from .sources import Source
@@ -73,6 +73,7 @@ def import_conversations(store: Store, embedder: Embedder, items: Iterable[Impor
     total = sum(len(c.messages) for c in conversations)
     processed = 0
     forgotten = ledger.forgotten_portable(store.data_dir)
+    here = origin(store)
     batch: list[_Pending] = []
     seen: set[tuple[str, str]] = set()
 
@@ -103,7 +104,7 @@ def import_conversations(store: Store, embedder: Embedder, items: Iterable[Impor
                 news = [NewExchange(session.id, m.role, m.content, m.created_at, source_id=m.source_id)
                         for m in p.messages]
                 store.exchanges.insert(conn, news, vectors[row:row + len(news)], embedder.name)
-                add_asides(conn, session.id, p.asides)  # after the path: each follows a turn already there
+                add_asides(conn, here, session.id, p.asides)  # after the path: each follows a turn already there
                 row += len(news)
         for p in batch:
             report.messages += len(p.messages)
@@ -122,8 +123,10 @@ def import_conversations(store: Store, embedder: Embedder, items: Iterable[Impor
             continue
         seen.add(key)
         report.skipped.update(c.skipped)
-        if _drop_forgotten(c, forgotten, report):
-            processed += len(c.messages)
+        given = len(c.messages)
+        whole = _drop_forgotten(c, forgotten, report)
+        processed += given - len(c.messages)  # what was left out counts as done
+        if whole:
             continue
         session = _existing(store, c)
         new, asides = _new_turns(store, session, c)
@@ -149,6 +152,7 @@ def _drop_forgotten(c: ImportedConversation, forgotten: frozenset[str], report: 
         return False
     if forgotten.intersection(session_keys(c.uid, c.source, c.source_id)):
         report.skipped["forgotten conversation"] += 1
+        c.messages, c.asides = [], []
         return True
     kept = [m for m in c.messages if not m.source_id or m.source_id not in forgotten]
     asides = [a for a in c.asides if a.source_id not in forgotten]
@@ -177,7 +181,7 @@ def _new_turns(store: Store, session: Session | None,
     asides = [a for a in c.asides if a.source_id not in known]
     if any(m.source_id for m in c.messages):
         return [m for m in c.messages if not m.source_id or m.source_id not in known], asides
-    return list(c.messages[path_length(store, session.id):]), asides
+    return list(c.messages[store.exchanges.count_in(session.id):]), asides
 
 
 def import_source(store: Store, embedder: Embedder, source: Source,
@@ -190,6 +194,9 @@ def import_source(store: Store, embedder: Embedder, source: Source,
     if has_derived_memory(store):
         return report, (f"the derived memory of {source.path.name} was not applied: this data directory has its "
                         "own summaries and profile; the dream cycle builds them for the imported sessions")
+    if report.skipped["forgotten conversation"] or report.skipped["forgotten message"]:
+        return report, (f"the derived memory of {source.path.name} was not applied: it was built from what you "
+                        "forgot here; the dream cycle builds it again from what was imported")
     try:
         restored = restore_memory(store, embedder, memory)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

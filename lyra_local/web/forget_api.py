@@ -14,14 +14,14 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from ..errors import BadRequest
-from ..store.forget import ForgetPlan, plan_forget
-from ..store.matching import derived_kinds
+from ..store.forget_plan import ForgetPlan, plan_forget
 from ..transfer.timestamps import time_bound
 from .deps import app_state
 from .params import RowId
 
 router = APIRouter(prefix="/api")
-FORGETTABLE = tuple(k.name for k in derived_kinds())  # memories that can be named by id (turns: exchange_ids)
+FORGETTABLE = ("fact",)  # memories named by id (turns: exchange_ids; a summary or digest: its DELETE, which also
+# keeps the dream from writing it again)
 
 
 class ForgetRequest(BaseModel):
@@ -34,8 +34,8 @@ class ForgetRequest(BaseModel):
     exchange_ids: list[RowId] = Field(default_factory=list, max_length=10_000,
                                     description="turns by id (with their other versions: a regenerated reply's)")
     memories: dict[str, list[RowId]] = Field(default_factory=dict, max_length=16,
-                                             description="memories by kind and id (a fact, a summary, a digest...), "
-                                                         "with what was built on them")
+                                             description="memories by kind and id (facts: {\"fact\": [id]}), with "
+                                                         "what was built on them")
     dry_run: bool = False
 
 
@@ -50,11 +50,8 @@ def forget_route(body: ForgetRequest, request: Request) -> dict[str, Any]:
     state = app_state(request)
     before = time_bound(body.before, "before")  # the store's UTC text, as `lyra forget --before` writes it
     sessions = [f"#{ref}" if isinstance(ref, int) else ref for ref in body.sessions]
-    plan: ForgetPlan = plan_forget(state.store, sessions=sessions, before=before, matching=body.matching)
-    if body.exchange_ids:
-        plan = dataclasses.replace(plan, exchange_ids=sorted(set(plan.exchange_ids) | set(body.exchange_ids)))
-    for kind, ids in body.memories.items():
-        plan.memories[kind] = sorted(set(plan.memories.get(kind, [])) | set(ids))
+    plan: ForgetPlan = plan_forget(state.store, sessions=sessions, before=before, matching=body.matching,
+                                   exchange_ids=body.exchange_ids, memories=body.memories)
     out: dict[str, Any] = {"sessions": plan.session_ids, "turns": len(plan.exchange_ids),
                            "memories": {k: len(v) for k, v in plan.memories.items()}, "renamed": len(plan.renamed),
                            "logs": plan.logs}

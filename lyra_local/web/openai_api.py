@@ -167,12 +167,9 @@ def session_turns(request: Request) -> SessionTurns:
 
 
 async def answered(call: Callable[[], T], doing: str) -> T:
-    """``call()`` in the thread pool, any failure a ``LyraError`` (answered as JSON by the app's handler).
-
-    Anything else would reach the generic 500 handler, and Starlette re-raises it to the server after
-    answering; uvicorn then closes the client's kept-alive connection, and the client's next request
-    on it fails.
-    """
+    """``call()`` in the thread pool, any failure a ``LyraError`` (answered as JSON by the app's handler) whose
+    message says what this route was doing (``describe_failure``), rather than the generic answer of
+    ``web/failures.py`` for the whole app."""
     try:
         return await run_in_threadpool(call)
     except LyraError:

@@ -10,22 +10,22 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import re
 import tempfile
 import threading
 import time
 import uuid
 import zipfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import FileResponse, Response
+from fastapi.responses import Response, StreamingResponse
 from sse_starlette.sse import EventSourceResponse
-from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import BadRequest, LyraError, NotFound
@@ -40,6 +40,7 @@ from .deps import app_state
 
 router = APIRouter(prefix="/api")
 MAX_UPLOAD = 2 * 1024**3
+CHUNK = 1024 * 1024
 POLL_S = 0.25
 
 
@@ -162,21 +163,29 @@ async def export(request: Request) -> Response:
 
 
 @router.get("/backup")
-async def download_backup(request: Request) -> FileResponse:
+async def download_backup(request: Request) -> StreamingResponse:
     """A consistent copy of the database, taken now (safe while chatting and dreaming). It is written to the
-    system's temporary folder, never into the data directory, where it would be a second memory that a forget
-    made while it is downloaded could not reach."""
+    system's temporary folder (never into the data directory) and unlinked as soon as it is open, so no copy of
+    the memory stays on disk behind the download, however the download ends."""
     store = app_state(request).store
     folder = Path(tempfile.mkdtemp(prefix="lyra-backup-"))
     path = folder / f"lyra-backup-{datetime.now():%Y%m%d-%H%M}.db"
-    await run_in_threadpool(backup, store, path)
-
-    def cleanup() -> None:
+    try:
+        await run_in_threadpool(backup, store, path)
+        copy = path.open("rb")
+    finally:
         path.unlink(missing_ok=True)
         folder.rmdir()
+    size = os.fstat(copy.fileno()).st_size
 
-    return FileResponse(path, media_type="application/vnd.sqlite3", filename=path.name,
-                        background=BackgroundTask(cleanup))
+    def chunks() -> Iterator[bytes]:
+        with copy:
+            while block := copy.read(CHUNK):
+                yield block
+
+    return StreamingResponse(chunks(), media_type="application/vnd.sqlite3",
+                             headers={"Content-Disposition": f'attachment; filename="{path.name}"',
+                                      "Content-Length": str(size)})
 
 
 def _job(request: Request, job_id: str) -> ImportJob:
