@@ -225,9 +225,14 @@ def test_a_session_reference_is_never_taken_for_another_conversation(tmp_path: P
         import_conversations(store, FakeEmbedder(), [ImportedConversation(
             "imported", "2024-01-01T00:00:00+00:00", [ImportedMessage("user", "hello", "2024-01-01T00:00:00+00:00")],
             uid=str(mine.id))])
-        with pytest.raises(LyraError, match="names 2 conversations"):
-            plan_forget(store, sessions=[str(mine.id)])
+        imported = store.sessions.find(uid=str(mine.id))
+        assert imported is not None and imported.id != mine.id
+        assert plan_forget(store, sessions=[str(mine.id)]).session_ids == [mine.id]  # the id shown, not the uid
         assert plan_forget(store, sessions=[f"#{mine.id}"]).session_ids == [mine.id]
+        assert plan_forget(store, sessions=[mine.uid]).session_ids == [mine.id]  # an export's id, matching no other
+        store.sessions.create(str(imported.id))  # a conversation named like another's id
+        with pytest.raises(LyraError, match="names 2 conversations"):
+            plan_forget(store, sessions=[str(imported.id)])
         assert plan_forget(store, sessions=["my diary"]).session_ids == [mine.id]
         store.sessions.create("New chat")
         store.sessions.create("New chat")
@@ -243,10 +248,11 @@ def test_the_forget_route_takes_a_number_as_an_id_and_refuses_an_ambiguous_text(
     import_conversations(store, FakeEmbedder(), [ImportedConversation(
         "imported", "2024-01-01T00:00:00+00:00", [ImportedMessage("user", "hello", "2024-01-01T00:00:00+00:00")],
         uid=str(mine.id))])
+    store.sessions.create(str(mine.id))  # a conversation named like the id
     refused = client.post("/api/forget", json={"sessions": [str(mine.id)]})
     assert refused.status_code == 400 and "names 2 conversations" in refused.json()["error"]["message"]
     assert client.post("/api/forget", json={"sessions": [mine.id]}).json()["sessions"] == [mine.id]
-    assert [s["name"] for s in client.get("/api/sessions").json()["sessions"]] == ["imported"]
+    assert sorted(s["name"] for s in client.get("/api/sessions").json()["sessions"]) == [str(mine.id), "imported"]
 
 
 def test_forgetting_the_words_of_a_deleted_summary_leaves_no_trace_of_them(client, chat) -> None:

@@ -140,9 +140,9 @@ class Sessions:
         return row_to_session(row)
 
     def resolve(self, ref: str) -> Session:
-        """The one conversation a person's reference names: ``#12`` is the id 12; a bare reference is an id
-        (as `lyra sessions` and the web UI show them), a name or an export's id, and refused when it names more
-        than one conversation (``AmbiguousSession``, listing them) — never a guess."""
+        """The one conversation a person's reference names, never a guess: ``#12`` is the id 12; a bare reference is
+        an id or a name, as `lyra sessions` and the web UI show them, and is refused when it names more than one
+        (``AmbiguousSession``, listing them); only when it names none is it taken for an export's id (a uid)."""
         ref = ref.strip()
         conn = self.store.conn()
         if ref.startswith("#"):
@@ -150,8 +150,9 @@ class Sessions:
             if not (digits.isascii() and digits.isdigit() and int(digits) < 2**63):
                 raise SessionNotFound(f"no conversation {ref!r}", hint="#ID takes an id as `lyra sessions` shows it")
             return self.get(int(digits))
-        rows = conn.execute("SELECT * FROM sessions WHERE CAST(id AS TEXT) = :ref OR uid = :ref OR name = :ref "
-                            "ORDER BY id", {"ref": ref}).fetchall()
+        rows = (conn.execute("SELECT * FROM sessions WHERE CAST(id AS TEXT) = :ref OR name = :ref ORDER BY id",
+                             {"ref": ref}).fetchall()
+                or conn.execute("SELECT * FROM sessions WHERE uid = :ref", {"ref": ref}).fetchall())
         if not rows:
             raise SessionNotFound(f"no conversation {ref!r}", hint="`lyra sessions` lists them with their ids")
         if len(rows) > 1:
