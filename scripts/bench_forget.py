@@ -10,8 +10,11 @@ person would run it) forgets a large share of the sessions:
 - storing one turn (a write transaction) p50/p95/max: the longest wait for the
   write lock the forget leaves the chat;
 and reports each during/baseline ratio, and how long the forget took.
+With ``--matching N``, the forget is by text instead: a word is planted in N
+turns (in the case and Unicode form a person may not have typed) and
+``lyra forget --matching`` folds and scans every column that holds words.
 Prints a markdown table; writes only to a temp dir.
-Usage: ``python scripts/bench_forget.py [--exchanges N] [--forget-sessions S]``
+Usage: ``python scripts/bench_forget.py [--exchanges N] [--forget-sessions S | --matching N]``
 """
 
 from __future__ import annotations
@@ -77,10 +80,19 @@ def measure(store: Store, recall: Recall, session_id: int, during: subprocess.Po
     return out["t"], took
 
 
+def plant(store: Store, n: int) -> int:
+    """Put a rare word, written as zörblax (composed), into ``n`` turns spread over the store; how many."""
+    with store.write() as conn:
+        return int(conn.execute("UPDATE exchanges SET content = content || ' zörblax' WHERE id IN (SELECT id FROM "
+                                "exchanges ORDER BY (id * 2654435761) % 1000003 LIMIT ?)", (n,)).rowcount)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exchanges", type=int, default=100_000)
     parser.add_argument("--forget-sessions", type=int, default=50, help="sessions (of 100 turns) to forget")
+    parser.add_argument("--matching", type=int, default=0, metavar="N",
+                        help="forget by text instead: a word planted in N turns")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
@@ -95,17 +107,24 @@ def main() -> None:
         recall = Recall(store)
         chat_session = store.sessions.create("chat").id
         baseline, _ = measure(store, recall, chat_session, None, 10.0)
-        ids = [str(r[0]) for r in store.conn().execute("SELECT id FROM sessions ORDER BY id LIMIT ?",
-                                                       (args.forget_sessions,))]
-        turns = store.conn().execute(f"SELECT count(*) FROM exchanges WHERE session_id IN ({','.join(ids)})"
-                                     ).fetchone()[0]
+        if args.matching:
+            turns = plant(store, args.matching)
+            what = f"every turn holding a word, in {turns:,} turns,"
+            command = [sys.executable, "-m", "lyra_local", "forget", "--yes", "--matching", "ZÖRBLAX"]
+        else:
+            ids = [str(r[0]) for r in store.conn().execute("SELECT id FROM sessions ORDER BY id LIMIT ?",
+                                                           (args.forget_sessions,))]
+            turns = store.conn().execute(f"SELECT count(*) FROM exchanges WHERE session_id IN ({','.join(ids)})"
+                                         ).fetchone()[0]
+            what = f"{len(ids)} sessions ({turns:,} turns)"
+            command = [sys.executable, "-m", "lyra_local", "forget", "--yes"] + [a for i in ids
+                                                                                 for a in ("--session", f"#{i}")]
         env = {**os.environ, "LYRA_DATA_DIR": str(data)}
-        command = [sys.executable, "-m", "lyra_local", "forget", "--yes"] + [a for i in ids for a in ("--session", i)]
         forget = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         during, took = measure(store, recall, chat_session, forget, 0)
         store.close()
 
-    print(f"\n{args.exchanges:,} exchanges; forgetting {len(ids)} sessions ({turns:,} turns) with `lyra forget` "
+    print(f"\n{args.exchanges:,} exchanges; forgetting {what} with `lyra forget` "
           f"took {took:.1f} s (in another process, as a person runs it)\n")
     print("| chat step | baseline p50 / p95 / max (ms) | during the forget p50 / p95 / max (ms) | p95 ratio | max |")
     print("|---|---|---|---|---|")

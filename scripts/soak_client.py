@@ -58,6 +58,10 @@ class Tally:
                     "server_5xx": self.server_5xx, "examples": dict(self.examples), "chat_s": list(self.chat_s)}
 
 
+class ConversationGone(Exception):
+    """The conversation a client talked in was forgotten whole (every turn of it held a forgotten word)."""
+
+
 class Api:
     """An httpx client on the server that records every answer in a ``Tally``; one per thread."""
 
@@ -86,12 +90,17 @@ class Api:
         return response
 
     def chat(self, session_id: int, text: str) -> tuple[int | None, int | None]:
-        """One streamed turn; (the user turn's id, the reply's id) when it ended with ``done`` and no ``error``."""
+        """One streamed turn; (the user turn's id, the reply's id) when it ended with ``done`` and no ``error``;
+        ``ConversationGone`` when the conversation was forgotten whole meanwhile."""
         route = "POST /api/sessions/{id}/chat"
         started = time.monotonic()
         events: list[tuple[str, dict[str, Any]]] = []
         try:
             with self.client.stream("POST", f"/api/sessions/{session_id}/chat", json={"message": text}) as r:
+                if r.status_code == 404 and "SessionNotFound" in r.read().decode(errors="replace"):
+                    # every turn of it held a word the forgetter forgot: the conversation went whole
+                    self.tally.ok(f"{route} (its conversation was forgotten: a new one is started)")
+                    raise ConversationGone(session_id)
                 if r.status_code != 200:
                     r.read()
                     self.tally.error(f"{route}: HTTP {r.status_code}", r.text, status=r.status_code)

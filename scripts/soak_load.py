@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from soak_client import Api, Cli
+from soak_client import Api, Cli, ConversationGone
 
 TOPICS = ["repotting the basil", "the train to Porto", "Ana's birthday dinner", "the leaking kitchen tap",
           "a chess opening I keep losing with", "the budget for the flat", "my knee physio", "the piano recital",
@@ -115,7 +115,11 @@ def chat_client(n: int, api: Api, markers: Markers, doomed: queue.Queue[tuple[in
             _openai_turn(n, api, markers, rng)
         else:
             marker = new_marker() if rng.random() < 0.5 else None
-            user_id, reply_id = api.chat(session, chat_message(rng, marker))
+            try:
+                user_id, reply_id = api.chat(session, chat_message(rng, marker))
+            except ConversationGone:
+                session = None
+                continue
             turns += 1
             if user_id and marker:
                 markers.plant(marker, "chat", f"session {session}", user_id)
@@ -134,7 +138,10 @@ def _doomed_session(n: int, api: Api, markers: Markers, doomed: queue.Queue[tupl
     session, planted = r.json()["id"], []
     for _ in range(2):
         marker = new_marker()
-        user_id, _reply = api.chat(session, chat_message(rng, marker))
+        try:
+            user_id, _reply = api.chat(session, chat_message(rng, marker))
+        except ConversationGone:
+            break
         if user_id:
             markers.plant(marker, "doomed", f"session {session}", user_id)
             planted.append(marker)
@@ -262,9 +269,9 @@ def _cli_forget(cli: Cli, text: str) -> int | None:
 
 
 def _api_forget(api: Api, text: str) -> int | None:
-    """Turns forgotten by ``POST /api/forget`` (None: it failed)."""
+    """Turns (and conversations forgotten whole: every turn held it) forgotten by ``POST /api/forget``."""
     r = api.call("POST", "/api/forget", json={"matching": text})
-    return None if r is None else int(r.json().get("turns", 0))
+    return None if r is None else int(r.json().get("turns", 0)) + len(r.json().get("sessions", []))
 
 
 def _delete_doomed(api: Api, markers: Markers, doomed: queue.Queue[tuple[int, list[str], float]],
