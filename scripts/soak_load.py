@@ -162,10 +162,10 @@ def _read(api: Api, rng: random.Random, session: int | None) -> None:
     roll = rng.random()
     if roll < 0.25:
         api.call("GET", "/api/recall", params={"q": rng.choice(TOPICS)})
-    elif roll < 0.35 and session is not None:
-        api.call("GET", f"/api/sessions/{session}/messages", "GET /api/sessions/{id}/messages")
+    elif roll < 0.35 and session is not None:  # 404: forgotten whole meanwhile (every turn held a forgotten word)
+        api.call("GET", f"/api/sessions/{session}/messages", "GET /api/sessions/{id}/messages", ok=(200, 404))
     elif roll < 0.40 and session is not None:
-        api.call("GET", f"/api/sessions/{session}/gist", "GET /api/sessions/{id}/gist")
+        api.call("GET", f"/api/sessions/{session}/gist", "GET /api/sessions/{id}/gist", ok=(200, 404))
     elif roll < 0.42:
         api.call("GET", "/api/export")
     else:
