@@ -105,6 +105,36 @@ def test_forgetting_a_text_renames_every_conversation_whose_name_holds_it(client
     assert marker_places(data_dir(client), "wombatine") == []
 
 
+# -- found by the soak: the companion's reply to a forgotten turn, echoing it mangled, stayed ----------------
+
+
+def test_a_forgotten_turn_takes_the_reply_to_it_and_nothing_else(tmp_path: Path) -> None:
+    store = Store(tmp_path / "data")
+    try:
+        session = store.sessions.create("notes")
+        store.exchanges.add(NewExchange(session.id, "user", "the piano recital went well"))
+        store.exchanges.add(NewExchange(session.id, "assistant", "lovely"))
+        store.exchanges.add(NewExchange(session.id, "user", "the code word is Zqduvopubozapazuk"))
+        store.exchanges.add(NewExchange(session.id, "assistant", "Akhimovopubozapazuk, I'm glad"))  # a model's echo
+        store.exchanges.add(NewExchange(session.id, "user", "and the train to Porto"))
+        later = store.exchanges.add(NewExchange(session.id, "assistant", "safe travels"))
+        forget(store, plan_forget(store, matching="zqduvopubozapazuk"))
+        said = [e.content for e in store.exchanges.history(session.id)]
+        assert said == ["the piano recital went well", "lovely", "and the train to Porto", "safe travels"]
+        assert marker_places(tmp_path / "data", "vopubozapazuk") == []
+        # the companion's turn forgotten by id leaves the question it answered
+        forget(store, plan_forget(store, exchange_ids=[later.id]))
+        assert [e.content for e in store.exchanges.history(session.id)][-1] == "and the train to Porto"
+        # the person's last turns found by text, with their replies, empty the conversation: it goes whole
+        first = [e.id for e in store.exchanges.history(session.id)]
+        plan = plan_forget(store, matching="PIANO RECITAL")
+        assert plan.exchange_ids == first[:2] and plan.session_ids == []
+        plan = plan_forget(store, matching="the")
+        assert plan.session_ids == [session.id] and plan.exchange_ids == []
+    finally:
+        store.close()
+
+
 # -- 4: forgetting by text folds case and normalizes, over every kind that holds words -----------------
 
 
@@ -119,13 +149,15 @@ def test_forgetting_by_text_matches_every_case_and_unicode_form(tmp_path: Path, 
     store = Store(tmp_path / "data")
     try:
         session = store.sessions.create("notes")
+        store.exchanges.add(NewExchange(session.id, "user", "hello"))
+        store.exchanges.add(NewExchange(session.id, "assistant", "hi"))
         turn = store.exchanges.add(NewExchange(session.id, "user", said))
-        store.exchanges.add(NewExchange(session.id, "assistant", "ok"))
+        reply = store.exchanges.add(NewExchange(session.id, "assistant", "ok"))
         store.derived.set_fact("pet", said)
         plan = plan_forget(store, matching=asked)
-        assert plan.exchange_ids == [turn.id] and plan.memories.get("fact")
+        assert plan.exchange_ids == [turn.id, reply.id] and plan.memories.get("fact")
         forget(store, plan)
-        assert [e.content for e in store.exchanges.history(session.id)] == ["ok"]
+        assert [e.content for e in store.exchanges.history(session.id)] == ["hello", "hi"]
         assert store.derived.profile() == []
     finally:
         store.close()
@@ -145,6 +177,8 @@ def test_restoring_a_backup_made_before_a_forget_forgets_it_again_and_says_so(
     gone = store.sessions.create("gone")
     store.exchanges.add(NewExchange(gone.id, "user", "my pin is pelicanrust"))
     mixed = store.sessions.create("mixed")
+    store.exchanges.add(NewExchange(mixed.id, "user", "we moved house"))
+    store.exchanges.add(NewExchange(mixed.id, "assistant", "how exciting"))
     secret = store.exchanges.add(NewExchange(mixed.id, "user", "the alarm word is ocelotmint"))
     store.exchanges.add(NewExchange(mixed.id, "assistant", "noted"))
     store.close()
@@ -164,6 +198,8 @@ def test_restoring_a_backup_made_before_a_forget_forgets_it_again_and_says_so(
         # no id the replaced memory handed out is handed out again: a ledger line names one turn for good
         again = store.exchanges.add(NewExchange(mixed.id, "user", "a new turn"))
         assert again.id > secret.id + 1
+        assert [e.content for e in store.exchanges.history(mixed.id)] == ["we moved house", "how exciting",
+                                                                          "a new turn"]
     finally:
         store.close()
 

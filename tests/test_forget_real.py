@@ -134,7 +134,7 @@ def test_forget_from_the_cli_while_another_process_drafts_that_session(tmp_path:
         assert dreaming.poll() is None and time.monotonic() < deadline, "the dream never started on session 1"
         time.sleep(0.05)
     forgot = lyra("forget", "--matching", marker, "--yes", env=env)
-    assert "forgot 0 session(s) and 1 turn(s)" in forgot.stdout, forgot.stdout
+    assert "forgot 0 session(s) and 2 turn(s)" in forgot.stdout, forgot.stdout  # the message and its reply
     assert dreaming.poll() is None, "the dream finished before the forget: the race was not exercised"
     output, _ = dreaming.communicate(timeout=900)
     assert dreaming.returncode == 0, output

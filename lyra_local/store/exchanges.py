@@ -189,6 +189,25 @@ class Exchanges:
             "SELECT id FROM asides WHERE id IN (SELECT value FROM json_each(:ids))", {"ids": json.dumps(list(ids))})
         return sorted(int(r[0]) for r in rows)
 
+    def replies_to(self, ids: Sequence[int]) -> list[int]:
+        """The companion's reply to each of the person's turns among ``ids`` on a path: the next turn of that
+        session, when it is the companion's. A reply is written from the turn it answers and mostly restates it, so
+        it goes where that turn goes (a path's order is its ids' order: ``store/branches.py``)."""
+        rows = self.store.conn().execute(
+            "SELECT r.id FROM exchanges u JOIN exchanges r ON r.session_id = u.session_id AND r.id = "
+            "(SELECT min(n.id) FROM exchanges n WHERE n.session_id = u.session_id AND n.id > u.id) "
+            "WHERE u.id IN (SELECT value FROM json_each(?)) AND u.role = 'user' AND r.role = 'assistant'",
+            (json.dumps(list(ids)),))
+        return sorted(int(r[0]) for r in rows)
+
+    def sessions_of(self, ids: Sequence[int]) -> dict[int, tuple[int, bool]]:
+        """Turn id -> (its session, whether it is set aside), for the turns of ``ids`` that are here."""
+        rows = self.store.conn().execute(
+            "SELECT id, session_id, 0 FROM exchanges WHERE id IN (SELECT value FROM json_each(:ids)) UNION ALL "
+            "SELECT id, session_id, 1 FROM asides WHERE id IN (SELECT value FROM json_each(:ids))",
+            {"ids": json.dumps(list(ids))})
+        return {int(r[0]): (int(r[1]), bool(r[2])) for r in rows}
+
     def count_in(self, session_id: int) -> int:
         """How many turns a session's current path has."""
         return int(self.store.conn().execute("SELECT count(*) FROM exchanges WHERE session_id = ?",

@@ -44,7 +44,8 @@ def plan_forget(store: Store, *, sessions: Sequence[str] = (), before: str | Non
                 memories: Mapping[str, Sequence[int]] | None = None) -> ForgetPlan:
     """Select by conversation (a reference ``lyra sessions`` shows: ``Sessions.resolve``), by date (turns before
     it), by text (every turn, on the path or set aside, memory and conversation name whose words hold it, folded
-    over every column the registry says holds words), by turn id, and by memory id (kind -> ids)."""
+    over every column the registry says holds words), by turn id, and by memory id (kind -> ids). A turn of the
+    person's takes the companion's reply to it along (``Exchanges.replies_to``)."""
     if matching is not None and not needle(matching):
         raise BadRequest("say what text to forget", hint="an empty text would match everything")
     conn = store.conn()
@@ -52,20 +53,18 @@ def plan_forget(store: Store, *, sessions: Sequence[str] = (), before: str | Non
     turns: set[int] = set()
     for table, kind in (("exchanges", KINDS["exchange"]), ("asides", KINDS["aside"])):
         clauses = ([f"t.{kind.time_column} < :before"] if before else []) + ([holds(kind)] if matching else [])
-        if not clauses:
-            continue
-        args = {"before": before, "needle": needle(matching or "")}
-        by_session: dict[int, set[int]] = {}
-        for turn, sid in conn.execute(f"SELECT t.id, t.session_id FROM {table} t WHERE {' OR '.join(clauses)}", args):
-            by_session.setdefault(sid, set()).add(turn)
-        for sid, ids in by_session.items():
-            if sid in whole:
-                continue
-            if kind.name == "exchange" and store.exchanges.count_in(sid) == len(ids):
-                whole.add(sid)  # a session left with no turn on its path goes whole
-            else:
-                turns |= ids
-    turns |= set(exchange_ids)
+        if clauses:
+            args = {"before": before, "needle": needle(matching or "")}
+            turns |= {int(r[0]) for r in conn.execute(f"SELECT t.id FROM {table} t WHERE {' OR '.join(clauses)}",
+                                                        args)}
+    turns |= set(store.exchanges.replies_to(sorted(turns)))
+    session_of = store.exchanges.sessions_of(sorted(turns))
+    on_path: dict[int, int] = {}
+    for sid, aside in session_of.values():
+        on_path[sid] = on_path.get(sid, 0) + (not aside)
+    whole |= {sid for sid, n in on_path.items() if n and store.exchanges.count_in(sid) == n}  # left with no turn
+    turns = {t for t in turns if t not in session_of or session_of[t][0] not in whole}
+    turns |= {*exchange_ids, *store.exchanges.replies_to(exchange_ids)}  # asked for by id: their session stays
     named = {k: sorted(set(v)) for k, v in (memories or {}).items() if v}
     if not matching:
         return ForgetPlan(sorted(whole), sorted(turns), named)

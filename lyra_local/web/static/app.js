@@ -680,7 +680,9 @@
       "aria-label": `Open ${r.session_name} at ${label}`, onclick: () => selectSession(r.session_id, r.turn_id) }) : null;
     const forget = el("button", { class: "link-button danger-link", text: "Forget", "aria-label": `Forget ${label}`,
       onclick: async () => {
-        const also = r.tier === "exchange" ? " Its other versions, and any branch that went on from them, go too." : "";
+        const also = r.tier === "exchange"
+          ? " Its other versions, any branch that went on from them and, for a message of yours, Lyra's reply to it go too."
+          : "";
         if (!await confirmForget(`Forget this ${kind}?`,
                                  `“${clip(r.content, 200)}” is forgotten, with what was built from it.${also}`)) return;
         try {
