@@ -11,12 +11,16 @@ EXTRAS ?= test
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LLAMA_CPP_VERSION := 0.3.36
+# Every dependency, direct and indirect, pinned for every supported Python: `make lock` writes it.
+LOCK := constraints.txt
+UV_VERSION := 0.13.9
+TOOLS := .venv-tools
 JOBS := $(shell nproc 2>/dev/null || echo 2)
 PYTEST_ARGS ?=
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint setup models browser bench clean
+.PHONY: run test lint setup models browser bench clean lock outdated
 
 run: setup
 	$(BIN)/lyra serve
@@ -25,11 +29,13 @@ test: setup browser lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Lint (ruff.toml: pycodestyle, pyflakes, import order, bugbear), strict types with
-# pydantic's plugin (mypy.ini), and no SQL outside lyra_local/store/; `make test` runs them before the tests.
+# pydantic's plugin (mypy.ini), no SQL outside lyra_local/store/, and every import from a locked
+# distribution; `make test` runs them before the tests.
 lint: $(STAMP)
 	$(BIN)/ruff check lyra_local
 	$(BIN)/mypy lyra_local
 	$(BIN)/python scripts/check_sql_in_store.py
+	$(BIN)/python scripts/lock.py imports
 
 # The web UI tests drive Debian's chromium (through playwright, no browser download).
 browser:
@@ -39,12 +45,29 @@ browser:
 
 setup: $(STAMP) models
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "error: Python >= 3.11 is needed (set PYTHON=python3.11 or newer)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(BIN)/pip install --disable-pip-version-check -e '.$(if $(EXTRAS),[$(EXTRAS)])'
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(BIN)/pip install --disable-pip-version-check -c $(LOCK) \
+		-e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	touch $@
+
+# Upgrades are a choice: `make lock` re-resolves keeping every pin it can (a new or changed dependency in
+# pyproject.toml moves only what it must); `make lock UPGRADE=1` takes the newest releases; `make outdated`
+# lists what is newer than the lock. The resolver (uv) lives in a venv of its own, outside the lock.
+$(TOOLS)/bin/uv:
+	test -x $(TOOLS)/bin/python || $(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --disable-pip-version-check 'uv==$(UV_VERSION)'
+
+lock: $(TOOLS)/bin/uv
+	$(TOOLS)/bin/uv pip compile pyproject.toml --extra test --universal --python-version 3.11 \
+		$(if $(UPGRADE),--upgrade) --annotation-style line -o $(LOCK)
+
+outdated: $(STAMP) $(TOOLS)/bin/uv
+	$(TOOLS)/bin/uv pip compile pyproject.toml --extra test --universal --python-version 3.11 \
+		--upgrade --annotation-style line --no-header --quiet -o $(TOOLS)/newest.txt
+	@$(BIN)/python scripts/lock.py outdated $(TOOLS)/newest.txt
 
 ifeq ($(GPU),1)
 setup: $(VENV)/.gpu

@@ -190,7 +190,8 @@ def test_make_setup_honours_the_image_paths() -> None:
     """The Makefile's dry run with the images' variables installs without extras and fetches into /models."""
     dry = subprocess.run(["make", "-n", "-B", "setup", *(f"{k}={v}" for k, v in IMAGE_PATHS.items())],
                          cwd=REPO, capture_output=True, text=True, check=True).stdout
-    assert "/opt/lyra/bin/pip install --disable-pip-version-check -e '.'" in dry
+    dry = " ".join(dry.replace("\\\n", " ").split())
+    assert "/opt/lyra/bin/pip install --disable-pip-version-check -c constraints.txt -e '.'" in dry
     assert "/opt/lyra/bin/lyra models fetch --models-dir /models" in dry
     assert ".venv" not in dry
 
