@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint setup models browser bench clean lock outdated
+.PHONY: run test lint setup models browser bench clean lock outdated docker-check
 
 run: setup
 	$(BIN)/lyra serve
@@ -78,6 +78,11 @@ $(VENV)/.gpu: $(STAMP)
 		'llama-cpp-python==$(LLAMA_CPP_VERSION)'
 	touch $@
 endif
+
+# Builds docker/Dockerfile and proves the image by running it (scripts/docker_check.sh says what it checks);
+# slow (the image compiles llama-cpp-python), so not part of `make test`.
+docker-check: $(STAMP)
+	PY=$(BIN)/python scripts/docker_check.sh
 
 models: $(STAMP)
 	$(BIN)/lyra models fetch --models-dir $(MODELS_DIR)

@@ -210,3 +210,16 @@ def test_the_docker_install_step_runs(tmp_path: Path) -> None:
     assert listed.returncode == 0 and DEFAULT_CHAT_FILE in listed.stdout, listed.stderr
     playwright = subprocess.run([str(venv / "bin" / "python"), "-c", "import playwright"], capture_output=True)
     assert playwright.returncode != 0, "the image install must leave the test extras out"
+
+
+def test_the_docker_check_is_wired_and_parses() -> None:
+    """`make docker-check` runs scripts/docker_check.sh with the venv's Python; the script is valid bash and
+    its probe starts (the run itself, minutes long, is recorded in docs/benchmarks.md, not part of make test)."""
+    script = REPO / "scripts" / "docker_check.sh"
+    assert os.access(script, os.X_OK)
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    dry = subprocess.run(["make", "-n", "docker-check"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert "PY=.venv/bin/python scripts/docker_check.sh" in dry
+    probe = subprocess.run([sys.executable, str(REPO / "scripts" / "docker_probe.py"), "--help"],
+                           capture_output=True, text=True, check=True).stdout
+    assert "--engine" in probe and "--image" in probe
