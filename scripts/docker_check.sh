@@ -33,21 +33,27 @@ pick_engine() {
   echo podman
 }
 
-podman_conf() {
+podman_install() {
   # Debian's podman, with runc: crun 1.8 cannot set the rlimits this kind of machine's sandbox forbids.
-  need podman && need runc || {
-    say "installing podman (Debian's packages)"
-    as_root apt-get update -q
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      podman runc slirp4netns fuse-overlayfs uidmap netavark aardvark-dns debootstrap
-  }
-  if ! podman run --rm --quiet "$1" true >/dev/null 2>&1; then
+  need podman && need runc && return
+  say "installing podman (Debian's packages)"
+  as_root apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    podman runc slirp4netns fuse-overlayfs uidmap netavark aardvark-dns debootstrap
+}
+
+podman_conf() {
+  # A container of image $1 that cannot start is told why; the one cause known here is fixed.
+  local why
+  if ! why=$(podman run --rm "$1" true 2>&1); then
+    case "$why" in *rlimit*) ;; *) printf '%s\n' "$why"; say "FAIL: podman cannot run a container"; exit 1 ;; esac
     as_root mkdir -p /etc/containers
     if ! grep -qs 'default_ulimits' /etc/containers/containers.conf; then
       say "containers.conf: runc, and no default ulimits (this machine refuses to set them)"
       printf '[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "runc"\n' |
         as_root tee -a /etc/containers/containers.conf >/dev/null
     fi
+    podman run --rm "$1" true || { say "FAIL: podman cannot run a container"; exit 1; }
   fi
 }
 
@@ -69,7 +75,7 @@ debian_base() {
 
 ENGINE=$(pick_engine)
 say "engine: $ENGINE ($("$ENGINE" --version))"
-[ "$ENGINE" = podman ] && podman_conf "$BASE"
+[ "$ENGINE" = podman ] && podman_install
 
 PYTHON_IMAGE=${PYTHON_IMAGE:-}
 if [ -z "$PYTHON_IMAGE" ]; then
