@@ -96,7 +96,7 @@ class Probe:
         raise CheckFailed(f"/health did not answer within {START_TIMEOUT_S}s")
 
     def remove(self) -> None:
-        self.sh("rm", "-f", "-t", "30", self.name, check=False)
+        self.sh("rm", "-f", "-v", "-t", "30", self.name, check=False)  # -v: the image's anonymous /models too
 
     def check(self, what: str, run: Callable[[], str]) -> None:
         detail = run()
@@ -205,7 +205,7 @@ class Probe:
             before = {s["id"]: s["name"] for s in api.get("/api/sessions").json()["sessions"]}
             turns = {sid: len(api.get(f"/api/sessions/{sid}/messages").json()["messages"]) for sid in before}
         self.sh("stop", "-t", "30", self.name)
-        self.sh("rm", self.name)
+        self.sh("rm", "-v", self.name)  # the named /data volume stays; /models comes from the image again
         self.results["second_start_s"] = round(self.start(), 1)
         with self.client() as api:
             after = {s["id"]: s["name"] for s in api.get("/api/sessions").json()["sessions"]}
