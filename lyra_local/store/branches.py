@@ -181,12 +181,20 @@ class Branches:
 
     def session_of(self, turn_id: int) -> tuple[int, bool]:
         """The session of a turn, on the path or aside, and whether it is on the path."""
-        conn = self.store.conn()
-        for table, current in (("exchanges", True), ("asides", False)):
-            row = conn.execute(f"SELECT session_id FROM {table} WHERE id = ?", (turn_id,)).fetchone()
-            if row is not None:
-                return int(row[0]), current
-        raise TurnNotFound(f"no turn with id {turn_id}", hint="it may have been forgotten; reload the conversation")
+        found = self.sessions_of([turn_id]).get(turn_id)
+        if found is None:
+            raise TurnNotFound(f"no turn with id {turn_id}",
+                               hint="it may have been forgotten; reload the conversation")
+        return found
+
+    def sessions_of(self, turn_ids: Sequence[int]) -> dict[int, tuple[int, bool]]:
+        """Turn id -> (its session, whether it is on the path), for those of ``turn_ids`` that are here, on the
+        path or aside."""
+        rows = self.store.conn().execute(
+            "SELECT id, session_id, 1 FROM exchanges WHERE id IN (SELECT value FROM json_each(:ids)) UNION ALL "
+            "SELECT id, session_id, 0 FROM asides WHERE id IN (SELECT value FROM json_each(:ids))",
+            {"ids": json.dumps(list(turn_ids))})
+        return {int(r[0]): (int(r[1]), bool(r[2])) for r in rows}
 
     def choose(self, turn_id: int) -> list[int]:
         """Make an aside turn current: the path from where it branches off is set aside and it (with what last

@@ -200,14 +200,6 @@ class Exchanges:
             (json.dumps(list(ids)),))
         return sorted(int(r[0]) for r in rows)
 
-    def sessions_of(self, ids: Sequence[int]) -> dict[int, tuple[int, bool]]:
-        """Turn id -> (its session, whether it is set aside), for the turns of ``ids`` that are here."""
-        rows = self.store.conn().execute(
-            "SELECT id, session_id, 0 FROM exchanges WHERE id IN (SELECT value FROM json_each(:ids)) UNION ALL "
-            "SELECT id, session_id, 1 FROM asides WHERE id IN (SELECT value FROM json_each(:ids))",
-            {"ids": json.dumps(list(ids))})
-        return {int(r[0]): (int(r[1]), bool(r[2])) for r in rows}
-
     def count_in(self, session_id: int) -> int:
         """How many turns a session's current path has."""
         return int(self.store.conn().execute("SELECT count(*) FROM exchanges WHERE session_id = ?",

@@ -51,17 +51,17 @@ def plan_forget(store: Store, *, sessions: Sequence[str] = (), before: str | Non
     conn = store.conn()
     whole = {store.sessions.resolve(ref).id for ref in sessions}
     turns: set[int] = set()
-    for table, kind in (("exchanges", KINDS["exchange"]), ("asides", KINDS["aside"])):
+    args = {"before": before, "needle": needle(matching or "")}
+    for kind in (KINDS["exchange"], KINDS["aside"]):
         clauses = ([f"t.{kind.time_column} < :before"] if before else []) + ([holds(kind)] if matching else [])
         if clauses:
-            args = {"before": before, "needle": needle(matching or "")}
-            turns |= {int(r[0]) for r in conn.execute(f"SELECT t.id FROM {table} t WHERE {' OR '.join(clauses)}",
-                                                        args)}
+            turns |= {int(r[0]) for r in conn.execute(
+                f"SELECT t.{kind.key} FROM {kind.table} t WHERE {' OR '.join(clauses)}", args)}
     turns |= set(store.exchanges.replies_to(sorted(turns)))
-    session_of = store.exchanges.sessions_of(sorted(turns))
+    session_of = store.branches.sessions_of(sorted(turns))
     on_path: dict[int, int] = {}
-    for sid, aside in session_of.values():
-        on_path[sid] = on_path.get(sid, 0) + (not aside)
+    for sid, current in session_of.values():
+        on_path[sid] = on_path.get(sid, 0) + current
     whole |= {sid for sid, n in on_path.items() if n and store.exchanges.count_in(sid) == n}  # left with no turn
     turns = {t for t in turns if t not in session_of or session_of[t][0] not in whole}
     turns |= {*exchange_ids, *store.exchanges.replies_to(exchange_ids)}  # asked for by id: their session stays

@@ -23,6 +23,8 @@ def holds(kind: Kind, alias: str = "t") -> str:
 
 
 needle = fold  # what a row's folded words are searched for
+
+
 def rows_holding(conn: sqlite3.Connection, kind: Kind, text: str) -> list[Any]:
     """The keys of ``kind``'s rows whose words hold ``text``."""
     rows = conn.execute(f"SELECT t.{kind.key} FROM {kind.table} t WHERE {holds(kind)}", {"needle": needle(text)})
