@@ -60,13 +60,14 @@ $(TOOLS)/bin/uv:
 	test -x $(TOOLS)/bin/python || $(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --disable-pip-version-check 'uv==$(UV_VERSION)'
 
+COMPILE := $(TOOLS)/bin/uv pip compile pyproject.toml --extra test --universal --python-version 3.11 \
+	--annotation-style line
+
 lock: $(TOOLS)/bin/uv
-	$(TOOLS)/bin/uv pip compile pyproject.toml --extra test --universal --python-version 3.11 \
-		$(if $(UPGRADE),--upgrade) --annotation-style line -o $(LOCK)
+	$(COMPILE) $(if $(UPGRADE),--upgrade) -o $(LOCK)
 
 outdated: $(STAMP) $(TOOLS)/bin/uv
-	$(TOOLS)/bin/uv pip compile pyproject.toml --extra test --universal --python-version 3.11 \
-		--upgrade --annotation-style line --no-header --quiet -o $(TOOLS)/newest.txt
+	$(COMPILE) --upgrade --no-header --quiet -o $(TOOLS)/newest.txt
 	@$(BIN)/python scripts/lock.py outdated $(TOOLS)/newest.txt
 
 ifeq ($(GPU),1)

@@ -190,15 +190,16 @@ class Probe:
         published = self.sh("port", self.name)
         if f"127.0.0.1:{self.port}" not in published or "0.0.0.0" in published:
             raise CheckFailed(f"published as {published!r}, not on 127.0.0.1 only")
+        others = host_addresses()
         reached = []
-        for address in host_addresses():
+        for address in others:
             with socket.socket() as s:
                 s.settimeout(3)
                 if s.connect_ex((address, self.port)) == 0:
                     reached.append(address)
         if reached:
             raise CheckFailed(f"the port answers on {reached} too")
-        return f"{published}; refused on {', '.join(host_addresses()) or 'no other address'}"
+        return f"{published}; refused on {', '.join(others) or 'no other address'}"
 
     def survives_restart(self) -> str:
         with self.client() as api:

@@ -30,6 +30,7 @@ from importlib import metadata
 from pathlib import Path
 
 from packaging.markers import Marker
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "constraints.txt"
@@ -40,9 +41,7 @@ TOOLS = frozenset({"pip", "setuptools", "wheel", "distribute"})
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;#]+)\s*(?:;\s*([^#]+?))?\s*(?:#.*)?$")
 
 
-def canonical(name: str) -> str:
-    """A distribution's name as PEP 503 compares them."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+canonical = canonicalize_name  # a distribution's name as PEP 503 compares them
 
 
 @dataclass(frozen=True)
@@ -110,7 +109,7 @@ def unlocked_imports(package: Path, locked: dict[str, Pin],
 
 def installed(dists: Iterable[metadata.Distribution] | None = None) -> dict[str, str]:
     """Canonical name -> version of every distribution in the running environment but pip's tools and Lyra."""
-    found = {}
+    found: dict[str, str] = {}
     for dist in metadata.distributions() if dists is None else dists:
         name = canonical(dist.metadata["Name"])
         if name not in TOOLS and name != OWN:
