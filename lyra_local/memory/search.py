@@ -8,12 +8,20 @@ what shares a word with the query or is close to it in meaning. Each
 result says where it came from (a conversation, a turn to open), so the
 search page can open it, and forget it through the same forget as everywhere.
 Results are interleaved best-first across kinds, so no kind crowds out the rest.
+
+What a person reads must be trustworthy: a summary or a digest is dated by
+the days its sources speak of (never the day the dream wrote it), a text
+found in several kinds is shown once, each result carries a snippet with the
+words that matched, and what the person said in this conversation minutes ago
+(the question they are searching for, likely) never outranks older memories.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
 from itertools import zip_longest
 from typing import Literal
 
@@ -21,17 +29,21 @@ import numpy as np
 
 from ..errors import BadRequest
 from ..store import kinds, provenance
+from ..store.db import to_iso
 from ..store.recall_index import RecallIndex
 from ..store.sessions import SessionNotFound
 from ..transfer.timestamps import time_bound
 from .memory import Memory
 from .recall import RecallQuery
+from .snippet import Piece, snippet
 
 SearchTier = Literal["exchange", "gist", "fact", "digest"]
+Order = Literal["best", "newest", "oldest"]
 SEARCH_TIERS: tuple[str, ...] = kinds.SEARCH_TIERS  # the registry's searchable kinds
 MEANING = 0.35  # found by meaning alone, a memory is shown from this cosine with the query (found by words: always)
 FACT_MEANING = 0.55  # a fact matches by meaning from this cosine with the query (by words, at any)
 BY_MEANING_ONLY = {"dense", "neighbours"}  # recall's stages that find without a shared word
+FRESH_S = 600.0  # turns of the current conversation this recent come after every older memory
 
 
 @dataclass(frozen=True)
@@ -42,19 +54,25 @@ class SearchQuery:
     session_id: int | None = None
     since: str | None = None
     until: str | None = None
+    current_session_id: int | None = None  # the conversation the person is in: its last minutes rank last
+    order: Order = "best"  # or by the days a memory speaks of
 
     def __post_init__(self) -> None:
         if not self.text.strip():
             raise BadRequest("a search needs some words")
         if self.tier is not None and self.tier not in SEARCH_TIERS:
             raise BadRequest(f"tier must be one of {', '.join(SEARCH_TIERS)}")
+        if self.order not in ("best", "newest", "oldest"):
+            raise BadRequest("order must be one of best, newest, oldest")
         time_bound(self.since, "since")
         time_bound(self.until, "until")
 
 
 @dataclass(frozen=True)
 class Found:
-    """One memory found: its kind (``tier``) and id, its text, when, and the conversation and turn to open."""
+    """One memory found: its kind (``tier``) and id, its text, when it was written, the days it speaks of
+    (``began_at`` to ``ended_at``; a digest's ``granularity`` and ``period``), the conversation and turn to open,
+    and ``snippet``: its text cut around what matched, in pieces that did or did not match."""
 
     tier: str
     id: int
@@ -64,9 +82,14 @@ class Found:
     session_name: str | None
     turn_id: int | None
     score: float
+    began_at: str = ""
+    ended_at: str = ""
+    granularity: str | None = None
+    period: str | None = None
+    snippet: tuple[Piece, ...] = ()
 
 
-def search(memory: Memory, query: SearchQuery) -> list[Found]:
+def search(memory: Memory, query: SearchQuery, now: datetime | None = None) -> list[Found]:
     since, until = time_bound(query.since, "since"), time_bound(query.until, "until")
     tiers = [query.tier] if query.tier else list(SEARCH_TIERS)
     vector = np.asarray(memory.embedder.embed([query.text])[0], dtype=np.float32)
@@ -74,18 +97,71 @@ def search(memory: Memory, query: SearchQuery) -> list[Found]:
     for tier in tiers:
         if tier == "fact":
             found.append(_facts(memory, query, vector, since, until))
-            continue
-        if tier == "digest" and query.session_id is not None:
-            continue  # a digest belongs to a period, not to one conversation
-        hits = memory.recall(RecallQuery(query.text, k=query.k, tier=tier, session_id=query.session_id,
-                                         since=since, until=until), vector=vector)
-        # Recall always fills its k (a reply wants its nearest memories); a search shows only what matches.
-        vectors = RecallIndex(memory.store).vectors(tier, memory.active_model, [h.id for h in hits])
-        hits = [h for h in hits if set(h.stages) - BY_MEANING_ONLY
-                or (h.id in vectors and float(vectors[h.id] @ vector) >= MEANING)]
-        found.append([_placed(memory, h.kind, h.id, h.content, h.created_at, h.session_id, h.score) for h in hits])
+        elif tier != "digest" or query.session_id is None:  # a digest belongs to a period, not to one conversation
+            found.append(_recalled(memory, query, tier, vector, since, until))
     merged = [f for rank in zip_longest(*found) for f in rank if f is not None]
-    return merged[:query.k]
+    shown = demote_fresh(dedupe(merged), query.current_session_id, now or datetime.now(timezone.utc))
+    return [replace(f, snippet=tuple(snippet(f.content, query.text))) for f in ordered(shown, query.order)[:query.k]]
+
+
+def _recalled(memory: Memory, query: SearchQuery, tier: str, vector: np.ndarray, since: str | None,
+              until: str | None) -> list[Found]:
+    """One kind's matches through recall, each dated by the days its sources speak of."""
+    hits = memory.recall(RecallQuery(query.text, k=query.k, tier=tier, session_id=query.session_id,
+                                     since=since, until=until), vector=vector)
+    # Recall always fills its k (a reply wants its nearest memories); a search shows only what matches.
+    index = RecallIndex(memory.store)
+    vectors = index.vectors(tier, memory.active_model, [h.id for h in hits])
+    hits = [h for h in hits if set(h.stages) - BY_MEANING_ONLY
+            or (h.id in vectors and float(vectors[h.id] @ vector) >= MEANING)]
+    covers = index.covers(tier, [h.id for h in hits])
+    periods = {d.id: d for d in memory.store.derived.digests()} if tier == "digest" and hits else {}
+    out = []
+    for h in hits:
+        began, ended = covers.get(h.id, (h.created_at, h.created_at))
+        digest = periods.get(h.id)
+        out.append(replace(_placed(memory, h.kind, h.id, h.content, h.created_at, h.session_id, h.score),
+                           began_at=began, ended_at=ended, granularity=digest.granularity if digest else None,
+                           period=digest.period if digest else None))
+    return out
+
+
+def normalized(text: str) -> str:
+    """A text as compared for sameness: its words, lower case, whatever the spacing and punctuation."""
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def dedupe(found: Sequence[Found]) -> list[Found]:
+    """Each text once (the same words in two kinds: a day's digest that is its one conversation's summary), at
+    its best rank; ``found`` is best first."""
+    seen: set[str] = set()
+    out = []
+    for f in found:
+        key = normalized(f.content)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def demote_fresh(found: Sequence[Found], session_id: int | None, now: datetime,
+                 window_s: float = FRESH_S) -> list[Found]:
+    """The turns of conversation ``session_id`` said in the last ``window_s`` seconds after everything else,
+    in their order: the question the person just asked is what they search for, not a memory of it."""
+    if session_id is None:
+        return list(found)
+    since = to_iso(now - timedelta(seconds=window_s))
+    fresh = [f for f in found if f.tier == "exchange" and f.session_id == session_id and f.created_at >= since]
+    return [f for f in found if f not in fresh] + fresh
+
+
+def ordered(found: Sequence[Found], order: Order) -> list[Found]:
+    """Best first as found, or by the days each memory speaks of: ``newest`` by its last, ``oldest`` by its first."""
+    if order == "newest":
+        return sorted(found, key=lambda f: f.ended_at or f.created_at, reverse=True)
+    if order == "oldest":
+        return sorted(found, key=lambda f: f.began_at or f.created_at)
+    return list(found)
 
 
 def _facts(memory: Memory, query: SearchQuery, vector: np.ndarray, since: str | None,
@@ -105,8 +181,10 @@ def _facts(memory: Memory, query: SearchQuery, vector: np.ndarray, since: str | 
         if words or cosine >= FACT_MEANING:
             scored.append((words + float(cosine), fact))
     scored.sort(key=lambda pair: -pair[0])
-    return [_placed(memory, "fact", f.id, f"{f.key}: {f.value}", f.observed_at or f.created_at,
-                    f.source_session_id, score) for score, f in scored[:query.k]]
+    return [replace(_placed(memory, "fact", f.id, f"{f.key}: {f.value}", f.observed_at or f.created_at,
+                            f.source_session_id, score),
+                    began_at=f.observed_at or f.created_at, ended_at=f.observed_at or f.created_at)
+            for score, f in scored[:query.k]]
 
 
 def _placed(memory: Memory, tier: str, item_id: int, content: str, created_at: str, session_id: int | None,
@@ -126,4 +204,5 @@ def _placed(memory: Memory, tier: str, item_id: int, content: str, created_at: s
             name = store.sessions.get(session_id).name
         except SessionNotFound:  # forgotten meanwhile
             session_id = None
-    return Found(tier, item_id, content, created_at, session_id, name, turn_id, round(float(score), 4))
+    return Found(tier, item_id, content, created_at, session_id, name, turn_id, round(float(score), 4),
+                 began_at=created_at, ended_at=created_at)

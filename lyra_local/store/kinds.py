@@ -74,6 +74,9 @@ class Kind:
     vector_tier: str | None = None
     fts: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # view -> full-text table
     time_column: str | None = None
+    # SQL (alias ``t``) of the first and last moment its sources speak of, as stored times, for a kind written
+    # after the fact (a summary, a digest): dated and filtered by what it tells of, not by when the dream ran.
+    covers: tuple[str, str] | None = None
     session_column: str | None = None
     current: str = ""  # SQL condition (alias ``t``) of a row that counts as remembered now
     goes_stale: bool = False  # a regenerate or an edit marks it stale for the dream to write again
@@ -135,6 +138,20 @@ def keep_traces(conn: sqlite3.Connection, ids: list[int]) -> int:
     return 0
 
 
+# -- what a derived memory tells of ------------------------------------------------------------------
+
+_GIST_TURNS = "FROM exchanges e WHERE e.session_id = t.session_id AND e.id <= t.covers_upto"
+# A digest's period key (day 2023-09-11, ISO week 2023-W37, month 2023-09) as its first and last day; an ISO week
+# starts on the Monday of the week holding 4 January.
+_PERIOD_START = ("(CASE t.granularity WHEN 'day' THEN t.period WHEN 'month' THEN t.period || '-01' "
+                 "ELSE date(substr(t.period, 1, 4) || '-01-04', 'weekday 0', '-6 days', "
+                 "((CAST(substr(t.period, 7) AS INTEGER) - 1) * 7) || ' days') END)")
+_PERIOD_LAST = (f"date({_PERIOD_START}, CASE t.granularity WHEN 'day' THEN '+1 day' WHEN 'week' THEN '+7 days' "
+                "ELSE '+1 month' END, '-1 day')")
+GIST_COVERS = (f"(SELECT min(e.created_at) {_GIST_TURNS})", f"(SELECT max(e.created_at) {_GIST_TURNS})")
+DIGEST_COVERS = (f"({_PERIOD_START} || 'T00:00:00.000000+00:00')", f"({_PERIOD_LAST} || 'T23:59:59.999999+00:00')")
+
+
 # -- the registry -------------------------------------------------------------------------------
 
 _TURN = ("id", "session_id", "role", "created_at", "tokens", "source_id")
@@ -167,8 +184,8 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
                        MappingProxyType({"session_id": "session", "covers_upto": "covers_turns"}),
                        ("id", "stale", "profiled_upto")),
          node=True, built_from=("exchange",), remove=delete_rows("gists"), on_text="forget", vector_tier="gist",
-         fts=MappingProxyType({"turn": "gists_fts"}), time_column="updated_at", session_column="session_id",
-         current="t.stale = 0", goes_stale=True, searchable=True),
+         fts=MappingProxyType({"turn": "gists_fts"}), time_column="updated_at", covers=GIST_COVERS,
+         session_column="session_id", current="t.stale = 0", goes_stale=True, searchable=True),
     Kind("fact", "profile_facts", ("fact", "facts"),
          words=("key", "value"), plain=("id", "source_session_id", "author", "created_at", "superseded_by",
                                         "superseded_at", "stale", "observed_at"),
@@ -184,8 +201,8 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
          export=Export(MEMORY_FILE, "digests", ("granularity", "period", "content", "source_count", "basis",
                                                 "created_at", "updated_at", "method"), local=("id", "stale")),
          node=True, built_from=("gist", "digest"), remove=delete_rows("digests"), unknown_means_any=True,
-         on_text="forget", vector_tier="digest", time_column="period", current="t.stale = 0", goes_stale=True,
-         searchable=True),
+         on_text="forget", vector_tier="digest", time_column="period", covers=DIGEST_COVERS, current="t.stale = 0",
+         goes_stale=True, searchable=True),
     Kind("narrative", "narrative", ("arc", "arcs"),
          words=("content",), plain=("id", "created_at", "stale", "basis", "method"),
          export=Export(MEMORY_FILE, "narrative", ("content", "created_at", "basis", "method"), local=("id", "stale"),

@@ -35,11 +35,13 @@ class Filters:
     args: tuple[object, ...] = ()
 
     def narrowed(self, since: str | None, until: str | None) -> Filters:
-        """The same conditions within ``[since, until)`` as well."""
+        """The same conditions within ``[since, until)`` as well: a turn said then, a summary or a digest whose
+        sources speak of some moment then (not the day the dream wrote it)."""
         clauses = [self.where] if self.where else []
         args = list(self.args)
-        column = f"t.{of_tier(self.tier).time_column}"
-        for bound, op in ((since, ">="), (until, "<")):
+        kind = of_tier(self.tier)
+        first, last = kind.covers or (f"t.{kind.time_column}",) * 2
+        for bound, column, op in ((since, last, ">="), (until, first, "<")):
             if bound:
                 clauses.append(f"{column} {op} ?")
                 args.append(bound)
@@ -143,6 +145,18 @@ class RecallIndex:
                    f"FROM digests t WHERE {of_tier(tier).where_current()}")
         sql += (" AND" if "WHERE" in sql else " WHERE") + " id IN (SELECT value FROM json_each(?))"
         return {r["id"]: dict(r) for r in self.store.conn().execute(sql, (_json_ids(ids),))}
+
+    def covers(self, tier: str, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """The first and last moment the sources of each row speak of (a turn: when it was said), by id; a row
+        whose sources are all gone is left out."""
+        if not ids:
+            return {}
+        kind = of_tier(tier)
+        first, last = kind.covers or (f"t.{kind.time_column}",) * 2
+        rows = self.store.conn().execute(
+            f"SELECT t.id, {first}, {last} FROM {kind.table} t WHERE t.id IN (SELECT value FROM json_each(?))",
+            (_json_ids(ids),))
+        return {int(r[0]): (r[1], r[2]) for r in rows if r[1] is not None and r[2] is not None}
 
     def neighbours(self, ids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
         """Each turn's previous and next turn in its session (``None`` at either end)."""

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from ..memory import RecallQuery
-from ..memory.search import SearchQuery, SearchTier, search
+from ..memory.search import Order, SearchQuery, SearchTier, search
 from ..transfer.timestamps import time_bound
 from .deps import app_state
 from .params import RowId
@@ -47,8 +47,14 @@ async def search_memory(
     session_id: RowId | None = None,
     tier: SearchTier | None = None,
     k: int = Query(20, ge=1, le=100),
+    current_session_id: Annotated[RowId | None, Query(description="the conversation the person is in: what was "
+                                                      "said in it in the last minutes comes after older memories")
+                                  ] = None,
+    order: Annotated[Order, Query(description="best match first, or by the days a memory speaks of")] = "best",
 ) -> dict[str, Any]:
-    """Turns, gists, facts and digests that match, each with its date, conversation and the turn to open."""
-    query = SearchQuery(q, k=k, tier=tier, session_id=session_id, since=since, until=until)
+    """Turns, gists, facts and digests that match, each with the days it speaks of, its conversation, the turn
+    to open, and a snippet with the words that matched."""
+    query = SearchQuery(q, k=k, tier=tier, session_id=session_id, since=since, until=until,
+                        current_session_id=current_session_id, order=order)
     found = await run_in_threadpool(search, app_state(request).memory, query)
     return {"query": q, "results": [dataclasses.asdict(f) for f in found]}
