@@ -43,6 +43,8 @@ def test_dream_now_then_status_and_the_consolidated_memory(client: TestClient) -
     before = client.get("/api/dream").json()
     assert before["backlog"]["sessions_pending"] == 1 and before["drives"]["continuity"] > 0
     assert before["last_pass"] is None
+    # one reading of the drives: the Memory panel's (/api/self) is the Dream panel's, even before any pass
+    assert client.get("/api/self").json()["drives"] == before["drives"]
 
     assert client.post("/api/dream").json()["started"] is True
     events = wait_for_pass(client)

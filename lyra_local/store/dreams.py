@@ -1,6 +1,8 @@
 """The record of dream passes: what was sensed, the drives before and after, what was done.
 
-The drives shown in the chat context and the API are the last finished pass's.
+The chat context shows the drives the last finished pass left (sensing the
+backlog again for every reply would cost the reply); the API and the web UI
+compute them from the backlog now (``web/mind_api.py``, ``sensed``).
 """
 
 from __future__ import annotations

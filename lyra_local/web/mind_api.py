@@ -10,7 +10,7 @@ import asyncio
 import dataclasses
 import json
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
@@ -19,10 +19,13 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import BadRequest, LyraError
 from ..mind.backlog import sense
-from ..mind.drives import compute_drives
+from ..mind.drives import Backlog, compute_drives
 from ..mind.profile import normalize_key
 from .deps import app_state
 from .params import EventId, RowId
+
+if TYPE_CHECKING:
+    from .app import AppState
 
 router = APIRouter(prefix="/api")
 POLL_S = 0.5
@@ -34,13 +37,19 @@ class FactEdit(BaseModel):
     value: str = Field(min_length=1, max_length=500)
 
 
+def sensed(state: AppState) -> Backlog:
+    """The backlog now, which the drives are computed from: the one reading of them that every route shows
+    (the Memory and the Dream panels once disagreed: one read the last pass's record, the other the backlog)."""
+    return sense(state.store, state.settings.dream, zone=state.settings.companion.zone)
+
+
 @router.get("/dream")
 async def dream_status(request: Request) -> dict[str, Any]:
     """Backlog and drives now, the last finished pass, and whether a pass is running."""
     state = app_state(request)
 
     def read() -> dict[str, Any]:
-        backlog = sense(state.store, state.settings.dream, zone=state.settings.companion.zone)
+        backlog = sensed(state)
         return {"running": bool(state.dreams and state.dreams.running) or bool(state.store.dreams.running()),
                 "backlog": backlog.summary(), "drives": compute_drives(backlog),
                 "last_pass": state.store.dreams.last(),
@@ -134,7 +143,7 @@ async def narrative(request: Request) -> dict[str, Any]:
 
 @router.get("/self")
 async def self_state(request: Request) -> dict[str, Any]:
-    """The companion's mood, energy, self-narrative and reflections, and its drives."""
-    store = app_state(request).store
-    return {"self_state": await run_in_threadpool(store.derived.self_state),
-            "drives": await run_in_threadpool(store.dreams.drives)}
+    """The companion's mood, energy, self-narrative and reflections, and its drives now (as ``/api/dream``)."""
+    state = app_state(request)
+    return {"self_state": await run_in_threadpool(state.store.derived.self_state),
+            "drives": compute_drives(await run_in_threadpool(sensed, state))}
