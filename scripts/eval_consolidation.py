@@ -50,12 +50,15 @@ from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.llm.registry import Models
 from lyra_local.mind import Dreamer
 from lyra_local.mind.ground import when
-from lyra_local.mind.grounding import SUPPORT, sentences
-from lyra_local.store import Store
+from lyra_local.mind.grounding import SUPPORT, sentences, split_speaker
+from lyra_local.mind.profile import KEYS
+from lyra_local.store import Exchange, Store
+from lyra_local.store.derived import ProfileFact
 from lyra_local.transfer.importer import import_source
 from lyra_local.transfer.sources import open_source
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gold import Observation, fact_supported, is_a_name, observations  # noqa: E402
 from recall_sets import SHARED, MemorySet, load  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -63,6 +66,7 @@ from tests.fakes import FakeChatModel  # noqa: E402  (the scripted model of the 
 from tests.test_grounded_dream_real import invented  # noqa: E402
 
 COVERED = 0.6
+GOLD = observations(SHARED / "locomo-dev.json")  # LoCoMo's gold observations by sample id; MemoryBank has none
 KINDS = ("gist", "fact", "digest", "narrative", "reflect", "world")
 
 
@@ -112,9 +116,12 @@ def dream_over(memory_set: MemorySet, base: Path, models: Models,
 
 
 def measure(store: Store, events: list[dict[str, Any]], memory_set: MemorySet, models: Models, given: list[str],
-            totals: dict[str, Counter[str]], coverage: list[float], gists: dict[str, str]) -> None:
-    """Add this set's figures to ``totals``; ``totals[kind]['flagged: word']`` names what was counted invented."""
+            totals: dict[str, Counter[str]], coverage: list[float], gists: dict[str, str],
+            covered: set[tuple[str, str]]) -> None:
+    """Add this set's figures to ``totals``; ``totals[kind]['flagged: word']`` names what was counted invented;
+    ``covered`` gathers the gold observations a correct fact stands on."""
     sessions = store.sessions.list(limit=10_000)
+    sources_here = {m["source_id"] for s in memory_set.sessions for m in s["messages"]}
     turns = {s.id: store.exchanges.history(s.id) for s in sessions}
     # what the model is shown besides the turns: each session's name and date, and the two names it is given
     headers = {s.id: " ".join([when(turns[s.id], s.name), *given]) for s in sessions}
@@ -150,9 +157,32 @@ def measure(store: Store, events: list[dict[str, Any]], memory_set: MemorySet, m
         totals["narrative"]["written"] += 1
         totals["narrative"]["invented"] += invented_in("narrative", narrative, everything)
     own = " ".join(t.content.lower() for ts in turns.values() for t in ts if t.role == "user")
-    for fact in store.derived.profile():
+    source_of = {turn_id: source for source, turn_id in store.exchanges.ids_by_source().items()}
+    gold = GOLD.get(memory_set.name)
+    speakers = {split_speaker(t.content)[0] or "" for ts in turns.values() for t in ts} | set(given) | {
+        memory_set.user}
+    for fact in learnt_facts(store):
         totals["fact"]["written"] += 1
         totals["fact"]["invented"] += not all(w in own for w in re.findall(r"\w+", fact.value.lower()))
+        told = [t for t in store.corrections.sources("fact", fact.id) if t["role"] == "user"]
+        named = is_a_name(fact.key, fact.value, speakers)
+        totals["fact"]["a speaker's name"] += named
+        where = "; ".join(f"{source_of.get(t['id'])}: {t['content'][:160]!r}" for t in told)
+        if gold is None:  # no gold to judge by: every fact is printed, to be read
+            totals["fact"]["unjudged"] += 1
+            print(f"  fact in {memory_set.name} ({'A SPEAKER' + chr(39) + 'S NAME, ' if named else ''}unjudged): "
+                  f"{fact.key} = {fact.value!r} ← {where}", file=sys.stderr)
+            continue
+        support = [obs for t in told if (obs := fact_supported(fact.key, fact.value, source_of.get(t["id"], ""),
+                                                              memory_set.user, speakers, gold))]
+        totals["fact"]["correct" if support else "wrong"] += 1
+        covered.update((memory_set.name, o.text) for o in support)
+        print(f"  {'correct' if support else 'WRONG'} fact in {memory_set.name}: {fact.key} = {fact.value!r} ← "
+              f"{where}{f' (gold: {support[0].text!r})' if support else ''}", file=sys.stderr)
+    if gold is not None:
+        totals["fact"]["gold observations"] += sum(o.speaker == memory_set.user and bool(o.evidence & sources_here)
+                                                   for o in gold)
+        supported_sentences(store, models, turns, source_of, gold, totals)
     state = store.derived.self_state() or {}
     for text in [state.get("self_narrative", ""), *state.get("reflections", [])]:
         if text:
@@ -173,6 +203,42 @@ def measure(store: Store, events: list[dict[str, Any]], memory_set: MemorySet, m
             said = sentences(gist.content)
             vectors = np.asarray(models.embed.embed([turn.content, *said]), dtype=np.float32)
             coverage.append(float((vectors[1:] @ vectors[0]).max() >= COVERED))
+
+
+def learnt_facts(store: Store) -> list[ProfileFact]:
+    """Every fact the dream wrote, the values later superseded too."""
+    keys = {f.key for f in store.derived.profile()} | set(KEYS)
+    return [f for key in sorted(keys) for f in store.derived.fact_history(key) if f.author == "dream"]
+
+
+def supported_sentences(store: Store, models: Models, turns: dict[int, list[Exchange]], source_of: dict[int, str],
+                        gold: list[Observation], totals: dict[str, Counter[str]]) -> None:
+    """Count the sentences of gists and digests by whether the turn each stands on (the closest of its sources)
+    is the evidence of a gold observation; print those that stand on none."""
+    evidence = {e for obs in gold for e in obs.evidence}
+    every = [t for ts in turns.values() for t in ts]
+    vectors = dict(zip([t.id for t in every], np.asarray(models.embed.embed([t.content for t in every]),
+                                                         dtype=np.float32), strict=True))
+
+    def judge(kind: str, label: str, text: str, behind: list[int]) -> None:
+        said = sentences(text)
+        behind = [i for i in behind if i in vectors]
+        if not said or not behind:
+            return
+        closest = (np.asarray(models.embed.embed(said), dtype=np.float32) @ np.stack([vectors[i] for i in behind]).T
+                   ).argmax(axis=1)
+        for sentence, n in zip(said, closest, strict=True):
+            on_gold = source_of.get(behind[n]) in evidence
+            totals[kind]["sentences on gold" if on_gold else "sentences on no gold"] += 1
+            if not on_gold:
+                print(f"  {kind} sentence on no gold observation ({label}): {sentence[:200]!r}", file=sys.stderr)
+    for session_id, session_turns in turns.items():
+        gist = store.derived.gist(session_id)
+        if gist is not None:
+            judge("gist", f"session {session_id}", gist.content, [t.id for t in session_turns])
+    for d in store.derived.digests():
+        judge("digest", f"{d.granularity} {d.period}", d.content,
+              [t["id"] for t in store.corrections.sources("digest", d.id)])
 
 
 def support_table(models: Models) -> None:
@@ -198,7 +264,8 @@ def support_table(models: Models) -> None:
               f"{np.mean(np.asarray(other) >= threshold):.3f} |")
 
 
-def report(title: str, totals: dict[str, Counter[str]], coverage: list[float], seconds: float) -> None:
+def report(title: str, totals: dict[str, Counter[str]], coverage: list[float], covered: set[tuple[str, str]],
+           seconds: float) -> None:
     print(f"\n### {title} ({seconds:.0f} s)\n")
     print("| kind | written | refused by the checks | written with a name, number or value no source says |")
     print("|---|---|---|---:|")
@@ -211,6 +278,21 @@ def report(title: str, totals: dict[str, Counter[str]], coverage: list[float], s
         missing = f", sessions without a gist {c['sessions without a gist']}" if c["sessions without a gist"] else ""
         flagged = ", ".join(k.removeprefix("flagged: ") for k in sorted(c) if k.startswith("flagged"))
         print(f"| {kind} | {written}{missing} | {refused} | {c['invented']}{f' ({flagged})' if flagged else ''} |")
+    facts = totals["fact"]
+    judged = facts["correct"] + facts["wrong"]
+    if judged or facts["unjudged"]:
+        precision = f"{facts['correct'] / judged:.3f} ({facts['correct']} of {judged})" if judged else "n/a"
+        coverage_of = (f"{len(covered) / facts['gold observations']:.3f} ({len(covered)} of "
+                       f"{facts['gold observations']} gold observations of the person)"
+                       if facts["gold observations"] else "n/a")
+        print(f"\nFacts against the gold: precision {precision}, coverage {coverage_of}; "
+              f"{facts['a speaker' + chr(39) + 's name']} with a speaker's name as the value; "
+              f"{facts['unjudged']} with no gold to judge by (printed).")
+    for kind in ("gist", "digest"):
+        on, off = totals[kind]["sentences on gold"], totals[kind]["sentences on no gold"]
+        if on + off:
+            print(f"{kind.capitalize()} sentences standing on a turn some gold observation names: {on} of "
+                  f"{on + off} ({on / (on + off):.3f}); the other {off} are printed.")
     if coverage:
         print(f"\nCoverage: {sum(coverage) / len(coverage):.3f} of {len(coverage)} evidence turns are in their "
               f"session's gist (a gist sentence within cosine {COVERED}).")
@@ -253,18 +335,19 @@ def main() -> None:
                     SHARED / "locomo-dev.json"))
                 totals: dict[str, Counter[str]] = defaultdict(Counter)
                 coverage: list[float] = []
+                covered: set[tuple[str, str]] = set()
                 started = time.perf_counter()
                 for memory_set in sets:
                     store, events, given = dream_over(memory_set, Path(tmp) / kind / dataset, models, summary)
                     gists: dict[str, str] = {}
-                    measure(store, events, memory_set, models, given, totals, coverage, gists)
+                    measure(store, events, memory_set, models, given, totals, coverage, gists, covered)
                     if kind == kinds[0]:  # with both models, the default model's gists are kept
                         all_gists.update(gists)
                     store.close()
                 turns = sum(s.turns for s in sets)
                 report(f"{dataset}, {kind} model: {len(sets)} memories, {sum(len(s.sessions) for s in sets)} "
                        f"sessions, {turns:,} turns", totals, coverage if dataset == "locomo-dev" else [],
-                       time.perf_counter() - started)
+                       covered, time.perf_counter() - started)
         models.close()
     if args.gists:
         args.gists.write_text(json.dumps({"format": "lyra-recall-gists", "model": f"{kinds[0]} summary model",

@@ -110,8 +110,11 @@ class Ground:
               ) -> tuple[list[tuple[str, str, int]], list[str]]:
         """The facts said in the person's own turns of that session, each with the turn that says it (its
         source); and the failed check of each one dropped."""
-        own = [t for t in self.store.exchanges.history(session_id) if t.role == "user"]
-        kept, failed = grounded_facts(facts, [t.content for t in own])
+        turns = self.store.exchanges.history(session_id)
+        own = [t for t in turns if t.role == "user"]
+        speakers = {grounding.split_speaker(t.content)[0] or "" for t in turns}
+        names = {n.casefold() for n in (*speakers, self.names.get("user", ""), self.names.get("name", "")) if n}
+        kept, failed = grounded_facts(facts, [t.content for t in own], names)
         return [(key, value, own[n].id) for key, value, n in kept], failed
 
     def reflection(self, state: dict[str, Any], previous: dict[str, Any], sources: Sequence[str]) -> list[str]:

@@ -12,14 +12,16 @@ that conversation. No fact is better than a wrong one: it would go into every re
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from pydantic import BaseModel, Field
 
 from ..store.derived import ProfileFact
 from . import prompts
 from .chunks import split_to
-from .grounding import FRAMING, forms, vocabulary, words
+from .grounding import FRAMING, forms, vocabulary
 from .scribe import Scribe
+from .statements import acceptable, content_words, floor_facts, own_sentences, said_as
 
 KEY_PREFIXES = re.compile(r"^(the\s+)?(user'?s?|his|her|their|my)\s+")
 # The profile's vocabulary: each key with the spellings that mean it.
@@ -57,6 +59,8 @@ for _key, _extra in {"home city": "live lived living moved from", "job": "workin
                      "plans": "planning want going", "music": "play playing listen", "books": "read",
                      "sport": "play playing run running gym", "name": "called", "age": "old turned"}.items():
     CUES[_key] |= set(_extra.split())
+for _key in CUES:  # "in", "from", "one": a word any sentence may hold says no kind
+    CUES[_key] -= FRAMING
 
 
 class Fact(BaseModel):
@@ -91,36 +95,44 @@ def canonical_key(key: str) -> str | None:
     return KEY_OF.get(key) or KEY_OF.get(key.removesuffix("s"))
 
 
-def grounded_facts(facts: list[tuple[str, str]], own_words: list[str]
+def grounded_facts(facts: list[tuple[str, str]], own_words: list[str], names: Collection[str] = frozenset()
                    ) -> tuple[list[tuple[str, str, int]], list[str]]:
     """The facts worth keeping, with canonical keys and the index of the turn that says each; and for each
     rejected one, the check it failed.
 
-    ``own_words`` are the person's own turns: a value is grounded when one of
-    them holds each of its content words (in some plain form) and a word that
-    says what kind of fact it is ("I live in Lisbon" for a home city, not "my
-    cat" for a partner), and it names something (a letter, not a bare "1").
+    ``own_words`` are the person's own turns: a value is kept when one of their
+    first-person sentences (not a label, a photo caption or a quote of someone
+    else) holds each of its content words, with a word that says what kind of
+    fact it is next to it ("I live in Lisbon" for a home city, not "my cat" for
+    a partner, nor "Lisbon" in one sentence and "live" in another), and it names
+    something (a letter, not a bare "1") that is not one of ``names`` (the
+    speakers', folded: the person's own name is in every turn of theirs and is
+    no one's job). The floor's facts for the same turns (``floor_facts``) come
+    first; a model's proposal fills a key the floor left empty.
     """
-    turns = [vocabulary([text]) for text in own_words]
     kept: dict[str, tuple[str, int]] = {}
+    for n, text in enumerate(own_words):
+        for key, value in floor_facts(text, names):
+            kept.setdefault(key, (value, n))
     failed: list[str] = []
     for key, value in facts:
         canonical = canonical_key(key)
-        content = [w for w in words(value) if w not in FRAMING]
+        content = content_words(value)
         if canonical is None:
             failed.append("key_outside_vocabulary")
-        elif (not any(c.isalpha() for c in value) or len(value.strip()) < 2 or not content
+        elif (len(value.strip()) < 2 or not acceptable(canonical, value, set())
               or all(forms(w) & CUES[canonical] for w in content)):  # "job: work" says nothing
             failed.append("value_says_nothing")
-        elif not any(all(forms(w) & said for w in content) for said in turns):
+        elif not acceptable(canonical, value, names):
+            failed.append("value_is_a_speakers_name")
+        elif not any(all(forms(w) & vocabulary(own_sentences(text)) for w in content) for text in own_words):
             failed.append("value_not_in_their_words")
         else:
-            saying = [n for n, said in enumerate(turns) if all(forms(w) & said for w in content)
-                      and CUES[canonical] & said]
-            if saying:
-                kept[canonical] = (value, saying[0])
-            else:
+            saying = [n for n, text in enumerate(own_words) if said_as(value, CUES[canonical], text)]
+            if not saying:
                 failed.append("value_not_said_as_that_fact")
+            elif canonical not in kept:
+                kept[canonical] = (value, saying[0])
     return [(key, value, turn) for key, (value, turn) in kept.items()], failed
 
 
