@@ -302,9 +302,17 @@ def test_memory_lists_what_was_consolidated_with_its_sources(env: dict[str, str]
     done = run_lyra("memory", "--sources", env=env)
     assert done.returncode == 0, done.stderr
     assert "gist #1  moving day  (extractive)" in done.stdout
-    assert "fact #1  home city  (dream)" in done.stdout
     line = f"← 2024-03-04 · moving day · turn #{said.id} (user): I moved to Lisbon with my cat."
     assert done.stdout.count(line) == 2  # the gist quotes it, the fact is said in it
     assert "How exciting!" not in done.stdout  # an extractive gist shows the turns it quotes
+    assert "fact #1  home city  (dream, new)" in done.stdout and "said 2024-03-04 in “moving day”" in done.stdout
     listed = json.loads(run_lyra("memory", "facts", "--json", env=env).stdout)
     assert [(f["label"], f["text"]) for f in listed] == [("home city", "Lisbon")] and "sources" not in listed[0]
+    assert listed[0]["new"] is False and listed[0]["said"]["turn_id"] == said.id  # the listing above was a look
+
+    assert run_lyra("memory", "facts", "--confirm", "1", env=env).returncode == 0
+    assert "fact #1  home city  (user)" in run_lyra("memory", "facts", env=env).stdout
+    assert run_lyra("memory", "facts", "--reject", "1", env=env).returncode == 0
+    assert json.loads(run_lyra("memory", "facts", "--json", env=env).stdout) == []
+    missing = run_lyra("memory", "facts", "--confirm", "1", env=env)
+    assert missing.returncode != 0 and "no current fact 1" in missing.stderr

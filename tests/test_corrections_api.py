@@ -85,6 +85,66 @@ def test_a_deleted_fact_does_not_come_back(dreamt: tuple[TestClient, int]) -> No
     assert "home city" not in {f["key"] for f in client.get("/api/profile").json()["facts"]}
 
 
+def add_turn(client: TestClient, session: int, text: str, at: str) -> None:
+    """A later turn of the person's in a session: its gist is redrafted and read for facts again."""
+    from lyra_local.store.exchanges import NewExchange
+
+    store = client.app.state.lyra.store  # type: ignore[attr-defined]
+    with store.write() as conn:
+        store.exchanges.insert(conn, [NewExchange(session, "user", text, at)], None, None)
+
+
+def facts(client: TestClient) -> dict[str, dict[str, object]]:
+    return {f["key"]: f for f in client.get("/api/profile").json()["facts"]}
+
+
+def test_a_fact_is_a_card_with_where_it_was_said_and_new_until_the_person_looks(
+        dreamt: tuple[TestClient, int]) -> None:
+    client, session = dreamt
+    card = facts(client)["home city"]
+    assert card["value"] == "Berlin" and card["new"] is True and card["confirmed"] is False
+    assert card["said"] == {"turn_id": card["said"]["turn_id"], "session_id": session,  # type: ignore[index]
+                            "session_name": "moving", "created_at": "2024-03-04T09:00:00.000000+00:00",
+                            "content": TURNS[0]}
+    seen = client.post("/api/profile/seen").json()["seen_at"]
+    assert client.get("/api/profile").json()["seen_at"] == seen
+    assert not any(f["new"] for f in facts(client).values())
+    add_turn(client, session, "I play the violin most evenings now.", "2024-03-04T10:00:00+00:00")
+    dream(client)
+    assert facts(client)["music"]["new"] is True and facts(client)["home city"]["new"] is False
+
+
+def test_a_confirmed_fact_is_the_persons_and_a_dream_does_not_change_it(dreamt: tuple[TestClient, int]) -> None:
+    client, session = dreamt
+    card = facts(client)["home city"]
+    confirmed = client.post(f"/api/profile/facts/{card['id']}/confirm").json()["fact"]
+    assert confirmed["author"] == "user" and facts(client)["home city"]["confirmed"] is True
+    later = add_session(client.app.state.lyra.store, "later", "2024-05-01",  # type: ignore[attr-defined]
+                        ["I live in Hamburg now, since May.", "Oh, nice!"])
+    dream(client)
+    now = facts(client)["home city"]
+    assert (now["id"], now["value"], now["author"]) == (card["id"], "Berlin", "user")  # unchanged, not superseded
+    assert client.get(f"/api/sources/fact/{card['id']}").json()["turns"][0]["content"] == TURNS[0]
+    assert later  # the newer session was dreamt over: it simply may not change the person's statement
+    assert client.post("/api/profile/facts/999/confirm").status_code == 404
+
+
+def test_a_rejected_fact_is_not_learnt_again_from_what_was_said_but_may_be_from_what_is_said_later(
+        dreamt: tuple[TestClient, int]) -> None:
+    client, session = dreamt
+    card = facts(client)["home city"]
+    assert client.post(f"/api/profile/facts/{card['id']}/reject").json()["deleted"] >= 1
+    assert "home city" not in facts(client)
+    add_turn(client, session, "Miso found a sunny spot on the balcony again.", "2024-03-04T10:00:00+00:00")
+    dream(client)  # the gist is redrafted and read again: the old turn still says Berlin
+    assert "home city" not in facts(client)
+    add_turn(client, session, "To be clear: I live in Berlin, really.", "2024-03-04T11:00:00+00:00")
+    dream(client)  # said anew after "that's wrong": learnt again, from the new turn
+    again = facts(client)["home city"]
+    assert again["said"]["content"] == "To be clear: I live in Berlin, really."  # type: ignore[index]
+    assert client.post("/api/profile/facts/999/reject").status_code == 404
+
+
 def test_the_arc_and_digests_corrected_by_the_person_stay(dreamt: tuple[TestClient, int]) -> None:
     client, _ = dreamt
     client.put("/api/narrative", json={"content": "Sam is settling into Berlin."})

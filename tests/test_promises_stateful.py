@@ -365,6 +365,16 @@ class Promises(RuleBasedStateMachine):
             self.call("PUT", "/api/narrative", json={"content": f"Lately: {marker}."})
         self.personal[marker] = what
 
+    @rule(data=st.data(), verdict=st.sampled_from(["confirm", "reject"]))
+    def judge_a_fact(self, data: st.DataObject, verdict: str) -> None:
+        """"That's right" / "That's wrong" on a card of About you."""
+        cards = self.call("GET", "/api/profile").json()["facts"]
+        if cards:
+            card = data.draw(st.sampled_from(cards))
+            assert self.call("POST", f"/api/profile/facts/{card['id']}/{verdict}").status_code == 200
+            if verdict == "reject":
+                assert card["id"] not in {c["id"] for c in self.call("GET", "/api/profile").json()["facts"]}
+
     @rule(data=st.data())
     def correct_a_digest(self, data: st.DataObject) -> None:
         digests = self.call("GET", "/api/digests").json()["digests"]

@@ -190,6 +190,8 @@ class Dreamer:
                     self._event("profile.fallback", f"session:{gist.session_id}",
                                 reason="the model's JSON did not validate; no facts taken from this gist")
                 kept, failed = self._ground(scribe).facts(facts or [], gist.session_id)
+                rejected = self.store.corrections.rejected_facts()  # "that's wrong" holds for what was said then
+                kept = [(k, v, turn) for k, v, turn in kept if turn > rejected.get((k, gist.session_id), 0)]
                 if failed:
                     self._event("profile.rejected", f"session:{gist.session_id}",
                                 checks={check: failed.count(check) for check in set(failed)})

@@ -108,12 +108,13 @@ def grounded_facts(facts: list[tuple[str, str]], own_words: list[str], names: Co
     something (a letter, not a bare "1") that is not one of ``names`` (the
     speakers', folded: the person's own name is in every turn of theirs and is
     no one's job). The floor's facts for the same turns (``floor_facts``) come
-    first; a model's proposal fills a key the floor left empty.
+    first; a model's proposal fills a key the floor left empty. A fact said in
+    several turns is sourced at the latest (the person's latest word on it).
     """
     kept: dict[str, tuple[str, int]] = {}
-    for n, text in enumerate(own_words):
+    for n, text in enumerate(own_words):  # the latest turn saying a key's value is its source
         for key, value in floor_facts(text, names):
-            kept.setdefault(key, (value, n))
+            kept[key] = (value, n)
     failed: list[str] = []
     for key, value in facts:
         canonical = canonical_key(key)
@@ -132,7 +133,7 @@ def grounded_facts(facts: list[tuple[str, str]], own_words: list[str], names: Co
             if not saying:
                 failed.append("value_not_said_as_that_fact")
             elif canonical not in kept:
-                kept[canonical] = (value, saying[0])
+                kept[canonical] = (value, saying[-1])
     return [(key, value, turn) for key, (value, turn) in kept.items()], failed
 
 

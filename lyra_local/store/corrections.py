@@ -24,7 +24,7 @@ from ..errors import Conflict, NotFound
 from . import provenance
 from .blobs import put_vector
 from .db import utc_now
-from .derived import Digest, Gist, _digest, _gist
+from .derived import Digest, Gist, ProfileFact, _digest, _fact, _gist
 from .forget import note
 from .kinds import KINDS, NODES, STALE_KINDS
 from .memory_dump import ADOPT
@@ -60,7 +60,7 @@ class Corrections:
                                         (session_id,)).fetchone()
         if row is None:
             raise NotFound(f"session {session_id} has no gist")
-        return self._delete("gist", [int(row[0])], str(session_id), str(row[1]))
+        return self._delete("gist", [int(row[0])], (str(session_id), str(row[1])))
 
     # -- digests ----------------------------------------------------------------------------------
 
@@ -83,7 +83,46 @@ class Corrections:
                                         (digest_id,)).fetchone()
         if row is None:
             raise NotFound(f"no digest {digest_id}")
-        return self._delete("digest", [digest_id], f"{row[0]}:{row[1]}", str(row[2]))
+        return self._delete("digest", [digest_id], (f"{row[0]}:{row[1]}", str(row[2])))
+
+    # -- facts ------------------------------------------------------------------------------------
+
+    def confirm_fact(self, fact_id: int) -> ProfileFact:
+        """"That's right": the fact becomes the person's own statement, which the dream never changes. It keeps
+        its sources: forgetting what it was said in still removes it."""
+        with self.store.write() as conn:
+            row = conn.execute("UPDATE profile_facts SET author = 'user' WHERE id = ? AND superseded_at IS NULL "
+                               f"AND {KINDS['fact'].where_current('profile_facts')} RETURNING *",
+                               (fact_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no current fact {fact_id}")
+        return _fact(row)
+
+    def reject_fact(self, fact_id: int) -> int:
+        """"That's wrong": the fact goes, and the dream does not learn that key again from what was said in
+        its conversation so far (the dismissal names the key and the session, never the value: a person's
+        words would outlive a forget in it; its basis is the session's last turn now)."""
+        fact = self.store.derived.fact(fact_id)
+        if fact.source_session_id is None or fact.author == "user":  # the person's own: nothing to learn again
+            return self._delete("fact", [fact_id], None)
+        last = self.store.conn().execute("SELECT coalesce(max(id), 0) FROM exchanges WHERE session_id = ?",
+                                         (fact.source_session_id,)).fetchone()[0]
+        return self._delete("fact", [fact_id], (f"{fact.key}:{fact.source_session_id}", str(last)))
+
+    def rejected_facts(self) -> dict[tuple[str, int], int]:
+        """(key, session id) -> the last turn of that session when the person said its fact was wrong: the
+        key is not learnt again from that session's turns up to that one. One imported from elsewhere stands
+        for the whole session as it is here now."""
+        found = self.dismissed("fact")
+        adopt = {t: str(self.store.conn().execute("SELECT coalesce(max(id), 0) FROM exchanges WHERE session_id = ?",
+                                                  (int(t.partition(":")[2]),)).fetchone()[0])
+                 for t, basis in found.items() if basis == ADOPT}
+        out = {}
+        for target, basis in self.dismissed("fact", adopt=adopt).items():
+            key, _, session = target.partition(":")
+            if session.isdigit() and basis.isdigit():
+                out[(key, int(session))] = int(basis)
+        return out
 
     # -- the arc and the self-state --------------------------------------------------------------
 
@@ -101,17 +140,17 @@ class Corrections:
         if self.store.derived.narrative_version() is None:
             raise NotFound("there is no arc")
         versions = [int(r[0]) for r in self.store.conn().execute("SELECT id FROM narrative")]
-        return self._delete("narrative", versions, "narrative", basis)
+        return self._delete("narrative", versions, ("narrative", basis))
 
-    def _delete(self, kind: str, ids: list[int], target: str, basis: str) -> int:
-        """Delete memories of ``kind`` (and what was built on them), noted as a deletion: in ``dismissed``, so the
-        dream does not write it again while its sources stay as they are (``basis``), and in the forget ledger,
-        so a restore deletes it again; then what they leave on disk goes too. How many memories went."""
-        dismissal = (kind, target, basis)
-        note(self.store, memories={kind: ids}, dismissed=[dismissal])
+    def _delete(self, kind: str, ids: list[int], dismissed: tuple[str, str] | None) -> int:
+        """Delete memories of ``kind`` (and what was built on them), noted as a deletion: in ``dismissed`` as
+        (target, basis), so the dream does not write it again while its sources stay as they are, and in the
+        forget ledger, so a restore deletes it again; then what they leave on disk goes too. How many went."""
+        dismissals = [(kind, *dismissed)] if dismissed else []
+        note(self.store, memories={kind: ids}, dismissed=dismissals)
         with self.store.write() as conn:
             counts = provenance.forget(conn, [(kind, i) for i in ids])
-            self.dismiss_again(conn, [dismissal])
+            self.dismiss_again(conn, dismissals)
         scrub(self.store, [KINDS[k] for k, n in counts.items() if n and k in KINDS])
         return sum(counts.values())
 

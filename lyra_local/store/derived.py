@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import NotFound
 from . import provenance
 from .blobs import put_vector
 from .db import utc_now
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 # What counts as remembered now, from the registry (alias ``t``): a stale row waits for the dream to write it again.
 _GIST = KINDS["gist"].where_current()
 _FACT = KINDS["fact"].where_current()
+PROFILE_SEEN = "profile_seen_at"
 _DIGEST = KINDS["digest"].where_current()
 _ARC = KINDS["narrative"].where_current()
 
@@ -132,7 +134,8 @@ class Derived:
             provenance.require(conn, [("exchange", turn) for _, _, turn in facts])
             rows = [set_fact(conn, k, v, gist.session_id, "dream", observed_at) for k, v, _ in facts]
             for row, (_, _, turn) in zip(rows, facts, strict=True):
-                provenance.record(conn, "fact", row["id"], [("gist", gist.id), ("exchange", turn)])
+                if row["author"] == "dream":  # a statement of the person's is not built from what the dream read
+                    provenance.record(conn, "fact", row["id"], [("gist", gist.id), ("exchange", turn)])
             conn.execute("UPDATE gists SET profiled_upto = ? WHERE id = ?", (gist.covers_upto, gist.id))
         return [_fact(r) for r in rows]
 
@@ -154,6 +157,22 @@ class Derived:
         rows = self.store.conn().execute(
             f"SELECT * FROM profile_facts t WHERE superseded_at IS NULL AND {_FACT} ORDER BY key")
         return [_fact(r) for r in rows]
+
+    def profile_seen_at(self) -> str | None:
+        """When the person last looked at what is known about them (facts learnt later are new to them)."""
+        return self.store.get_meta(PROFILE_SEEN)
+
+    def mark_profile_seen(self) -> str:
+        now = utc_now()
+        self.store.set_meta(PROFILE_SEEN, now)
+        return now
+
+    def fact(self, fact_id: int) -> ProfileFact:
+        row = self.store.conn().execute(f"SELECT * FROM profile_facts t WHERE id = ? AND {_FACT}",
+                                        (fact_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no fact {fact_id}")
+        return _fact(row)
 
     def fact_history(self, key: str) -> list[ProfileFact]:
         rows = self.store.conn().execute(f"SELECT * FROM profile_facts t WHERE key = ? AND {_FACT} ORDER BY id",
@@ -271,7 +290,13 @@ def set_fact(conn: sqlite3.Connection, key: str, value: str, source_session_id: 
     now = utc_now()
     current: sqlite3.Row | None = conn.execute(
         f"SELECT * FROM profile_facts t WHERE key = ? AND superseded_at IS NULL AND {_FACT}", (key,)).fetchone()
+    if current is not None and author == "dream" and current["author"] == "user":
+        return current  # the person's own statement (written or confirmed): the dream never changes it
     if current is not None and same_value(current["value"], value):
+        if author == "user" and current["author"] != "user":  # saying again what the dream learnt confirms it
+            confirmed: sqlite3.Row = conn.execute("UPDATE profile_facts SET author = 'user' WHERE id = ? RETURNING *",
+                                                  (current["id"],)).fetchone()
+            return confirmed
         return current
     row: sqlite3.Row = conn.execute(
         "INSERT INTO profile_facts (key, value, source_session_id, author, created_at, observed_at) "

@@ -58,6 +58,10 @@ class _Here:
                                      "ORDER BY id LIMIT ?)", (session_id, count)).fetchone()[0])
 
 
+# Deletions that name a session (a gist's: "<session>"; a fact's: "<key>:<session>"), carried by its uid
+BY_SESSION = ("gist", "fact")
+
+
 # (kind, column) -> the portable value of a row; None drops the row (its session is not in the dump)
 Out = Callable[[_Here, sqlite3.Row, Mapping[int, int]], Any]  # (here, the row, each row's place by id)
 _OUT: dict[tuple[str, str], Out] = {
@@ -65,11 +69,23 @@ _OUT: dict[tuple[str, str], Out] = {
     ("gist", "covers_upto"): lambda here, r, _: here.turns_upto(r["session_id"], r["covers_upto"]),
     ("fact", "source_session_id"): lambda here, r, _: here.uid.get(r["source_session_id"]),
     ("fact", "superseded_by"): lambda here, r, place: place.get(r["superseded_by"]),
-    ("dismissed", "target"): lambda here, r, _: (here.uid.get(int(r["target"])) if r["kind"] == "gist"
-                                                 else r["target"]),
-    ("dismissed", "basis"): lambda here, r, _: (here.turns_upto(int(r["target"]), int(r["basis"] or 0))
-                                                if r["kind"] == "gist" else None),
+    ("dismissed", "target"): lambda here, r, _: _target_out(here, r["kind"], r["target"]),
+    ("dismissed", "basis"): lambda here, r, _: (here.turns_upto(_session_of(r["kind"], r["target"]),
+                                                                int(r["basis"] or 0))
+                                                if r["kind"] in BY_SESSION else None),
 }
+
+
+def _session_of(kind: str, target: str) -> int:
+    return int(target.partition(":")[2] if kind == "fact" else target)
+
+
+def _target_out(here: _Here, kind: str, target: str) -> str | None:
+    if kind not in BY_SESSION:
+        return target
+    uid = here.uid.get(_session_of(kind, target))
+    return None if uid is None else (f"{target.partition(':')[0]}:{uid}" if kind == "fact" else uid)
+
 PORTABLE_OUT = frozenset(_OUT)
 _REQUIRED = {"gist": "session", "dismissed": "target"}  # without it the row means nothing elsewhere: left out
 
@@ -180,11 +196,12 @@ def _restore_dismissed(conn: sqlite3.Connection, here: _Here, items: list[dict[s
     digest's or the arc's with a basis to adopt."""
     written = 0
     for d in items:
-        if d["kind"] == "gist":
-            sid = here.sid.get(str(d["target"]))
+        if d["kind"] in BY_SESSION:
+            key, _, uid = str(d["target"]).partition(":") if d["kind"] == "fact" else ("", "", str(d["target"]))
+            sid = here.sid.get(uid)
             if sid is None:
                 continue
-            target, basis = str(sid), str(here.turn_at(sid, int(d["basis"] or 0)))
+            target, basis = f"{key}:{sid}" if key else str(sid), str(here.turn_at(sid, int(d["basis"] or 0)))
         else:
             target, basis = str(d["target"]), ADOPT
         written += conn.execute("INSERT OR IGNORE INTO dismissed (kind, target, basis, dismissed_at) "

@@ -528,3 +528,21 @@ CREATE TABLE asides (
 CREATE INDEX asides_by_session ON asides(session_id);
 CREATE INDEX asides_by_parent ON asides(parent_id);
 """)
+
+
+@migration
+def m014_rejected_facts(conn: sqlite3.Connection) -> None:
+    """A fact the person said was wrong is dismissed too: by its key and the conversation it was learnt from
+    (``"<key>:<session id>"``), never by its value (the person's words would outlive a forget there)."""
+    _script(conn, """
+CREATE TABLE dismissed__new (
+    kind TEXT NOT NULL CHECK (kind IN ('gist', 'digest', 'narrative', 'fact')),
+    target TEXT NOT NULL,
+    basis TEXT NOT NULL,
+    dismissed_at TEXT NOT NULL,
+    PRIMARY KEY (kind, target)
+) WITHOUT ROWID;
+INSERT INTO dismissed__new SELECT kind, target, basis, dismissed_at FROM dismissed;
+DROP TABLE dismissed;
+ALTER TABLE dismissed__new RENAME TO dismissed;
+""")

@@ -18,6 +18,7 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import BadRequest, LyraError
+from ..mind.about import cards
 from ..mind.backlog import sense
 from ..mind.drives import Backlog, compute_drives
 from ..mind.profile import normalize_key
@@ -93,8 +94,28 @@ async def dream_events(request: Request, after: EventId | None = None, follow: b
 
 @router.get("/profile")
 async def profile(request: Request) -> dict[str, Any]:
-    facts = await run_in_threadpool(app_state(request).store.derived.profile)
-    return {"facts": [dataclasses.asdict(f) for f in facts]}
+    """The facts as cards (where each was said, confirmed, new since the person last looked)."""
+    found, seen = await run_in_threadpool(cards, app_state(request).store)
+    return {"facts": [dataclasses.asdict(c) for c in found], "seen_at": seen}
+
+
+@router.post("/profile/seen")
+async def profile_seen(request: Request) -> dict[str, Any]:
+    """The person has looked: what the dream learnt until now is no longer new."""
+    return {"seen_at": await run_in_threadpool(app_state(request).store.derived.mark_profile_seen)}
+
+
+@router.post("/profile/facts/{fact_id}/confirm")
+async def confirm_fact(fact_id: RowId, request: Request) -> dict[str, Any]:
+    """"That's right": the fact becomes the person's statement; the dream never changes it."""
+    fact = await run_in_threadpool(app_state(request).store.corrections.confirm_fact, fact_id)
+    return {"fact": dataclasses.asdict(fact)}
+
+
+@router.post("/profile/facts/{fact_id}/reject")
+async def reject_fact(fact_id: RowId, request: Request) -> dict[str, Any]:
+    """"That's wrong": the fact goes and is not learnt again from what was said so far."""
+    return {"deleted": await run_in_threadpool(app_state(request).store.corrections.reject_fact, fact_id)}
 
 
 @router.get("/profile/history")
