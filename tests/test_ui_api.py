@@ -23,7 +23,8 @@ def test_the_page_is_served_with_a_strict_content_security_policy(client: TestCl
     assert page.status_code == 200 and "<textarea id=\"composer-input\"" in page.text
     csp = page.headers["content-security-policy"]
     assert "script-src 'self'" in csp and "object-src 'none'" in csp and "unsafe-inline" not in csp
-    for asset, kind in (("app.js", "javascript"), ("markdown.js", "javascript"), ("app.css", "css")):
+    for asset, kind in (("app.js", "javascript"), ("markdown.js", "javascript"), ("dates.js", "javascript"),
+                        ("app.css", "css")):
         resp = client.get(f"/static/{asset}")
         assert resp.status_code == 200 and kind in resp.headers["content-type"]
     assert "://" not in page.text  # nothing from another origin: it works offline

@@ -5,6 +5,7 @@ Screenshots go to test-output/screenshots/."""
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,9 +145,11 @@ def test_search_finds_a_planted_memory_with_its_date_and_opens_it(page: Page, se
     result = page.locator("#search-results li[data-tier=exchange]").filter(has_text="cardamom and saffron").first
     expect(result).to_be_visible(timeout=30_000)
     date = page.evaluate("new Date().toISOString().slice(0, 10)")  # stored in UTC, shown as its day
-    expect(result.locator(".badge.date")).to_contain_text(date)
+    expect(result.locator("time.badge.date")).to_have_attribute("datetime", re.compile("^" + date))
+    expect(result.locator("time.badge.date")).to_have_text(page.evaluate("LyraDates.dayLabel(new Date().toISOString())"))
+    expect(result.locator(".snippet mark").first).to_be_visible()  # the words that matched
     shot(page, "search")
-    result.get_by_role("button", name="Open").first.click()
+    result.get_by_role("link", name="Open").first.click()  # a link (#session=…&turn=…), apart from Forget
     turn = page.locator(f"#messages li[data-id='{planted}']")
     expect(turn).to_have_class("message user highlight")
     expect(turn).to_be_focused()

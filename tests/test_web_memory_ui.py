@@ -1,9 +1,11 @@
 """The Memory panel in a real headless Chromium against a real ``lyra serve`` with the real tiny models:
-a fact shows its source turns and opens the conversation there; an edited gist survives a forced dream pass;
-a deleted fact does not come back. Screenshots go to test-output/screenshots/."""
+a fact shows where it was said and its source turns, and opens the conversation there; an edited gist survives
+a forced dream pass; a fact the person confirmed survives one unchanged, and one they said was wrong stays gone.
+Screenshots go to test-output/screenshots/."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,7 +67,7 @@ def test_a_fact_shows_its_source_turns_and_opens_the_conversation_there(
         browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
     served, data, session = dreamt
     facts = httpx.get(f"{served.url}/api/profile").json()["facts"]
-    if not any(f["key"] == "home city" for f in facts):
+    if not any(f["key"] == "home city" and f["value"] == "Lisbon" for f in facts):
         # The 135M model may not name this fact (or not in words the person used); write it as the dream does,
         # from the turn that says it, so the view under test has a dream-learnt fact with its source.
         store = Store(data)
@@ -75,13 +77,15 @@ def test_a_fact_shows_its_source_turns_and_opens_the_conversation_there(
         store.derived.apply_facts(gist, [("home city", "Lisbon", turn.id)], turn.created_at)
         store.close()
     page = open_memory(browser, served)
-    row = page.locator("#profile tr[data-key='home city']")
-    row.get_by_role("button", name="Sources of home city").click()
-    source = page.locator("#profile tr[data-sources-of='home city'] .sources li").first
+    card = page.locator("#profile li[data-key='home city']")
+    expect(card.locator(".fact-value")).to_have_text("Lisbon")
+    expect(card.locator(".fact-said")).to_contain_text(f"Said {time.strftime('%a')}")  # said today, in "Sam 1"
+    card.get_by_role("button", name="Sources of home city").click()
+    source = card.locator(".sources li").first
     expect(source).to_contain_text(SAID)
-    expect(source.locator(".badge")).to_contain_text(time.strftime("%Y-"))
+    expect(source.locator("time")).to_have_attribute("datetime", re.compile("^" + time.strftime("%Y-")))
     shot(page, "memory-fact-sources")
-    source.get_by_role("button").click()
+    source.get_by_role("link", name=re.compile("^Open")).click()
     opened = page.locator("#messages li.highlight")
     expect(opened).to_have_count(1)
     expect(opened.locator(".bubble")).to_have_text(SAID)
@@ -123,18 +127,44 @@ def test_an_edited_gist_survives_a_forced_dream_pass(browser: Browser, dreamt: t
     page.close()
 
 
-def test_a_deleted_fact_does_not_come_back(browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
-    served, _, _ = dreamt
-    facts = httpx.get(f"{served.url}/api/profile").json()["facts"]
-    assert facts  # the first test left one at least
-    key = facts[0]["key"]
+def test_a_confirmed_fact_survives_a_forced_pass_and_a_rejected_one_stays_gone(
+        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
+    served, data, session = dreamt
+    store = Store(data)  # a wrong fact, as a dream could have proposed it from the turn that says "Lisbon"
+    turn = next(t for t in store.exchanges.history(session) if t.content == SAID)
+    gist = store.derived.gist(session)
+    assert gist is not None
+    store.derived.apply_facts(gist, [("job", "river", turn.id)], turn.created_at)
+    store.close()
+    facts = {f["key"]: f for f in httpx.get(f"{served.url}/api/profile").json()["facts"]}
+    assert facts["job"]["new"] and not facts["job"]["confirmed"]
     page = open_memory(browser, served)
-    page.get_by_role("button", name=f"Forget {key}").click()
-    expect(page.locator(f"#profile tr[data-key='{key}']")).to_have_count(0)
+    right, wrong = page.locator("#profile li[data-key='home city']"), page.locator("#profile li[data-key='job']")
+    expect(wrong.locator(".badge.new")).to_have_text("new")  # learnt since the person last looked
+    shot(page, "memory-about-you")
+    right.get_by_role("button", name="That's right: home city is Lisbon").click()
+    expect(right.locator(".badge")).to_contain_text(["confirmed"])
+    expect(right.get_by_role("button", name=re.compile("^That's right"))).to_have_count(0)
+    wrong.get_by_role("button", name="That's wrong: job is not river").click()
+    expect(wrong).to_have_count(0)
+    confirmed = next(f for f in httpx.get(f"{served.url}/api/profile").json()["facts"] if f["key"] == "home city")
+    assert confirmed["confirmed"] and confirmed["value"] == "Lisbon"
+    page.reload()  # the person has looked: nothing is new any more
+    page.click(".tab[data-panel=memory]")
+    expect(page.locator("#profile li[data-key='home city']")).to_be_visible()
+    expect(page.locator("#profile .badge.new")).to_have_count(0)
+
+    store = Store(data)  # a new turn: the dream reads the conversation again
+    store.exchanges.add(NewExchange(session, "user", "The fog lifted over the water by noon."))
+    store.close()
     dream(served)
+    after = {f["key"]: f for f in httpx.get(f"{served.url}/api/profile").json()["facts"]}
+    assert after.get("job", {}).get("value") != "river"  # rejected: not learnt again from the same turns
+    assert {k: after["home city"][k] for k in ("id", "value", "confirmed", "author", "created_at")} == {
+        k: confirmed[k] for k in ("id", "value", "confirmed", "author", "created_at")}  # confirmed: unchanged
     page.reload()
     page.click(".tab[data-panel=memory]")
-    expect(page.locator("#profile")).to_be_visible()
-    expect(page.locator(f"#profile tr[data-key='{key}']")).to_have_count(0)
-    assert key not in {f["key"] for f in httpx.get(f"{served.url}/api/profile").json()["facts"]}
+    expect(page.locator("#profile li[data-key='home city'] .fact-value")).to_have_text("Lisbon")
+    expect(page.locator("#profile li[data-key='job']").filter(has_text="river")).to_have_count(0)
+    shot(page, "memory-about-you-after-dream")
     page.close()

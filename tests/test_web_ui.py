@@ -277,11 +277,11 @@ def test_after_a_dream_pass_the_memory_view_shows_gist_and_profile(browser: Brow
     expect(page.locator("#session-gist p")).to_have_text(gist)
     facts = httpx.get(f"{fresh.url}/api/profile").json()["facts"]  # only facts said in the person's own words
     if facts:
-        expect(page.locator("#profile tr[data-key]")).to_have_count(len(facts))
-        expect(page.locator("#profile th").first).to_have_text(facts[0]["key"])
+        expect(page.locator("#profile li[data-key]")).to_have_count(len(facts))
+        expect(page.locator("#profile .fact-key").first).to_have_text(facts[0]["key"])
     else:
         expect(page.locator("#profile")).to_contain_text("Nothing yet.")
-    expect(page.locator("#timeline li")).not_to_have_count(0)
+    expect(page.locator("#timeline details.month li")).not_to_have_count(0)  # folded by month
     expect(page.locator("#drives [aria-label=Stability]")).to_have_attribute("aria-valuenow", "1.00")
     shot(page, "memory")
     page.click(".tab[data-panel=settings]")

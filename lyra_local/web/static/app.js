@@ -41,7 +41,9 @@
   }
 
   const state = { sessions: [], current: null, streaming: null, panel: null, logAbort: null, lastEvent: null,
-                  dreaming: false, user: "You", companion: "Lyra", memoryLoads: 0, opening: null };
+                  dreaming: false, user: "You", companion: "Lyra", memoryLoads: 0, opening: null,
+                  newFacts: new Set() };  // facts learnt since the person last looked, marked until the page reloads
+  const D = window.LyraDates;
 
   // -- HTTP ----------------------------------------------------------------------------------
 
@@ -243,9 +245,8 @@
         try {
           const found = await api(`/api/sources/${kind}/${id}`);
           list.replaceChildren(fragment(found.turns.map((t) => el("li", {},
-            el("span", { class: "badge", text: `${t.created_at.slice(0, 10)} · ${t.session_name}` }),
-            el("button", { class: "link", text: "Open", "aria-label": `Open ${t.session_name} at this turn`,
-                           onclick: () => selectSession(t.session_id, t.id) }),
+            el("time", { class: "badge date", datetime: t.created_at, text: `${D.dayLabel(t.created_at)} · ${t.session_name}` }),
+            " ", openLink(t.session_id, t.id, "Open", `Open ${t.session_name} at this turn`),
             el("p", { text: t.content })))));
           if (!found.turns.length) list.append(el("li", { class: "muted", text: "Its sources were forgotten." }));
           if (found.total > found.turns.length) list.append(el("li", { class: "muted", text: `(${found.total} turns in all)` }));
@@ -260,7 +261,7 @@
     if (container.dataset.editing && container.dataset.editing === String(id)) return;
     delete container.dataset.editing;
     if (!text) { container.replaceChildren(el("p", { class: "muted", text: emptyText })); return; }
-    const body = el("p", { text });
+    const [body, more] = clamped(text);
     const mine = method === "user" ? el("span", { class: "badge", text: "your words" }) :
       method === "extractive" ? el("span", { class: "badge", text: "as said" }) : null;
     const editButton = el("button", { class: "link", text: "Edit", "aria-label": `Edit ${label}`, onclick: () => {
@@ -283,7 +284,40 @@
         try { await api(path, { method: "DELETE" }); loadMemory(); } catch (e) { showError(e.message); }
       } });
     const [toggle, list] = sourcesToggle(kind, id, label);
-    container.replaceChildren(body, el("div", { class: "row" }, mine, toggle, editButton, deleteButton), list);
+    container.replaceChildren(body, el("div", { class: "row" }, more, mine, toggle, editButton, deleteButton), list);
+  }
+
+  const CLAMP_CHARS = 220;  // a longer text shows its first lines, and "more" opens it whole
+
+  /* A text as a paragraph of a few lines, and the "more" button that opens it (null for a short text). */
+  function clamped(text) {
+    const body = el("p", { class: text.length > CLAMP_CHARS ? "clamp" : null, text });
+    if (text.length <= CLAMP_CHARS) return [body, null];
+    const more = el("button", { class: "link more", "aria-expanded": "false", text: "more", onclick: () => {
+      const open = more.getAttribute("aria-expanded") !== "true";
+      more.setAttribute("aria-expanded", String(open));
+      more.textContent = open ? "less" : "more";
+      body.classList.toggle("clamp", !open);
+    } });
+    return [body, more];
+  }
+
+  // -- links that open a conversation at a turn (#session=3&turn=55): real links, a new tab works too ---------
+
+  function openLink(sessionId, turnId, text, label) {
+    const where = new URLSearchParams({ session: String(sessionId) });
+    if (turnId) where.set("turn", String(turnId));
+    return el("a", { class: "open-link", href: `#${where}`, text, "aria-label": label });
+  }
+
+  /* Opens the conversation the address names, then clears it, so that the same link opens it again. */
+  async function openFromHash() {
+    const where = new URLSearchParams(location.hash.slice(1));
+    const id = Number(where.get("session"));
+    if (!id) return false;
+    history.replaceState(null, "", location.pathname + location.search);
+    await selectSession(id, Number(where.get("turn")) || undefined);
+    return true;
   }
 
   /* A message sent while a new conversation is being opened waits for it (else it would go to the old one). */
@@ -564,7 +598,6 @@
         state.current ? api(`/api/sessions/${state.current}/gist`) : { gist: null }]);
       if (load !== state.memoryLoads) return;
       const gist = current.gist;
-      $("sitrep").textContent = sitrep;
       renderProposals(proposals.proposals);
       const off = state.sessions.find((s) => s.id === state.current)?.remember === false;
       if (off) $("session-gist").replaceChildren(el("p", { class: "muted", text: "Off the record: nothing of this conversation is summarized or remembered." }));
@@ -572,20 +605,38 @@
         method: gist && gist.method, label: "this conversation's summary", path: `/api/sessions/${state.current}/gist`,
         emptyText: "No summary yet: the dream cycle writes one when the conversation rests." });
       $("session-gist").dataset.session = state.current ?? "";  // whose summary this is (a switch re-renders it)
-      const s = self.self_state;
-      $("self-mood").textContent = s ? `Mood: ${s.mood} · energy ${Number(s.energy).toFixed(1)}. ${s.self_narrative || ""}` : "I have not reflected yet.";
-      const reflections = (s && s.reflections) || [];
-      $("reflections").replaceChildren(fragment(reflections.map((r, i) => el("li", {}, r, el("button", {
-        class: "icon-button", text: "✕", "aria-label": `Delete the reflection “${r}”`, onclick: async () => {
-          try { await api("/api/self", { method: "PATCH", body: { reflections: reflections.filter((_, j) => j !== i) } }); loadMemory(); }
-          catch (e) { showError(e.message); } } })))));
-      gauges($("drives"), self.drives);
+      renderSelf(self);
       if (document.activeElement !== $("world-input")) $("world-input").value = world.world ? world.world.content : "";
       renderProfile(profile.facts);
       memoryItem($("narrative"), { kind: "narrative", id: narrative.id, text: narrative.narrative,
         method: narrative.method, label: "the current arc", path: "/api/narrative", emptyText: "Not written yet." });
       renderTimeline(digests.digests);
+      $("sitrep").textContent = sitrep;
     } catch (e) { showError(e.message); }
+  }
+
+  /* How the companion is, in words ("Lyra feels calm, and full of energy."); the numbers go to Advanced. */
+  function renderSelf({ self_state: s, drives }) {
+    $("self-mood").textContent = s ? moodWords(state.companion, s) : "I have not reflected yet.";
+    $("self-mood").classList.toggle("muted", !s);
+    $("self-narrative").textContent = (s && s.self_narrative) || "";
+    $("self-narrative").hidden = !(s && s.self_narrative);
+    const reflections = (s && s.reflections) || [];
+    $("reflections").replaceChildren(fragment(reflections.map((r, i) => el("li", {}, r, el("button", {
+      class: "icon-button", text: "✕", "aria-label": `Delete the reflection “${r}”`, onclick: async () => {
+        try { await api("/api/self", { method: "PATCH", body: { reflections: reflections.filter((_, j) => j !== i) } }); loadMemory(); }
+        catch (e) { showError(e.message); } } })))));
+    gauges($("drives"), drives);
+    $("self-energy").textContent = s && Number.isFinite(Number(s.energy)) ? `Energy ${Number(s.energy).toFixed(2)}, mood “${s.mood}”.` : "";
+  }
+
+  function moodWords(name, s) {
+    const mood = String(s.mood || "").trim().replace(/[.!]+$/, "");
+    const energy = Number(s.energy);
+    const how = !Number.isFinite(energy) ? "" : energy < 0.34 ? ", and low on energy" : energy > 0.66 ? ", and full of energy" : "";
+    if (!mood) return `${name} has not said how it feels${how}.`;
+    // a mood is a word or two ("calm", "quietly curious"); one the model wrote as a sentence is shown as it is
+    return mood.split(/\s+/).length <= 3 ? `${name} feels ${mood.toLowerCase()}${how}.` : `${mood}.`;
   }
 
   function renderProposals(proposals) {
@@ -602,36 +653,103 @@
     })));
   }
 
+  // -- about you: a card per fact, to confirm, reject or edit ------------------------------------------
+
   function renderProfile(facts) {
-    const typing = $("profile").contains(document.activeElement) && document.activeElement.tagName === "INPUT";
-    if (typing) return;  // a refresh waits until the person leaves the value they are changing
-    $("profile").replaceChildren(fragment(facts.map((f) => {
-      const value = el("input", { value: f.value, "aria-label": `Value of ${f.key}`, maxlength: "500" });
-      const save = el("button", { text: "Save", onclick: async () => {
-        try { await api("/api/profile", { method: "PUT", body: { key: f.key, value: value.value } }); loadMemory(); }
-        catch (e) { showError(e.message); } } });
-      const remove = el("button", { class: "icon-button", "aria-label": `Forget ${f.key}`, text: "✕",
-        onclick: async () => { await api(`/api/profile/${encodeURIComponent(f.key)}`, { method: "DELETE" }); loadMemory(); } });
-      const [sources, list] = sourcesToggle("fact", f.id, f.key);
-      return [el("tr", { "data-key": f.key }, el("th", { scope: "row", text: f.key }), el("td", {}, value),
-                 el("td", { class: "nowrap" }, save, sources, remove)),
-              el("tr", { class: "fact-sources", "data-sources-of": f.key }, el("td", { colspan: "3" }, list))];
-    }).flat()));
-    if (!facts.length) $("profile").append(el("tr", {}, el("td", { class: "muted", colspan: "3", text: "Nothing yet." })));
+    const list = $("profile");
+    if (list.querySelector("[data-editing]")) return;  // a refresh waits until the person's edit ends
+    const learnt = facts.filter((f) => f.new);
+    for (const f of learnt) state.newFacts.add(f.id);
+    list.replaceChildren(fragment(facts.map(factCard)));
+    if (!facts.length) list.append(el("li", { class: "muted", text: "Nothing yet." }));
+    // shown now: the server stops calling them new, and this page keeps its badges until it reloads
+    if (learnt.length) api("/api/profile/seen", { method: "POST" }).catch((e) => showError(e.message));
   }
 
+  function factCard(f) {
+    const card = el("li", { class: "fact-card", "data-key": f.key, "data-id": f.id });
+    const act = (how) => async () => {
+      try { await api(`/api/profile/facts/${f.id}/${how}`, { method: "POST" }); loadMemory(); }
+      catch (e) { showError(e.message); }
+    };
+    const value = el("p", { class: "fact-value", text: f.value });
+    const right = f.confirmed || f.author === "user" ? null : el("button", { text: "That's right",
+      "aria-label": `That's right: ${f.key} is ${f.value}`, onclick: act("confirm") });
+    const wrong = el("button", { text: "That's wrong", "aria-label": `That's wrong: ${f.key} is not ${f.value}`,
+                                 onclick: act("reject") });
+    const edit = el("button", { text: "Edit", "aria-label": `Edit ${f.key}`, onclick: () => editFact(card, f, value) });
+    const [sources, list] = sourcesToggle("fact", f.id, f.key);
+    card.append(
+      el("div", { class: "fact-head" }, el("span", { class: "fact-key", text: f.key }),
+         state.newFacts.has(f.id) ? el("span", { class: "badge new", text: "new" }) : null,
+         f.confirmed || f.author === "user" ? el("span", { class: "badge", text: "confirmed" }) : null),
+      value, factSaid(f), el("div", { class: "row fact-actions" }, right, wrong, edit, sources), list);
+    return card;
+  }
+
+  /* When and where a fact was said: its turn's day and conversation, a link that opens it there. */
+  function factSaid(f) {
+    const said = f.said;
+    if (said && said.session_id) {
+      return el("p", { class: "fact-said muted" }, "Said ",
+        el("time", { datetime: said.created_at, text: D.dayLabel(said.created_at) }), " in ",
+        openLink(said.session_id, said.turn_id, said.session_name, `Open ${said.session_name} where ${f.key} was said`));
+    }
+    const when = f.observed_at || f.created_at;
+    const who = f.author === "user" ? "You told me" : "Learnt";
+    return el("p", { class: "fact-said muted" }, `${who} `, el("time", { datetime: when, text: D.dayLabel(when) }));
+  }
+
+  function editFact(card, f, value) {
+    const input = el("input", { value: f.value, "aria-label": `Value of ${f.key}`, maxlength: "500" });
+    const done = () => { delete card.dataset.editing; loadMemory(); };
+    const save = el("button", { class: "primary", text: "Save", onclick: async () => {
+      try { await api("/api/profile", { method: "PUT", body: { key: f.key, value: input.value } }); }
+      catch (e) { showError(e.message); return; }
+      done();
+    } });
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") { e.preventDefault(); save.click(); }
+      if (e.key === "Escape") { e.preventDefault(); done(); }
+    });
+    card.dataset.editing = "1";
+    value.replaceWith(el("div", { class: "row" }, input, save, el("button", { text: "Cancel", onclick: done })));
+    input.focus();
+  }
+
+  // -- the timeline: a fold per month, newest first, with days as a person says them ----------------------
+
   function renderTimeline(digests) {
-    const order = { month: 0, week: 1, day: 2 };
-    const sorted = [...digests].sort((a, b) => (b.period > a.period ? 1 : b.period < a.period ? -1 : order[a.granularity] - order[b.granularity]));
-    $("timeline").replaceChildren(fragment(sorted.map((d) => {
-      const item = el("li", { class: d.granularity }, el("span", { class: "badge", text: `${d.granularity} · ${d.period}` }));
-      const body = el("div", { class: "memory-item" });
-      memoryItem(body, { kind: "digest", id: d.id, text: d.content, method: d.method,
-        label: `the ${d.granularity} of ${d.period}`, path: `/api/digests/${d.id}` });
-      item.append(body);
-      return item;
+    const box = $("timeline");
+    if (box.querySelector("[data-editing]")) return;  // a refresh waits until the person's edit ends
+    const opened = new Set([...box.querySelectorAll("details[open]")].map((d) => d.dataset.month));
+    const months = new Map();
+    for (const d of digests) {
+      const month = D.periodMonth(d.period);
+      if (!months.has(month)) months.set(month, []);
+      months.get(month).push(d);
+    }
+    const rank = { month: 0, week: 1, day: 2 };
+    // the month's own digest, then its weeks and days, newest first (a week before the days it begins with)
+    const order = (a, b) => (a.granularity !== "month") - (b.granularity !== "month")
+      || D.periodStart(b.period).localeCompare(D.periodStart(a.period)) || rank[a.granularity] - rank[b.granularity];
+    box.replaceChildren(fragment([...months.keys()].sort().reverse().map((month) => {
+      const items = months.get(month).sort(order);
+      const counts = ["week", "day"].map((g) => [g, items.filter((d) => d.granularity === g).length])
+        .filter(([, n]) => n).map(([g, n]) => `${n} ${g}${n > 1 ? "s" : ""}`).join(", ");
+      return el("details", { class: "month", "data-month": month, open: opened.has(month) },
+        el("summary", {}, el("span", { text: D.periodLabel(month) }), counts ? el("span", { class: "muted", text: ` · ${counts}` }) : null),
+        el("ol", { class: "plain" }, fragment(items.map(timelineItem))));
     })));
-    if (!digests.length) $("timeline").append(el("li", { class: "muted", text: "Empty so far." }));
+    if (!digests.length) box.append(el("p", { class: "muted", text: "Empty so far." }));
+  }
+
+  function timelineItem(d) {
+    const when = D.periodLabel(d.period);
+    const body = el("div", { class: "memory-item" });
+    memoryItem(body, { kind: "digest", id: d.id, text: d.content, method: d.method,
+      label: d.granularity === "week" ? `the ${when}` : `the ${d.granularity} ${when}`, path: `/api/digests/${d.id}` });
+    return el("li", { class: d.granularity }, el("time", { datetime: D.periodStart(d.period), text: when }), body);
   }
 
   // -- search: what I remember, by meaning and by words ---------------------------------------------
@@ -658,6 +776,8 @@
     if ($("search-since").value) params.set("since", $("search-since").value);
     if ($("search-until").value) params.set("until", nextDay($("search-until").value));  // "until" includes that day
     if ($("search-here").checked && state.current) params.set("session_id", state.current);
+    if (state.current) params.set("current_session_id", state.current);  // what was just said there ranks last
+    params.set("order", $("search-order").value);
     $("search-status").textContent = "Searching…";
     try {
       const { results } = await api(`/api/search?${params}`);
@@ -672,13 +792,13 @@
     return d.toISOString().slice(0, 10);
   }
 
+  /* A result: its kind and the days it speaks of; its text cut around what matched, the matched words marked;
+   * Open (a link) under the text, and Forget at the other end of the heading, away from it. */
   function searchResult(r) {
     const kind = TIER_NAMES[r.tier] || r.tier;
     const label = `the ${kind} “${clip(r.content, 40)}”`;
-    const where = [r.created_at.slice(0, 10), r.session_name].filter(Boolean).join(" · ");
-    const open = r.session_id ? el("button", { class: "link-button", text: "Open",
-      "aria-label": `Open ${r.session_name} at ${label}`, onclick: () => selectSession(r.session_id, r.turn_id) }) : null;
-    const forget = el("button", { class: "link-button danger-link", text: "Forget", "aria-label": `Forget ${label}`,
+    const open = r.session_id ? openLink(r.session_id, r.turn_id, "Open", `Open ${r.session_name} at ${label}`) : null;
+    const forget = el("button", { class: "link-button danger-link forget", text: "Forget", "aria-label": `Forget ${label}`,
       onclick: async () => {
         const also = r.tier === "exchange"
           ? " Its other versions, any branch that went on from them and, for a message of yours, Lyra's reply to it go too."
@@ -691,9 +811,19 @@
           if (r.session_id === state.current) await reloadMessages();
         } catch (e) { showError(e.message); }
       } });
+    const pieces = r.snippet && r.snippet.length ? r.snippet : [{ text: r.content, match: false }];
     return el("li", { class: "result", "data-tier": r.tier },
-      el("div", { class: "row" }, el("span", { class: "badge", text: kind }), el("span", { class: "badge date", text: where })),
-      el("p", { text: r.content }), el("div", { class: "row" }, open, forget));
+      el("div", { class: "result-head" }, el("span", { class: "badge", text: kind }), resultDate(r), forget),
+      el("p", { class: "snippet" }, fragment(pieces.map((p) => (p.match ? el("mark", { text: p.text }) : p.text)))),
+      el("div", { class: "result-foot" }, open, r.session_name ? el("span", { class: "muted", text: r.session_name }) : null));
+  }
+
+  /* The days a result speaks of: a digest's period, a summary's first to last turn, a turn's or a fact's day. */
+  function resultDate(r) {
+    const began = r.began_at || r.created_at;
+    const [datetime, text] = r.period ? [D.periodStart(r.period), D.periodLabel(r.period)]
+      : [began, r.tier === "gist" ? D.spanLabel(began, r.ended_at) : D.dayLabel(began)];
+    return el("time", { class: "badge date", datetime, text });
   }
 
   /* The same forget as everywhere else: a turn with what was built from it; a derived memory as its panel does. */
@@ -808,6 +938,8 @@
     $("new-off-record").addEventListener("click", () => newSession("Off the record", false).then(() => input.focus())
       .catch((e) => showError(e.message)));
     $("search-form").addEventListener("submit", (e) => { e.preventDefault(); runSearch(); });
+    $("search-order").addEventListener("change", () => { if ($("search-input").value.trim()) runSearch(); });
+    window.addEventListener("hashchange", () => openFromHash().catch((e) => showError(e.message)));
     document.querySelectorAll(".tab").forEach((t) => t.addEventListener("click", () => openPanel(t.dataset.panel)));
     $("close-panel").addEventListener("click", () => openPanel(state.panel));
     $("toggle-sessions").addEventListener("click", () => {
@@ -903,7 +1035,8 @@
       $("companion-name").textContent = state.companion;
       document.title = state.companion;
       await Promise.all([loadKinds(), loadSessions()]);
-      // open the latest conversation, unless the user already started one while we loaded
+      // the conversation the address names, else the latest, unless the user already started one while we loaded
+      if (await openFromHash()) return;
       if (state.sessions.length && state.current === null && !state.streaming) await selectSession(state.sessions[0].id);
     } catch (e) { showError(e.message); }
   }
