@@ -94,6 +94,8 @@ def test_the_floor_quotes_central_sentences_in_order_without_repeats_within_budg
     positions = [next(i for i, t in enumerate(TURNS) if q.sentence in t) for q in kept]
     assert positions == sorted(positions)
     assert g.speaker_lines(text, ["Caroline", "Melanie"]) == 0
+    few = g.quotes_of(g.extractive(quotes, embed, budget=10_000, count=words_count, most=3), 0)
+    assert len(few) == 3  # a handful of key sentences, not the budget's worth of transcript
 
 
 def test_a_roll_up_reads_back_every_speakers_quotes_even_an_unnamed_persons() -> None:

@@ -189,9 +189,9 @@ class Dreamer:
                 if facts is None:
                     self._event("profile.fallback", f"session:{gist.session_id}",
                                 reason="the model's JSON did not validate; no facts taken from this gist")
-                kept, failed = self._ground(scribe).facts(facts or [], gist.session_id)
-                rejected = self.store.corrections.rejected_facts()  # "that's wrong" holds for what was said then
-                kept = [(k, v, turn) for k, v, turn in kept if turn > rejected.get((k, gist.session_id), 0)]
+                rejected = {key: basis for (key, session), basis in self.store.corrections.rejected_facts().items()
+                            if session == gist.session_id}  # "that's wrong" holds for what was said until then
+                kept, failed = self._ground(scribe).facts(facts or [], gist.session_id, rejected)
                 if failed:
                     self._event("profile.rejected", f"session:{gist.session_id}",
                                 checks={check: failed.count(check) for check in set(failed)})

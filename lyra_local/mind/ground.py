@@ -9,7 +9,7 @@ never writes: the ``Dreamer`` does, in one transaction per memory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timezone, tzinfo
 from typing import Any
@@ -106,15 +106,18 @@ class Ground:
             return Written(kept, "abstractive", verdict)
         return Written(self.floor(quotes), "extractive", verdict)
 
-    def facts(self, facts: list[tuple[str, str]], session_id: int
+    def facts(self, facts: list[tuple[str, str]], session_id: int, rejected: Mapping[str, int] | None = None
               ) -> tuple[list[tuple[str, str, int]], list[str]]:
         """The facts said in the person's own turns of that session, each with the turn that says it (its
-        source); and the failed check of each one dropped."""
+        source); and the failed check of each one dropped. A key in ``rejected`` (key -> the session's last
+        turn id when the person said its fact was wrong) is learnt only from a later turn."""
         turns = self.store.exchanges.history(session_id)
         own = [t for t in turns if t.role == "user"]
         speakers = {grounding.split_speaker(t.content)[0] or "" for t in turns}
         names = {n.casefold() for n in (*speakers, self.names.get("user", ""), self.names.get("name", "")) if n}
-        kept, failed = grounded_facts(facts, [t.content for t in own], names)
+        since = {key: next((n for n, t in enumerate(own) if t.id > basis), len(own))
+                 for key, basis in (rejected or {}).items()}
+        kept, failed = grounded_facts(facts, [t.content for t in own], names, since)
         return [(key, value, own[n].id) for key, value, n in kept], failed
 
     def reflection(self, state: dict[str, Any], previous: dict[str, Any], sources: Sequence[str]) -> list[str]:

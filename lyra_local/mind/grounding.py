@@ -27,6 +27,7 @@ import numpy.typing as npt
 SUPPORT = 0.5  # a sentence's best cosine with a source must reach this (scripts/eval_consolidation.py)
 CENTRAL_SHARE = 0.6  # the floor weighs centrality against closeness to what it already chose
 REPEAT = 0.9  # two sentences this similar say the same thing: the floor keeps one
+FLOOR_QUOTES = 5  # the floor's summary of a session or a period: its few most central sentences
 MIN_WORDS = 6  # shorter sentences ("Wow!", "Thanks, Mel!") say too little to keep in a gist
 SPEAKER = re.compile(r"^([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*)?):\s")
 ROLE_WORDS = ("user", "assistant", "system", "ai", "human", "bot")
@@ -228,20 +229,23 @@ def candidate_quotes(turns: Sequence[tuple[str | None, str, float]], min_words: 
     """The sentences of (who, text, weight) turns long enough to say something; a ``Name:`` prefix names the
     speaker (and makes it a person's turn, weight 1).
 
-    When no sentence is that long (a session of greetings), every sentence is a candidate.
+    When no sentence is that long (a session of short lines), every sentence is a candidate, weighed by its
+    length: "I moved to Lisbon" says more than "ok".
     """
     out = []
     for t, (who, text, weight) in enumerate(turns):
         named, body = split_speaker(text)
         for s, sentence in enumerate(sentences(body)):
-            if len(words(sentence)) >= min_words:
+            n = len(words(sentence))
+            if n >= min_words:
                 out.append(Quote(named or who, (t, s), sentence.replace("“", "\"").replace("”", "\""),
-                                 1.0 if named else weight))
+                                 (1.0 if named else weight) * min(1.0, n / MIN_WORDS)))
     return out if out or min_words <= 1 else candidate_quotes(turns, 1)
 
 
-def extractive(quotes: Sequence[Quote], embed: Embed, *, budget: int, count: Count) -> str:
-    """Central quotes that cover the session, without repeats, in their order, within ``budget`` tokens.
+def extractive(quotes: Sequence[Quote], embed: Embed, *, budget: int, count: Count, most: int = FLOOR_QUOTES) -> str:
+    """Central quotes that cover the session, without repeats, in their order, within ``budget`` tokens and at
+    most ``most`` of them: a handful of key sentences reads as a memory, a budget's worth as a transcript.
 
     Chosen one at a time by maximal marginal relevance: how central a quote is
     (cosine with the whole session's centroid) less how close it is to one
@@ -259,7 +263,7 @@ def extractive(quotes: Sequence[Quote], embed: Embed, *, budget: int, count: Cou
     used = 0
     closest = np.zeros(len(quotes), dtype=np.float32)  # each quote's highest cosine with a chosen one
     open_ = [i for i in range(len(quotes)) if costs[i] <= budget]
-    while open_:
+    while open_ and len(chosen) < most:
         gains = CENTRAL_SHARE * centrality[open_] - (1 - CENTRAL_SHARE) * closest[open_]
         best = open_[int(np.argmax(gains))]
         open_.remove(best)

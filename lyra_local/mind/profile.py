@@ -12,7 +12,7 @@ that conversation. No fact is better than a wrong one: it would go into every re
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from pydantic import BaseModel, Field
 
@@ -95,8 +95,8 @@ def canonical_key(key: str) -> str | None:
     return KEY_OF.get(key) or KEY_OF.get(key.removesuffix("s"))
 
 
-def grounded_facts(facts: list[tuple[str, str]], own_words: list[str], names: Collection[str] = frozenset()
-                   ) -> tuple[list[tuple[str, str, int]], list[str]]:
+def grounded_facts(facts: list[tuple[str, str]], own_words: list[str], names: Collection[str] = frozenset(),
+                   since: Mapping[str, int] | None = None) -> tuple[list[tuple[str, str, int]], list[str]]:
     """The facts worth keeping, with canonical keys and the index of the turn that says each; and for each
     rejected one, the check it failed.
 
@@ -108,13 +108,16 @@ def grounded_facts(facts: list[tuple[str, str]], own_words: list[str], names: Co
     something (a letter, not a bare "1") that is not one of ``names`` (the
     speakers', folded: the person's own name is in every turn of theirs and is
     no one's job). The floor's facts for the same turns (``floor_facts``) come
-    first; a model's proposal fills a key the floor left empty. A fact said in
-    several turns is sourced at the latest (the person's latest word on it).
+    first; a model's proposal fills a key the floor left empty. A key in
+    ``since`` is learnt only from the turns from that index on (the person said
+    its fact was wrong: only what they said after that may say it anew).
     """
+    since = since or {}
     kept: dict[str, tuple[str, int]] = {}
-    for n, text in enumerate(own_words):  # the latest turn saying a key's value is its source
+    for n, text in enumerate(own_words):
         for key, value in floor_facts(text, names):
-            kept[key] = (value, n)
+            if n >= since.get(key, 0):
+                kept.setdefault(key, (value, n))
     failed: list[str] = []
     for key, value in facts:
         canonical = canonical_key(key)
@@ -132,8 +135,10 @@ def grounded_facts(facts: list[tuple[str, str]], own_words: list[str], names: Co
             saying = [n for n, text in enumerate(own_words) if said_as(value, CUES[canonical], text)]
             if not saying:
                 failed.append("value_not_said_as_that_fact")
+            elif saying[-1] < since.get(canonical, 0):
+                failed.append("value_rejected_by_the_person")
             elif canonical not in kept:
-                kept[canonical] = (value, saying[-1])
+                kept[canonical] = (value, next(n for n in saying if n >= since.get(canonical, 0)))
     return [(key, value, turn) for key, (value, turn) in kept.items()], failed
 
 
