@@ -99,6 +99,21 @@ def test_every_current_fact_is_in_the_persons_own_turns(dreamt: Store) -> None:
         assert all(w in own for w in re.findall(r"\w+", fact.value.lower())), (fact.key, fact.value)
 
 
+def test_every_fact_is_one_the_gold_observations_support_and_one_is_learnt(dreamt: Store) -> None:
+    """Truth, not presence: each fact's source turn is the evidence of a gold observation of the person that
+    holds its value (``scripts/gold.py``); the floor learns at least one ("my home country, Sweden")."""
+    from gold import fact_supported, observations  # scripts/, on the path since the fixture
+
+    gold = observations(LOCOMO)["conv-26"]
+    source_of = {turn_id: source for source, turn_id in dreamt.exchanges.ids_by_source().items()}
+    facts = [f for key in {f.key for f in dreamt.derived.profile()} for f in dreamt.derived.fact_history(key)]
+    assert facts
+    for fact in facts:
+        said = [source_of[t["id"]] for t in dreamt.corrections.sources("fact", fact.id) if t["role"] == "user"]
+        assert any(fact_supported(fact.key, fact.value, s, "Caroline", {"Caroline", "Melanie", "Lyra"}, gold)
+                   for s in said), (fact.key, fact.value, said)
+
+
 def test_the_self_state_is_not_invented(dreamt: Store) -> None:
     state = dreamt.derived.self_state() or {}
     everything = [t.content for s in dreamt.sessions.list(limit=100) for t in dreamt.exchanges.history(s.id)]
