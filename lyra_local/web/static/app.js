@@ -287,7 +287,7 @@
     container.replaceChildren(body, el("div", { class: "row" }, more, mine, toggle, editButton, deleteButton), list);
   }
 
-  const CLAMP_CHARS = 220;  // a longer text shows its first lines, and "more" opens it whole
+  const CLAMP_CHARS = 140;  // about three lines of the panel: a longer text shows them, and "more" opens it whole
 
   /* A text as a paragraph of a few lines, and the "more" button that opens it (null for a short text). */
   function clamped(text) {
