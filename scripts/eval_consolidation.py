@@ -26,6 +26,7 @@ keeps the gists (by session id) of the first model run for
     python scripts/eval_consolidation.py --dataset locomo-dev --model ideal
     python scripts/eval_consolidation.py --sessions 4 --conversations 2   # a quicker look with the default model
     python scripts/eval_consolidation.py --support    # how the sentence-support threshold was chosen
+    python scripts/eval_consolidation.py --floor      # the facts floor alone over every set, in seconds
 """
 
 from __future__ import annotations
@@ -241,6 +242,32 @@ def supported_sentences(store: Store, models: Models, turns: dict[int, list[Exch
               [t["id"] for t in store.corrections.sources("digest", d.id)])
 
 
+def floor_table() -> None:
+    """The facts floor alone (``mind/statements.py``) over every turn of the person's in every set, judged against
+    the gold where there is one: it reads turns, not gists, so it is the same with any model."""
+    from lyra_local.mind.profile import grounded_facts
+
+    for dataset in ("locomo-dev", "memorybank"):
+        counts: Counter[str] = Counter()
+        for memory_set in load(dataset):
+            gold = GOLD.get(memory_set.name)
+            for session in memory_set.sessions:
+                own = [m for m in session["messages"] if m["role"] == "user"]
+                speakers = {split_speaker(m["content"])[0] or "" for m in session["messages"]} | {memory_set.user,
+                                                                                                  "Lyra"}
+                for key, value, n in grounded_facts([], [m["content"] for m in own], speakers)[0]:
+                    source = own[n]["source_id"]
+                    verdict = ("unjudged" if gold is None else "correct" if fact_supported(
+                        key, value, source, memory_set.user, speakers, gold) else "wrong")
+                    counts[verdict] += 1
+                    print(f"  {verdict} floor fact in {memory_set.name}: {key} = {value!r} ← {source}: "
+                          f"{own[n]['content'][:160]!r}")
+        judged = counts["correct"] + counts["wrong"]
+        print(f"{dataset}: {sum(counts.values())} facts; "
+              + (f"precision {counts['correct'] / judged:.3f} ({counts['correct']} of {judged})" if judged
+                 else f"{counts['unjudged']} with no gold (read them above)") + "\n")
+
+
 def support_table(models: Models) -> None:
     """How well the sentence check tells a session's own summary from another session's of the same people."""
     summaries = locomo_summaries(SHARED / "locomo-dev.json")
@@ -306,7 +333,11 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=0, help="only the first N sessions of each memory")
     parser.add_argument("--gists", type=Path, help="write the gists by session id (for eval_recall.py --gists)")
     parser.add_argument("--support", action="store_true", help="only measure the sentence-support threshold")
+    parser.add_argument("--floor", action="store_true", help="only the facts floor over every turn (no model)")
     args = parser.parse_args()
+    if args.floor:
+        floor_table()
+        return
     if args.support:
         with tempfile.TemporaryDirectory() as tmp:
             models = Models(load_settings(None, env={**os.environ, "LYRA_DATA_DIR": tmp}))
