@@ -132,7 +132,7 @@ def test_a_value_must_be_said_by_the_person_next_to_its_kind(fact: tuple[str, st
 
 
 @pytest.mark.parametrize(("said", "fact"), [
-    ("Caroline: This necklace is a gift from my grandma in my home country, Sweden.", ("home city", "Sweden")),
+    ("Caroline: This necklace is a gift from my grandma in my home country, Sweden.", ("origin", "Sweden")),
     ("Caroline: And yup, I do- Oscar, my guinea pig. He's been great.", ("pet", "a guinea pig named Oscar")),
     ("Lately, I've been looking into counseling and mental health as a career.",
      ("plans", "a career in counseling and mental health")),

@@ -29,7 +29,8 @@ KEYS = {
     "name": ("full name", "first name", "nickname"),
     "age": ("years old",),
     "birthday": ("birth date", "date of birth"),
-    "home city": ("city", "home", "hometown", "home town", "location", "lives in", "residence", "town", "country"),
+    "home city": ("city", "home", "location", "lives in", "residence", "town", "current city"),
+    "origin": ("hometown", "home town", "home country", "country", "birthplace", "comes from", "from"),
     "job": ("occupation", "work", "profession", "career", "employer", "workplace", "role"),
     "education": ("school", "studies", "study", "university", "degree", "college"),
     "partner": ("spouse", "husband", "wife", "boyfriend", "girlfriend", "relationship"),
@@ -52,7 +53,8 @@ KEYS = {
 KEY_OF = {spelling: key for key, spellings in KEYS.items() for spelling in (key, *spellings)}
 # Words that, in the same turn as the value, say it is that kind of fact ("I live in Lisbon": home city).
 CUES = {key: {w for spelling in (key, *spellings) for w in spelling.split()} for key, spellings in KEYS.items()}
-for _key, _extra in {"home city": "live lived living moved from", "job": "working works job jobs",
+for _key, _extra in {"home city": "live lived living moved", "origin": "grew born raised",
+                     "job": "working works job jobs",
                      "education": "studying studied", "partner": "married engaged dating",
                      "children": "kid", "pet": "adopted puppy kitten", "hobbies": "enjoy love",
                      "likes": "love enjoy", "dislikes": "hate", "health": "sick doctor",

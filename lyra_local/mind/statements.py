@@ -51,10 +51,12 @@ def _p(key: str, regex: str, template: str = "{value}") -> Pattern:
 # A key holds one value: "my daughter Sara" is not the value of "children" (there may be more), so relatives
 # are learnt by count ("I have two kids") and a partner by name, never one relative standing for all.
 PATTERNS = (
-    _p("home city", rf"\bI(?:'m| am)? (?:live|living|lived|grew up) in {PLACE}\b"),
-    _p("home city", rf"\bI(?:'m| am) (?:originally )?from {PLACE}\b"),
-    _p("home city", rf"\bI moved (?:here |back )?(?:from|to) {PLACE}\b"),
-    _p("home city", rf"\b[Mm]y home ?(?:town|country|city)(?: is|,)? {PLACE}\b"),
+    _p("home city", rf"\bI(?:'m| am)? (?:live|living) in {PLACE}\b"),
+    _p("home city", rf"\bI(?:'ve| have)? moved (?:here |back )?to {PLACE}\b"),
+    _p("origin", rf"\bI (?:grew up|was born|was raised) in {PLACE}\b"),
+    _p("origin", rf"\bI(?:'m| am) (?:originally )?from {PLACE}\b"),
+    _p("origin", rf"\bI moved (?:here |away )?from {PLACE}\b"),
+    _p("origin", rf"\b[Mm]y home ?(?:town|country)(?: is|,)? {PLACE}\b"),
     _p("pet", rf"\b[Mm]y (?:new )?{PETS},? (?:named |called )?{NAME}\b", "a {kind} named {value}"),
     _p("pet", rf"\b{NAME},? [Mm]y (?:new )?{PETS}\b", "a {kind} named {value}"),
     _p("partner", rf"\b[Mm]y {PARTNERS},? {NAME}\b", "{kind} {value}"),
@@ -112,7 +114,7 @@ def acceptable(key: str, value: str, names: Collection[str]) -> bool:
         return False
     if key == "age":
         return value.isdigit() and AGE_MIN <= int(value) <= AGE_MAX
-    if key == "home city":
+    if key in ("home city", "origin"):
         return not set(value.split()) & CITY_WORDS
     return True
 
