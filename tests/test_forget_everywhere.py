@@ -44,7 +44,7 @@ def carry_marker(messages: Sequence[Message], options: GenerationOptions | None)
     word = found[0] if found else "nothing new"
     if options is not None and options.json_schema is not None:
         if "facts" in options.json_schema.get("properties", {}):
-            return json.dumps({"facts": [{"key": "sport", "value": word}]})  # "my gym locker code is ..."
+            return json.dumps({"facts": [{"key": "sport", "value": word}]})  # "my sport is ..."
         said = f"Sam and Lyra talked about the locker code {word} at length."  # grounded in the gist it read
         return json.dumps({"mood": "curious", "energy": 0.6, "self_narrative": said, "reflections": [said]})
     return f"Sam and Lyra talked about the locker code {word} at length."
@@ -129,7 +129,7 @@ def test_forgetting_from_the_api_leaves_the_marker_nowhere(client: TestClient) -
     kept = "zq" + secrets.token_hex(6)
     secret = client.post("/api/sessions", json={"name": "locker"}).json()["id"]
     other = client.post("/api/sessions", json={"name": "errands"}).json()["id"]
-    chat(client, secret, f"My gym locker code is {marker}, please keep it for me.")
+    chat(client, secret, f"My sport is {marker}, it is my gym locker code too, please keep it for me.")
     chat(client, secret, "Also, I moved the bike to the basement.")
     chat(client, other, f"Remember the word {kept} for the crossword.")
     events = chat(client, other, f"What was my locker code? I think it was {marker[:6]}")
