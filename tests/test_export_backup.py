@@ -192,8 +192,12 @@ def test_lyra_import_killed_mid_way_keeps_whole_conversations_and_resumes(
         assert time.monotonic() < deadline and proc.poll() is None, "the import ended before it could be killed"
         if (data / "lyra.db").exists():
             conn = sqlite3.connect(data / "lyra.db", timeout=10)
-            stored = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
-            conn.close()
+            try:
+                stored = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+            except sqlite3.OperationalError:  # the file is there, its tables not yet (the migrations run)
+                stored = 0
+            finally:
+                conn.close()
             if stored >= 30:
                 break
         time.sleep(0.1)

@@ -45,6 +45,8 @@ SEED = {
          "'2023-05-12T00:00:00+00:00', '2023-05-12T00:00:00+00:00', 0)",
          "INSERT INTO asides (id, session_id, parent_id, role, content, created_at, set_aside_seq) VALUES "
          "(99, 1, 1, 'assistant', 'How many bees?', '2023-05-08T13:57:00+00:00', 1)"],
+    14: ["INSERT INTO dismissed (kind, target, basis, dismissed_at) VALUES ('fact', 'pet:1', '1', "
+         "'2023-05-13T00:00:00+00:00')"],
 }
 
 
@@ -76,6 +78,8 @@ def test_migrates_from_every_earlier_version(tmp_path: Path, version: int) -> No
         assert store.exchanges.history(1)[0].content == "I keep bees on my balcony"
         # the full-text index covers rows written before later migrations
         assert store.conn().execute("SELECT rowid FROM exchanges_fts WHERE exchanges_fts MATCH 'bees'").fetchone()
+    if version >= 12:  # the deletions a person made survive the table's rebuild (migration 14)
+        assert store.conn().execute("SELECT basis FROM dismissed WHERE kind = 'gist' AND target = '1'").fetchone()
     store.close()
     fresh.close()
 
