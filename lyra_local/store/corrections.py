@@ -105,24 +105,25 @@ class Corrections:
         fact = self.store.derived.fact(fact_id)
         if fact.source_session_id is None or fact.author == "user":  # the person's own: nothing to learn again
             return self._delete("fact", [fact_id], None)
-        last = self.store.conn().execute("SELECT coalesce(max(id), 0) FROM exchanges WHERE session_id = ?",
-                                         (fact.source_session_id,)).fetchone()[0]
-        return self._delete("fact", [fact_id], (f"{fact.key}:{fact.source_session_id}", str(last)))
+        return self._delete("fact", [fact_id], (f"{fact.key}:{fact.source_session_id}",
+                                                 self._last_turn(fact.source_session_id)))
 
     def rejected_facts(self) -> dict[tuple[str, int], int]:
         """(key, session id) -> the last turn of that session when the person said its fact was wrong: the
         key is not learnt again from that session's turns up to that one. One imported from elsewhere stands
         for the whole session as it is here now."""
         found = self.dismissed("fact")
-        adopt = {t: str(self.store.conn().execute("SELECT coalesce(max(id), 0) FROM exchanges WHERE session_id = ?",
-                                                  (int(t.partition(":")[2]),)).fetchone()[0])
-                 for t, basis in found.items() if basis == ADOPT}
+        adopt = {t: self._last_turn(int(t.partition(":")[2])) for t, basis in found.items() if basis == ADOPT}
         out = {}
         for target, basis in self.dismissed("fact", adopt=adopt).items():
             key, _, session = target.partition(":")
             if session.isdigit() and basis.isdigit():
                 out[(key, int(session))] = int(basis)
         return out
+
+    def _last_turn(self, session_id: int) -> str:
+        return str(self.store.conn().execute("SELECT coalesce(max(id), 0) FROM exchanges WHERE session_id = ?",
+                                             (session_id,)).fetchone()[0])
 
     # -- the arc and the self-state --------------------------------------------------------------
 

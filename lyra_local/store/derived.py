@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 # What counts as remembered now, from the registry (alias ``t``): a stale row waits for the dream to write it again.
 _GIST = KINDS["gist"].where_current()
 _FACT = KINDS["fact"].where_current()
-PROFILE_SEEN = "profile_seen_at"
 _DIGEST = KINDS["digest"].where_current()
 _ARC = KINDS["narrative"].where_current()
+PROFILE_SEEN = "profile_seen_at"  # meta: when the person last looked at their facts
 
 
 @dataclass(frozen=True)
