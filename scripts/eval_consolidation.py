@@ -53,6 +53,7 @@ from lyra_local.mind import Dreamer
 from lyra_local.mind.ground import when
 from lyra_local.mind.grounding import SUPPORT, sentences, split_speaker
 from lyra_local.mind.profile import KEYS
+from lyra_local.mind.statements import content_words
 from lyra_local.store import Exchange, Store
 from lyra_local.store.derived import ProfileFact
 from lyra_local.transfer.importer import import_source
@@ -164,7 +165,8 @@ def measure(store: Store, events: list[dict[str, Any]], memory_set: MemorySet, m
         memory_set.user}
     for fact in learnt_facts(store):
         totals["fact"]["written"] += 1
-        totals["fact"]["invented"] += not all(w in own for w in re.findall(r"\w+", fact.value.lower()))
+        # a value's content words must be said; framing ("a cat named Miso": "a", "named") need not be
+        totals["fact"]["invented"] += not all(w in own for w in content_words(fact.value))
         told = [t for t in store.corrections.sources("fact", fact.id) if t["role"] == "user"]
         named = is_a_name(fact.key, fact.value, speakers)
         totals["fact"]["a speaker's name"] += named
