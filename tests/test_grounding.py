@@ -138,6 +138,7 @@ def test_a_value_must_be_said_by_the_person_next_to_its_kind(fact: tuple[str, st
      ("plans", "a career in counseling and mental health")),
     ("I've been playing the violin since May!", ("music", "violin")),
     ("I'm 34 years old and tired.", ("age", "34")),
+    ("I work as a nurse at the hospital.", ("job", "nurse")),
 ])
 def test_the_floor_reads_plain_statements_of_the_persons_own(said: str, fact: tuple[str, str]) -> None:
     assert grounded_facts([], [said], {"caroline", "melanie", "lyra"}) == ([(*fact, 0)], [])

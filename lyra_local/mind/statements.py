@@ -99,10 +99,19 @@ def floor_facts(text: str, names: Collection[str]) -> list[tuple[str, str]]:
             m = pattern.regex.search(sentence)
             if m is None:
                 continue
-            value = pattern.template.format(**{k: v for k, v in m.groupdict().items() if v})
+            parts = {k: _trimmed(v) for k, v in m.groupdict().items() if v}
+            value = pattern.template.format(**parts)
             if acceptable(pattern.key, value, names):
                 found[pattern.key] = value
     return list(found.items())
+
+
+def _trimmed(part: str) -> str:
+    """A matched value without the small words a pattern may run on into ("a teacher at" -> "a teacher")."""
+    kept = part.split()
+    while len(kept) > 1 and kept[-1].casefold() in FRAMING:
+        kept.pop()
+    return " ".join(kept)
 
 
 def acceptable(key: str, value: str, names: Collection[str]) -> bool:
