@@ -159,7 +159,8 @@ def measure(store: Store, events: list[dict[str, Any]], memory_set: MemorySet, m
         totals["narrative"]["written"] += 1
         totals["narrative"]["invented"] += invented_in("narrative", narrative, everything)
     own = " ".join(t.content.lower() for ts in turns.values() for t in ts if t.role == "user")
-    source_of = {turn_id: source for source, turn_id in store.exchanges.ids_by_source().items()}
+    by_source = store.exchanges.ids_by_source()
+    source_of = {turn_id: source for source, turn_id in by_source.items()}
     gold = GOLD.get(memory_set.name)
     speakers = {split_speaker(t.content)[0] or "" for ts in turns.values() for t in ts} | set(given) | {
         memory_set.user}
@@ -169,11 +170,12 @@ def measure(store: Store, events: list[dict[str, Any]], memory_set: MemorySet, m
         totals["fact"]["invented"] += not all(w in own for w in content_words(fact.value))
         told = [t for t in store.corrections.sources("fact", fact.id) if t["role"] == "user"]
         named = is_a_name(fact.key, fact.value, speakers)
-        totals["fact"]["a speaker's name"] += named
+        totals["fact"]["speaker names"] += named
         where = "; ".join(f"{source_of.get(t['id'])}: {t['content'][:160]!r}" for t in told)
         if gold is None:  # no gold to judge by: every fact is printed, to be read
             totals["fact"]["unjudged"] += 1
-            print(f"  fact in {memory_set.name} ({'A SPEAKER' + chr(39) + 'S NAME, ' if named else ''}unjudged): "
+            flag = "A SPEAKER'S NAME, " if named else ""
+            print(f"  fact in {memory_set.name} ({flag}unjudged): "
                   f"{fact.key} = {fact.value!r} ← {where}", file=sys.stderr)
             continue
         support = [obs for t in told if (obs := fact_supported(fact.key, fact.value, source_of.get(t["id"], ""),
@@ -195,7 +197,6 @@ def measure(store: Store, events: list[dict[str, Any]], memory_set: MemorySet, m
         if w.author == "dream":
             totals["world"]["written"] += 1
             totals["world"]["invented"] += invented_in("world", w.content, everything)
-    by_source = store.exchanges.ids_by_source()
     for question in memory_set.questions:
         for source_id in question.evidence:
             turn = store.exchanges.get(by_source[source_id])
@@ -315,7 +316,7 @@ def report(title: str, totals: dict[str, Counter[str]], coverage: list[float], c
                        f"{facts['gold observations']} gold observations of the person)"
                        if facts["gold observations"] else "n/a")
         print(f"\nFacts against the gold: precision {precision}, coverage {coverage_of}; "
-              f"{facts['a speaker' + chr(39) + 's name']} with a speaker's name as the value; "
+              f"{facts['speaker names']} with a speaker's name as the value; "
               f"{facts['unjudged']} with no gold to judge by (printed).")
     for kind in ("gist", "digest"):
         on, off = totals[kind]["sentences on gold"], totals[kind]["sentences on no gold"]

@@ -18,8 +18,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lyra_local.mind.grounding import forms, words
-from lyra_local.mind.statements import content_words
+from lyra_local.mind.grounding import forms, vocabulary
+from lyra_local.mind.statements import content_words, names_a_speaker
 
 
 @dataclass(frozen=True)
@@ -42,13 +42,8 @@ def observations(path: Path) -> dict[str, list[Observation]]:
     return out
 
 
-def _plain(text: str) -> set[str]:
-    return {form for w in words(text) for form in forms(w)}
-
-
 def is_a_name(key: str, value: str, names: Collection[str]) -> bool:
-    folded = {n.casefold() for n in names if n}
-    return key != "name" and (value.casefold() in folded or any(w in folded for w in content_words(value)))
+    return names_a_speaker(key, value, {n.casefold() for n in names if n})
 
 
 def fact_supported(key: str, value: str, source: str, person: str, names: Collection[str],
@@ -58,11 +53,6 @@ def fact_supported(key: str, value: str, source: str, person: str, names: Collec
         return None
     wanted = content_words(value)
     for obs in gold:
-        if obs.speaker == person and source in obs.evidence and all(forms(w) & _plain(obs.text) for w in wanted):
+        if obs.speaker == person and source in obs.evidence and all(forms(w) & vocabulary([obs.text]) for w in wanted):
             return obs
     return None
-
-
-def evidence_of(gold: Iterable[Observation], session: int) -> set[str]:
-    """The turns of session ``session`` that some gold observation stands on."""
-    return {e for obs in gold for e in obs.evidence if e.startswith(f"D{session}:")}

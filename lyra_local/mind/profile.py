@@ -120,6 +120,7 @@ def grounded_facts(facts: list[tuple[str, str]], own_words: list[str], names: Co
         for key, value in floor_facts(text, names):
             if n >= since.get(key, 0):
                 kept.setdefault(key, (value, n))
+    said = [vocabulary(own_sentences(text)) for text in own_words] if facts else []
     failed: list[str] = []
     for key, value in facts:
         canonical = canonical_key(key)
@@ -131,7 +132,7 @@ def grounded_facts(facts: list[tuple[str, str]], own_words: list[str], names: Co
             failed.append("value_says_nothing")
         elif not acceptable(canonical, value, names):
             failed.append("value_is_a_speakers_name")
-        elif not any(all(forms(w) & vocabulary(own_sentences(text)) for w in content) for text in own_words):
+        elif not any(all(forms(w) & words_of for w in content) for words_of in said):
             failed.append("value_not_in_their_words")
         else:
             saying = [n for n, text in enumerate(own_words) if said_as(value, CUES[canonical], text)]

@@ -119,13 +119,18 @@ def acceptable(key: str, value: str, names: Collection[str]) -> bool:
     content = content_words(value)
     if not content or not any(c.isalpha() for c in value) and key != "age":
         return False
-    if key != "name" and (value.casefold() in names or any(w in names for w in content)):
+    if names_a_speaker(key, value, names):
         return False
     if key == "age":
         return value.isdigit() and AGE_MIN <= int(value) <= AGE_MAX
     if key in ("home city", "origin"):
         return not set(value.split()) & CITY_WORDS
     return True
+
+
+def names_a_speaker(key: str, value: str, names: Collection[str]) -> bool:
+    """Whether a value is, or holds, one of ``names`` (the speakers', folded): never a fact but of ``name``."""
+    return key != "name" and (value.casefold() in names or any(w in names for w in content_words(value)))
 
 
 def said_as(value: str, cues: set[str], text: str) -> bool:
