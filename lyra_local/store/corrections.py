@@ -24,7 +24,7 @@ from ..errors import Conflict, NotFound
 from . import provenance
 from .blobs import put_vector
 from .db import utc_now
-from .derived import Digest, Gist, ProfileFact, _digest, _fact, _gist
+from .derived import Digest, Gist, ProfileFact, _digest, _fact, _gist, rejection_parts, rejection_target
 from .forget import note
 from .kinds import KINDS, NODES, STALE_KINDS
 from .memory_dump import ADOPT
@@ -105,7 +105,7 @@ class Corrections:
         fact = self.store.derived.fact(fact_id)
         if fact.source_session_id is None or fact.author == "user":  # the person's own: nothing to learn again
             return self._delete("fact", [fact_id], None)
-        return self._delete("fact", [fact_id], (f"{fact.key}:{fact.source_session_id}",
+        return self._delete("fact", [fact_id], (rejection_target(fact.key, fact.source_session_id),
                                                  self._last_turn(fact.source_session_id)))
 
     def rejected_facts(self) -> dict[tuple[str, int], int]:
@@ -113,10 +113,12 @@ class Corrections:
         key is not learnt again from that session's turns up to that one. One imported from elsewhere stands
         for the whole session as it is here now."""
         found = self.dismissed("fact")
-        adopt = {t: self._last_turn(int(t.partition(":")[2])) for t, basis in found.items() if basis == ADOPT}
+        adopt = {t: self._last_turn(int(rejection_parts(t)[1])) for t, basis in found.items() if basis == ADOPT}
+        if adopt:
+            found = self.dismissed("fact", adopt=adopt)
         out = {}
-        for target, basis in self.dismissed("fact", adopt=adopt).items():
-            key, _, session = target.partition(":")
+        for target, basis in found.items():
+            key, session = rejection_parts(target)
             if session.isdigit() and basis.isdigit():
                 out[(key, int(session))] = int(basis)
         return out

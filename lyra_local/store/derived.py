@@ -273,6 +273,18 @@ class Derived:
         return None if row is None else (int(row[0]), dict(json.loads(row[1])))
 
 
+def rejection_target(key: str, session: int | str) -> str:
+    """How a fact the person rejected is named in ``dismissed``: its key and the conversation it was learnt from
+    (a session id here, its uid in an export), never its value."""
+    return f"{key}:{session}"
+
+
+def rejection_parts(target: str) -> tuple[str, str]:
+    """A rejected fact's ``dismissed`` target as (key, session); keys hold no colon (``normalize_key``)."""
+    key, _, session = target.partition(":")
+    return key, session
+
+
 def same_value(a: str, b: str) -> bool:
     def norm(text: str) -> str:
         return " ".join(text.split()).strip(" .").casefold()

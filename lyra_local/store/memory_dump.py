@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from . import provenance
 from .blobs import put_vector
+from .derived import rejection_parts, rejection_target
 from .kinds import KINDS, MEMORY_FILE, Kind
 
 if TYPE_CHECKING:
@@ -77,14 +78,14 @@ _OUT: dict[tuple[str, str], Out] = {
 
 
 def _session_of(kind: str, target: str) -> int:
-    return int(target.partition(":")[2] if kind == "fact" else target)
+    return int(rejection_parts(target)[1] if kind == "fact" else target)
 
 
 def _target_out(here: _Here, kind: str, target: str) -> str | None:
     if kind not in BY_SESSION:
         return target
     uid = here.uid.get(_session_of(kind, target))
-    return None if uid is None else (f"{target.partition(':')[0]}:{uid}" if kind == "fact" else uid)
+    return None if uid is None else (rejection_target(rejection_parts(target)[0], uid) if kind == "fact" else uid)
 
 PORTABLE_OUT = frozenset(_OUT)
 _REQUIRED = {"gist": "session", "dismissed": "target"}  # without it the row means nothing elsewhere: left out
@@ -197,11 +198,12 @@ def _restore_dismissed(conn: sqlite3.Connection, here: _Here, items: list[dict[s
     written = 0
     for d in items:
         if d["kind"] in BY_SESSION:
-            key, _, uid = str(d["target"]).partition(":") if d["kind"] == "fact" else ("", "", str(d["target"]))
+            key, uid = rejection_parts(str(d["target"])) if d["kind"] == "fact" else ("", str(d["target"]))
             sid = here.sid.get(uid)
             if sid is None:
                 continue
-            target, basis = f"{key}:{sid}" if key else str(sid), str(here.turn_at(sid, int(d["basis"] or 0)))
+            target = rejection_target(key, sid) if key else str(sid)
+            basis = str(here.turn_at(sid, int(d["basis"] or 0)))
         else:
             target, basis = str(d["target"]), ADOPT
         written += conn.execute("INSERT OR IGNORE INTO dismissed (kind, target, basis, dismissed_at) "
