@@ -115,14 +115,14 @@ def _recalled(memory: Memory, query: SearchQuery, tier: str, vector: np.ndarray,
     hits = [h for h in hits if set(h.stages) - BY_MEANING_ONLY
             or (h.id in vectors and float(vectors[h.id] @ vector) >= MEANING)]
     covers = index.covers(tier, [h.id for h in hits])
-    periods = {d.id: d for d in memory.store.derived.digests()} if tier == "digest" and hits else {}
+    periods = index.rows(tier, [h.id for h in hits]) if tier == "digest" else {}  # the found ones' only
     out = []
     for h in hits:
         began, ended = covers.get(h.id, (h.created_at, h.created_at))
         digest = periods.get(h.id)
         out.append(replace(_placed(memory, h.kind, h.id, h.content, h.created_at, h.session_id, h.score),
-                           began_at=began, ended_at=ended, granularity=digest.granularity if digest else None,
-                           period=digest.period if digest else None))
+                           began_at=began, ended_at=ended, granularity=digest["granularity"] if digest else None,
+                           period=digest["period"] if digest else None))
     return out
 
 

@@ -132,7 +132,8 @@ class RecallIndex:
             narrowed.args).fetchone() is not None
 
     def rows(self, tier: str, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        """Rows by id, with ``session_id``, ``role``, ``content`` and ``created_at`` for every tier."""
+        """Rows by id, with ``session_id``, ``role``, ``content`` and ``created_at`` for every tier (a digest's
+        ``granularity`` and ``period`` too)."""
         if not ids:
             return {}
         if tier == "exchange":
@@ -141,8 +142,8 @@ class RecallIndex:
             sql = ("SELECT id, session_id, NULL AS role, content, updated_at AS created_at FROM gists t "
                    f"WHERE {of_tier(tier).where_current()}")
         else:
-            sql = ("SELECT id, NULL AS session_id, NULL AS role, content, updated_at AS created_at, period "
-                   f"FROM digests t WHERE {of_tier(tier).where_current()}")
+            sql = ("SELECT id, NULL AS session_id, NULL AS role, content, updated_at AS created_at, granularity, "
+                   f"period FROM digests t WHERE {of_tier(tier).where_current()}")
         sql += (" AND" if "WHERE" in sql else " WHERE") + " id IN (SELECT value FROM json_each(?))"
         return {r["id"]: dict(r) for r in self.store.conn().execute(sql, (_json_ids(ids),))}
 
