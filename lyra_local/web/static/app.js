@@ -673,7 +673,7 @@
       catch (e) { showError(e.message); }
     };
     const value = el("p", { class: "fact-value", text: f.value });
-    const right = f.confirmed || f.author === "user" ? null : el("button", { text: "That's right",
+    const right = f.confirmed ? null : el("button", { text: "That's right",
       "aria-label": `That's right: ${f.key} is ${f.value}`, onclick: act("confirm") });
     const wrong = el("button", { text: "That's wrong", "aria-label": `That's wrong: ${f.key} is not ${f.value}`,
                                  onclick: act("reject") });
@@ -682,7 +682,7 @@
     card.append(
       el("div", { class: "fact-head" }, el("span", { class: "fact-key", text: f.key }),
          state.newFacts.has(f.id) ? el("span", { class: "badge new", text: "new" }) : null,
-         f.confirmed || f.author === "user" ? el("span", { class: "badge", text: "confirmed" }) : null),
+         f.confirmed ? el("span", { class: "badge", text: "confirmed" }) : null),
       value, factSaid(f), el("div", { class: "row fact-actions" }, right, wrong, edit, sources), list);
     return card;
   }
