@@ -14,7 +14,7 @@ Strategies: dense only, BM25 only, a plain reciprocal-rank fusion of the two,
 Lyra's full recall, and Lyra with each of its stages switched off in turn (or
 on, for those measured and left off).
 
-    python scripts/eval_recall.py                         # all three sets
+    python scripts/eval_recall.py                         # every set, the robustness sets too
     python scripts/eval_recall.py --dataset locomo-dev    # ../shared/data/locomo-dev.json
     python scripts/eval_recall.py --dataset memorybank --only "Lyra full recall"
     python scripts/eval_recall.py --cache /tmp/eval       # keep the imported stores for the next run
@@ -47,6 +47,7 @@ from lyra_local.transfer.importer import import_source
 from lyra_local.transfer.sources import open_source
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from messy_sets import origin  # noqa: E402
 from recall_sets import DATASETS, REPO, MemorySet, Question, categories, load  # noqa: E402
 
 KS = (5, 10, 25)
@@ -121,17 +122,20 @@ def evaluate(dataset: str, sets: list[MemorySet], models: Models, base: Path,
         store, memory, spent = open_memory(base, memory_set, models.embed)
         import_s += spent
         store_gists(memory, gists)
-        by_source = store.exchanges.ids_by_source()
+        messages_of: dict[str, set[int]] = defaultdict(set)  # a turn's messages (several for a burst)
+        for source, exchange in store.exchanges.ids_by_source().items():
+            messages_of[origin(source)].add(exchange)
         vectors = models.embed.embed([q.text for q in memory_set.questions]) if memory_set.questions else []
         for question, vector in zip(memory_set.questions, vectors, strict=True):
-            evidence = {by_source[e] for e in question.evidence}
+            evidence = [messages_of[e] for e in question.evidence]
             count[question.category] += 1
             for name, strategy in chosen.items():
                 t0 = time.perf_counter()
                 ranked = strategy(memory, question, np.asarray(vector, dtype=np.float32))
                 latency[name].append((time.perf_counter() - t0) * 1000)
                 for k in KS:
-                    found[name][question.category][k].append(len(evidence & set(ranked[:k])) / len(evidence))
+                    top = set(ranked[:k])
+                    found[name][question.category][k].append(sum(bool(m & top) for m in evidence) / len(evidence))
         store.close()
     cats = [c for c in categories(dataset) if count[c]]
     results: dict[str, Any] = {"dataset": dataset, "memories": len(sets), "turns": sum(s.turns for s in sets),

@@ -17,6 +17,10 @@ can be found among the imported exchanges whatever ids they get:
   (``eval/memorybank_evidence.md`` says how they were decided).
 - ``synthetic``: our own set (``eval/recall_set.json``, ``scripts/make_eval_set.py``),
   dated so its last session was yesterday. A regression test, not evidence.
+- ``locomo-messy``, ``memorybank-messy``: the first two as real people type
+  (bursts, no ``Name:`` label, lower case, typos, emoji, nicknames;
+  ``scripts/messy_sets.py``), every evidence label kept. Our own perturbation:
+  a regression test of robustness, not evidence.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
-DATASETS = ("locomo-dev", "memorybank", "synthetic")
+DATASETS = ("locomo-dev", "memorybank", "synthetic", "locomo-messy", "memorybank-messy")
+MESSY = {"locomo-messy": "locomo-dev", "memorybank-messy": "memorybank"}  # scripts/messy_sets.py
 DEFAULT_PATHS = {"locomo-dev": SHARED / "locomo-dev.json", "memorybank": SHARED / "memorybank-en.json",
                  "synthetic": REPO / "eval" / "recall_set.json"}
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -63,6 +68,7 @@ class MemorySet:
 
 
 def categories(dataset: str) -> tuple[str, ...]:
+    dataset = MESSY.get(dataset, dataset)
     if dataset == "locomo-dev":
         return tuple(LOCOMO_CATEGORIES.values())
     if dataset == "synthetic":
@@ -71,6 +77,10 @@ def categories(dataset: str) -> tuple[str, ...]:
 
 
 def load(dataset: str, path: Path | None = None) -> list[MemorySet]:
+    if dataset in MESSY:
+        from messy_sets import locomo_messy, memorybank_messy
+        clean = load(MESSY[dataset], path)
+        return locomo_messy(clean) if dataset == "locomo-messy" else memorybank_messy(clean)
     path = path or DEFAULT_PATHS[dataset]
     if dataset == "locomo-dev":
         return list(locomo(path))

@@ -111,6 +111,19 @@ def test_speaker_prefers_what_the_named_person_said(store: Store, embedder) -> N
     assert hers not in top(memory, question, 2, without("speaker"))
 
 
+def test_speaker_knows_a_side_by_the_nickname_the_other_calls_them(store: Store, embedder) -> None:
+    """No labels, as people type: "hey mel!" makes Mel the companion's side, and "Melanie" names it too."""
+    hers = "i signed up for pottery classes"
+    talk = [("user", "hey mel!"), ("assistant", "Caro, I signed up for yoga classes!"), ("user", "omg nice"),
+            ("user", hers), ("assistant", "Caro, the yoga classes are on Mondays."), ("user", "thanks mel!"),
+            ("assistant", "Caro, I also signed up for swimming classes."), ("user", "hey mel, good luck")]
+    memory, _ = conversation(store, embedder, [talk, filler(10, 2)])
+    assert hers in top(memory, "What classes did Caro sign up for?", 1)
+    assert hers not in top(memory, "What classes did Caro sign up for?", 1, without("speaker"))
+    assert hers in top(memory, "What classes did Caroline sign up for?", 1)  # the full name of "Caro"
+    assert hers not in top(memory, "What classes did Mel sign up for?", 3)
+
+
 def test_a_named_date_looks_among_that_periods_turns(store: Store, embedder) -> None:
     march = "Made a big pot of lentil soup for the neighbours."
     cooked = ["I cooked a huge dinner for my parents.", "I cooked pasta with fresh tomatoes.",

@@ -22,9 +22,11 @@ from ..store import Hit, Store
 from ..store.recall_index import FULL_TEXT, RecallIndex, filters
 from ..store.records import TIERS
 from .fusion import fts_match, query_words, recency_factor
+from .names import addressed_names, roles_named
 from .stages import ALWAYS, STAGES, Scaling, Search, Stage, Tuning, chosen, scale, when
 
 Mode = Literal["hybrid", "dense", "bm25"]
+NAMES_FROM_TURNS = 20_000  # the latest turns read to learn who is called what (names.py)
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,11 @@ class Recall:
         # (tier, word) -> (rows containing it, capped; table size when counted). Counts only
         # grow, so a word is re-counted when the table has grown a tenth; forgetting clears all.
         self._df: dict[tuple[str, str], tuple[int, int]] = {}
+        self._addressed: tuple[int, dict[str, str]] | None = None  # (turns when learnt, name -> role)
 
     def forgot(self) -> None:
         self._df.clear()
+        self._addressed = None
 
     def search(self, q: RecallQuery, query_vector: npt.NDArray[np.float32] | None, model: str | None) -> list[Hit]:
         tuning = self.tuning if q.k * 3 <= self.tuning.candidates else replace(self.tuning, candidates=q.k * 3)
@@ -91,7 +95,11 @@ class Recall:
         stages = [stage for stage in self._stages(q) if stage.applies(s)]
         if (q.tier, "turn") in FULL_TEXT and q.mode != "dense":
             s.size = self.index.size(q.tier)
-            s.df = self._document_frequencies(q.tier, query_words(q.text), s.size, tuning.common_min)
+            words = query_words(q.text)
+            s.df = self._document_frequencies(q.tier, words, s.size, tuning.common_min)
+            if any(stage.name == "speaker" for stage in stages):  # a name calls someone: not a word to search
+                s.addressed = self._names(s.size)
+                s.speakers = set(roles_named(q.text, s.addressed))
         s.weights = {stage.name: tuning.weight(stage.name) for stage in stages}
         s.scaling = {stage.name: stage.scaling for stage in stages}
         for stage in stages:
@@ -130,6 +138,12 @@ class Recall:
                             row["created_at"], score, tuple(sorted(s.pool.get(item_id, ())))))
         hits.sort(key=lambda h: (-h.score, -h.id))
         return hits
+
+    def _names(self, size: int) -> dict[str, str]:
+        """Who is called what in the latest turns, learnt again when the store has grown a tenth."""
+        if self._addressed is None or size > self._addressed[0] * 1.1:
+            self._addressed = (size, addressed_names(self.index.latest_turns(NAMES_FROM_TURNS)))
+        return self._addressed[1]
 
     def _document_frequencies(self, tier: str, words: list[str], size: int, common_min: int) -> dict[str, int]:
         """How many of the tier's ``size`` rows contain each word, counted up to a cap (cheap for common words)."""

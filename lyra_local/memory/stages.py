@@ -31,6 +31,7 @@ from ..store.recall_index import FULL_TEXT, Filters, RecallIndex, filters
 from ..store.records import Hit
 from .dates import Period, days_after, question_period, spoken_of, year_earlier
 from .fusion import asks, fts_match, recency_factor, specificity
+from .names import roles_named
 
 if TYPE_CHECKING:
     from .recall import RecallQuery
@@ -84,6 +85,7 @@ class Search:
     weights: dict[str, float] = field(default_factory=dict)
     scores: dict[int, float] = field(default_factory=dict)
     speakers: set[str] = field(default_factory=set)  # the words of the speakers' names the query names
+    addressed: dict[str, str] = field(default_factory=dict)  # names the two sides are called by -> role (names.py)
     _rows: dict[int, dict[str, Any]] = field(default_factory=dict)
     _vectors: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
     _neighbours: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
@@ -115,7 +117,7 @@ class Search:
     def useful_words(self) -> list[str]:
         """The query's words rare enough for full text to be worth its cost; common ones are left to vectors."""
         limit = max(self.tuning.common_min, self.size // 20)
-        return [w for w, count in self.df.items() if 0 < count <= limit]
+        return [w for w, count in self.df.items() if 0 < count <= limit and w not in self.speakers]
 
 
 class Stage:
@@ -293,8 +295,10 @@ ASKING_COMPANION = re.compile(r"^\s*(?:do|can|could|would|will)\s+you\s+(?:remem
                               re.IGNORECASE)
 
 
-def named_speakers(question: str, turns: Sequence[dict[str, Any]]) -> tuple[set[str], str | None]:
-    """Who a question is about: transcript speakers it names ("Name: ..."), or else a role by its pronouns.
+def named_speakers(question: str, turns: Sequence[dict[str, Any]],
+                   addressed: Mapping[str, str] | None = None) -> tuple[set[str], str | None]:
+    """Who a question is about: transcript speakers it names ("Name: ..."), a side by the name it is called
+    (``addressed``: "hey Mel!" makes Mel the other side), or else a role by its pronouns.
 
     "When did Caroline go ..." is about Caroline's own turns; "I recommended a
     film, which?" about the user's; "What did you recommend to me?" about the
@@ -306,6 +310,9 @@ def named_speakers(question: str, turns: Sequence[dict[str, Any]]) -> tuple[set[
     named = {n for n in names if n in bare or n.split()[0] in bare}
     if named:
         return named, None
+    sides = set(roles_named(question, addressed or {}).values())
+    if len(sides) == 1:
+        return set(), sides.pop()
     for w in words:  # the first subject pronoun decides
         if w in FIRST_PERSON:
             return set(), "user"
@@ -324,8 +331,8 @@ class Speaker(Stage):
 
     def score(self, s: Search) -> None:
         rows = s.rows(list(s.pool))
-        names, role = named_speakers(s.query.text, list(rows.values()))
-        s.speakers = {part for name in names for part in name.split()}
+        names, role = named_speakers(s.query.text, list(rows.values()), s.addressed)
+        s.speakers |= {part for name in names for part in name.split()}
         if not names and role is None:
             return
         raw = {}

@@ -169,6 +169,13 @@ class RecallIndex:
             "FROM exchanges e WHERE e.id IN (SELECT value FROM json_each(?))", (_json_ids(ids),))
         return {int(r[0]): (r[1], r[2]) for r in rows}
 
+    def latest_turns(self, n: int) -> list[tuple[str, str]]:
+        """The ``n`` latest remembered turns as (role, content): where recall learns who is called what."""
+        rows = self.store.conn().execute(
+            f"SELECT role, content FROM exchanges t WHERE {of_tier('exchange').where_current()} "
+            "ORDER BY id DESC LIMIT ?", (n,))
+        return [(str(r[0]), str(r[1])) for r in rows]
+
     def vectors(self, tier: str, model: str, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         if not ids:
             return {}

@@ -1,0 +1,41 @@
+"""Who is called what: names learnt from how the two sides address each other (``memory/names.py``)."""
+
+from __future__ import annotations
+
+from lyra_local.memory.names import addressed_names, roles_named, same_name
+
+
+def test_a_name_the_other_side_calls_someone_names_that_side() -> None:
+    talk = [("assistant", "Hey Caro! How was the weekend?"), ("user", "hey mel! it was great"),
+            ("assistant", "That's so cool, Caro!"), ("user", "thanks mel 😊"), ("user", "i went hiking")]
+    assert addressed_names(talk) == {"caro": "user", "mel": "assistant"}
+
+
+def test_a_person_naming_themselves_names_their_own_side() -> None:
+    talk = [("user", "Hello, my name is Emily. Nice to meet you."), ("assistant", "Hello, Emily!"),
+            ("user", "my name is emily btw")]
+    assert addressed_names(talk) == {"emily": "user"}
+
+
+def test_greetings_and_fillers_are_not_names() -> None:
+    talk = [("assistant", "No worries!"), ("user", "hey there!"), ("assistant", "hey there!"),
+            ("user", "wow, thanks!"), ("assistant", "Thanks so much!"), ("user", "Thanks so much!"),
+            ("assistant", "oh huh!"), ("user", "oh huh!"), ("user", "Anyway, I went home"), ("user", "Anyway, bye")]
+    assert addressed_names(talk) == {}
+
+
+def test_a_name_heard_once_or_used_mostly_otherwise_is_not_learnt() -> None:
+    once = [("assistant", "Hey Jo!"), ("user", "hi")]
+    assert addressed_names(once) == {}
+    # "Hey Paris!" twice, but Paris is mostly a place they talk about
+    place = [("user", "Hey Paris!")] * 2 + [("user", f"Paris was lovely, day {i}") for i in range(10)]
+    assert addressed_names(place) == {}
+
+
+def test_a_question_names_a_side_by_the_name_learnt_or_another_form_of_it() -> None:
+    names = {"caro": "user", "mel": "assistant"}
+    assert roles_named("What did Caroline paint?", names) == {"caroline": "user"}
+    assert roles_named("did melanie see caro's mum?", names) == {"caro": "user"}  # a nickname as learnt
+    assert roles_named("Did Melanie see Caro's mum?", names) == {"melanie": "assistant", "caro": "user"}
+    assert roles_named("Car trouble? What car did she buy?", names) == {}
+    assert not same_name("me", "mel") and same_name("jim", "jim") and not same_name("jim", "james")
