@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lyra_local.memory.names import addressed_names, roles_named, same_name
+from lyra_local.memory.names import addressed_names, roles_named, same_name, without_names
 
 
 def test_a_name_the_other_side_calls_someone_names_that_side() -> None:
@@ -39,3 +39,17 @@ def test_a_question_names_a_side_by_the_name_learnt_or_another_form_of_it() -> N
     assert roles_named("Did Melanie see Caro's mum?", names) == {"melanie": "assistant", "caro": "user"}
     assert roles_named("Car trouble? What car did she buy?", names) == {}
     assert not same_name("me", "mel") and same_name("jim", "jim") and not same_name("jim", "james")
+
+
+def test_a_name_the_question_calls_someone_by_is_not_what_it_is_about() -> None:
+    names = {"lyra": "assistant", "caro": "user"}
+    assert roles_named("Lyra, what did I say about my sister?", names) == {}
+    assert roles_named("What did I say about my sister, Lyra?", names) == {}
+    assert roles_named("What did Lyra recommend to Caro?", names) == {"lyra": "assistant", "caro": "user"}
+
+
+def test_a_question_without_its_names_keeps_what_it_asks() -> None:
+    assert without_names("When did Mel go to Caro's museum?", ["mel", "caro"]) == \
+        "When did someone go to someone's museum?"
+    assert without_names("Did Melbourne win?", ["mel"]) == "Did Melbourne win?"
+

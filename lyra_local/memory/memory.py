@@ -68,9 +68,13 @@ class Memory:
         return out
 
     def recall(self, query: RecallQuery, *, vector: npt.NDArray[np.float32] | None = None) -> list[Hit]:
-        """Hybrid recall; pass the query's ``vector`` if it was embedded already."""
+        """Hybrid recall; pass the query's ``vector`` if it was embedded already (a question naming someone is
+        embedded again without the name: ``Recall.content_of``)."""
         dense = query.mode != "bm25" and not self.switching_model
-        if dense and vector is None:
+        content = self._recall.content_of(query) if dense else None
+        if content is not None:
+            vector = self.embedder.embed([content])[0]
+        elif dense and vector is None:
             vector = self.embedder.embed([query.text])[0]
         return self._recall.search(query, vector if dense else None, self.embedder.name if dense else None)
 

@@ -82,14 +82,27 @@ def roles_named(question: str, names: Mapping[str, str]) -> dict[str, str]:
 
     A word names a side when it is a name learnt, or, written with a capital
     not at the start of the question, another form of one ("Caroline" for
-    "caro"): "What car did she buy?" names nobody.
+    "caro"): "What car did she buy?" names nobody. A name the question calls
+    someone by ("Mel, where did I go?") is who is asked, not who it is about.
     """
+    called = {m.group(1).lower() for pattern in ADDRESSED for m in pattern.finditer(question)}
     out = {}
     for n, match in enumerate(QUESTION_WORD.finditer(question)):
         written = match.group(0)
         word = written.lower()
+        if word in called:
+            continue  # "Lyra, what did I say?" asks Lyra; it is not about her
         capital = written[0].isupper() and n > 0
         roles = {role for name, role in names.items() if word == name or (capital and same_name(word, name))}
         if len(roles) == 1:
             out[word] = roles.pop()
     return out
+
+
+def without_names(question: str, named: Iterable[str]) -> str:
+    """``question`` with each of these names (and its possessive) said as "someone"."""
+    words = sorted(set(named), key=len, reverse=True)
+    if not words:
+        return question
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b", re.IGNORECASE)
+    return pattern.sub("someone", question)

@@ -22,8 +22,8 @@ from ..store import Hit, Store
 from ..store.recall_index import FULL_TEXT, RecallIndex, filters
 from ..store.records import TIERS
 from .fusion import fts_match, query_words, recency_factor
-from .names import addressed_names, roles_named
-from .stages import ALWAYS, STAGES, Scaling, Search, Stage, Tuning, chosen, scale, when
+from .names import addressed_names, roles_named, without_names
+from .stages import ALWAYS, STAGES, Scaling, Search, Stage, Tuning, chosen, scale, stage_names, when
 
 Mode = Literal["hybrid", "dense", "bm25"]
 NAMES_FROM_TURNS = 20_000  # the latest turns read to learn who is called what (names.py)
@@ -97,7 +97,7 @@ class Recall:
             s.size = self.index.size(q.tier)
             words = query_words(q.text)
             s.df = self._document_frequencies(q.tier, words, s.size, tuning.common_min)
-            if any(stage.name == "speaker" for stage in stages):  # a name calls someone: not a word to search
+            if self._knows_sides(q):  # a name calls someone: not a word to search
                 s.addressed = self._names(s.size)
                 s.speakers = set(roles_named(q.text, s.addressed))
         s.weights = {stage.name: tuning.weight(stage.name) for stage in stages}
@@ -138,6 +138,20 @@ class Recall:
                             row["created_at"], score, tuple(sorted(s.pool.get(item_id, ())))))
         hits.sort(key=lambda h: (-h.score, -h.id))
         return hits
+
+    def content_of(self, q: RecallQuery) -> str | None:
+        """The question with the names it calls the two sides by put aside ("When did Mel go to the museum?" ->
+        "When did someone go to the museum?"), or ``None`` when it names neither: the vector to search with.
+        A name is in every greeting ("hey Mel!"), so it draws a question's vector to them and away from what
+        was said; who said it is the speaker stage's part."""
+        if not self._knows_sides(q):
+            return None
+        named = roles_named(q.text, self._names(self.index.size(q.tier)))
+        return without_names(q.text, named) if named else None
+
+    def _knows_sides(self, q: RecallQuery) -> bool:
+        stages = stage_names() if q.stages is None else q.stages
+        return q.tier == "exchange" and q.mode == "hybrid" and "speaker" in stages
 
     def _names(self, size: int) -> dict[str, str]:
         """Who is called what in the latest turns, learnt again when the store has grown a tenth."""
