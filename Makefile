@@ -25,8 +25,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 run: setup
 	$(BIN)/lyra serve
 
-test: setup browser lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+test: setup browser lint $(VENV)/llama-server/bin/llama-server
+	LLAMA_SERVER=$(VENV)/llama-server/bin/llama-server $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Lint (ruff.toml: pycodestyle, pyflakes, import order, bugbear), strict types with
 # pydantic's plugin (mypy.ini), no SQL outside lyra_local/store/, and every import from a locked
@@ -95,7 +95,8 @@ bench: setup $(VENV)/llama-server/bin/llama-server
 	$(BIN)/python scripts/bench_dream.py
 	$(BIN)/python scripts/bench_import.py
 
-# llama.cpp's own server (parallel slots) for bench_dream, from the pinned sources.
+# llama.cpp's own server, from the pinned sources: parallel slots for bench_dream, /v1/rerank for the re-ranker's
+# test (llama-cpp-python's server has no re-ranking).
 $(VENV)/llama-server/bin/llama-server: $(STAMP)
 	PYTHON=$(BIN)/python LLAMA_CPP_VERSION=$(LLAMA_CPP_VERSION) scripts/build_llama_server.sh $(VENV)/llama-server
 

@@ -138,11 +138,13 @@ SummarySpec = Annotated[
 
 
 class ModelsConfig(_Strict):
-    """The three model roles."""
+    """The model roles: three always, and the re-ranker when one is configured."""
 
     chat: ModelSpec = Field(description="Replies to the user.")
     summary: SummarySpec = Field(description="Gists, digests, reflection; may reuse chat.")
     embed: ModelSpec = Field(description="Embeddings for recall.")
+    rerank: ModelSpec | None = Field(None, description="A reranking GGUF (rank pooling) that re-orders recall's "
+                                                      "best candidates; off when absent.")
 
 
 TOKEN_HOW = 'make one with: python3 -c "import secrets; print(secrets.token_urlsafe(24))"'
@@ -308,10 +310,16 @@ class Settings(_Strict):
         summary = self.models.summary
         return self.models.chat if isinstance(summary, SameAs) else summary
 
+    def roles(self) -> tuple[str, ...]:
+        """The roles configured: chat, summary and embed, and rerank when set."""
+        return (*ROLE_DEFAULTS, *(role for role in OPTIONAL_ROLES if getattr(self.models, role) is not None))
+
     def role_spec(self, role: str) -> LocalModel | ServerModel:
-        """The spec serving ``role`` (chat, summary or embed), following ``same_as``."""
-        spec: LocalModel | ServerModel = (self.resolved_summary() if role == "summary"
-                                          else getattr(self.models, role))
+        """The spec serving ``role`` (one of ``roles()``), following ``same_as``."""
+        spec: LocalModel | ServerModel | None = (self.resolved_summary() if role == "summary"
+                                                 else getattr(self.models, role))
+        if spec is None:
+            raise ConfigError(f"no model is configured for the {role} role", hint=f"add a [models.{role}] section")
         return spec
 
 
@@ -342,6 +350,7 @@ ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
     "summary": {"same_as": "chat"},
     "embed": {"backend": "local", "path": DEFAULT_EMBED_FILE, "n_ctx": 512, "n_batch": 256, "n_ubatch": 256},
 }
+OPTIONAL_ROLES = ("rerank",)  # no default model: off unless configured
 
 
 def find_config_file(explicit: Path | None, env: Mapping[str, str]) -> Path | None:
@@ -436,14 +445,15 @@ def _describe(exc: ValidationError, path: Path | None, env_keys: dict[tuple[str,
 def _drop_union_tags(loc: tuple[str, ...]) -> tuple[str, ...]:
     """``models.chat.local.n_ctx`` -> ``models.chat.n_ctx``: the backend tag is pydantic's, not the user's."""
     return tuple(part for i, part in enumerate(loc)
-                 if not (i > 0 and loc[i - 1] in ROLE_DEFAULTS and part in {"local", "server", "same_as"}))
+                 if not (i > 0 and loc[i - 1] in (*ROLE_DEFAULTS, *OPTIONAL_ROLES)
+                         and part in {"local", "server", "same_as"}))
 
 
-def missing_model_files(settings: Settings, roles: tuple[str, ...] = ("chat", "summary", "embed")) -> list[str]:
-    """One actionable line per configured local model (of ``roles``) whose file does not exist."""
+def missing_model_files(settings: Settings, roles: tuple[str, ...] | None = None) -> list[str]:
+    """One actionable line per configured local model (of ``roles``, default all) whose file does not exist."""
     problems = []
     seen: set[Path] = set()
-    for role in roles:
+    for role in settings.roles() if roles is None else roles:
         spec = settings.role_spec(role)
         if not isinstance(spec, LocalModel):
             continue

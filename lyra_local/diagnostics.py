@@ -45,7 +45,7 @@ def run_checks(runtime: Runtime, *, load: bool = True) -> list[Check]:
         checks.append(Check(role, False, detail, hint or None))
     if load:
         failed_roles = {line.split(":")[0].removeprefix("models.") for line in missing}
-        for role in ("chat", "summary", "embed"):
+        for role in settings.roles():
             if role not in failed_roles:
                 checks.append(_model_check(settings, runtime.models, role))
     return checks
@@ -90,6 +90,11 @@ def _model_check(settings: Settings, models: Models, role: str) -> Check:
             if isinstance(model, ServerBackend):
                 model.health()
             detail = f"{spec.backend} {where}: loads, {model.dim}-d vectors"
+        elif role == "rerank":
+            reranker = models.rerank
+            assert reranker is not None  # the role is configured, or it would not be checked
+            score, = reranker.rerank("hello", ["hello there"])
+            detail = f"{spec.backend} {where}: loads, scores a pair ({score:.3f})"
         else:
             chat = models.chat if role == "chat" else models.summary
             if isinstance(chat, ServerBackend):

@@ -80,7 +80,8 @@ class Runtime:
     def memory(self) -> Memory:
         with self._lock:
             if self._memory is None:
-                self._memory = Memory(self.store, self.models.embed, zone=self.settings.companion.zone)
+                self._memory = Memory(self.store, self.models.embed, zone=self.settings.companion.zone,
+                                      reranker=self.models.rerank)
             return self._memory
 
     @property

@@ -15,12 +15,14 @@ if [[ -x "$DEST/bin/llama-server" ]]; then
 fi
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-"$PY" -m pip download --disable-pip-version-check --quiet --no-deps --no-binary :all: \
+"$PY" -m pip download --disable-pip-version-check --quiet --no-deps --no-binary llama-cpp-python \
   "llama-cpp-python==$VERSION" -d "$WORK" >&2
 tar xzf "$WORK"/llama_cpp_python-"$VERSION".tar.gz -C "$WORK"
 SRC="$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp"
+GENERATOR=()
+command -v ninja >/dev/null && GENERATOR=(-G Ninja)  # else cmake's default, make
 # shellcheck disable=SC2086
-cmake -S "$SRC" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
+cmake -S "$SRC" -B "$WORK/build" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
   -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF \
   ${CMAKE_ARGS:-} >&2
 cmake --build "$WORK/build" --target llama-server -j "$(nproc)" >&2

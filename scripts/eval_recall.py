@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from lyra_local.config import load_settings
-from lyra_local.llm.base import Embedder
+from lyra_local.llm.base import Embedder, Reranker
 from lyra_local.llm.registry import Models
 from lyra_local.memory import Memory, RecallQuery
 from lyra_local.memory.fusion import rrf
@@ -81,8 +81,10 @@ def strategies() -> dict[str, Strategy]:
     return out
 
 
-def open_memory(base: Path, memory_set: MemorySet, embedder: Embedder) -> tuple[Store, Memory, float]:
-    """The set's store under ``base``, imported through ``lyra import``'s path (again: adds nothing)."""
+def open_memory(base: Path, memory_set: MemorySet, embedder: Embedder,
+                reranker: Reranker | None = None) -> tuple[Store, Memory, float]:
+    """The set's store under ``base``, imported through ``lyra import``'s path (again: adds nothing); recall
+    re-ranks with ``reranker`` when the configuration has one (``[models.rerank]``)."""
     data_dir = base / memory_set.name
     data_dir.mkdir(parents=True, exist_ok=True)
     path = data_dir / "import.jsonl"
@@ -93,7 +95,7 @@ def open_memory(base: Path, memory_set: MemorySet, embedder: Embedder) -> tuple[
     if report.problems:
         raise SystemExit(f"{memory_set.name}: import problems: {report.problems[:3]}")
     context_view.backfill(store)  # a store imported before the context view existed (--cache)
-    return store, Memory(store, embedder), time.perf_counter() - t0
+    return store, Memory(store, embedder, reranker=reranker), time.perf_counter() - t0
 
 
 def store_gists(memory: Memory, gists: dict[str, str]) -> int:
@@ -119,7 +121,7 @@ def evaluate(dataset: str, sets: list[MemorySet], models: Models, base: Path,
     count: dict[str, int] = defaultdict(int)
     import_s = 0.0
     for memory_set in sets:
-        store, memory, spent = open_memory(base, memory_set, models.embed)
+        store, memory, spent = open_memory(base, memory_set, models.embed, models.rerank)
         import_s += spent
         store_gists(memory, gists)
         messages_of: dict[str, set[int]] = defaultdict(set)  # a turn's messages (several for a burst)
@@ -190,7 +192,8 @@ def main() -> None:
         base = args.cache or Path(tmp)
         settings = load_settings(None, env={**os.environ, "LYRA_DATA_DIR": str(base)})
         models = Models(settings)
-        print(f"Recall evaluation with {models.embed.name}; {os.cpu_count()} CPUs")
+        reranking = f", re-ranked by {models.rerank.name}" if models.rerank else ""
+        print(f"Recall evaluation with {models.embed.name}{reranking}; {os.cpu_count()} CPUs")
         all_results = []
         gists = json.loads(args.gists.read_text(encoding="utf-8"))["sessions"] if args.gists.exists() else {}
         if gists:

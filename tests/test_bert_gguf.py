@@ -43,6 +43,12 @@ def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float)
 
 def reference_embedding(weights: dict[str, np.ndarray], config: dict, ids: list[int]) -> np.ndarray:
     """BERT encoder + mean pooling + L2 normalisation, in float64 NumPy."""
+    pooled = reference_states(weights, config, ids).mean(axis=0)
+    return pooled / np.linalg.norm(pooled)
+
+
+def reference_states(weights: dict[str, np.ndarray], config: dict, ids: list[int]) -> np.ndarray:
+    """The BERT encoder's last hidden state per token, in float64 NumPy (every token of segment 0)."""
     w = {k: v.astype(np.float64) for k, v in weights.items() if v.dtype.kind == "f"}
     eps = config["layer_norm_eps"]
     heads = config["num_attention_heads"]
@@ -68,8 +74,7 @@ def reference_embedding(weights: dict[str, np.ndarray], config: dict, ids: list[
         hidden = 0.5 * hidden * (1.0 + _erf(hidden / math.sqrt(2.0)))
         x = _layer_norm(x + dense(hidden, f"{p}.output.dense"),
                         w[f"{p}.output.LayerNorm.weight"], w[f"{p}.output.LayerNorm.bias"], eps)
-    pooled = x.mean(axis=0)
-    return pooled / np.linalg.norm(pooled)
+    return x
 
 
 @pytest.fixture(scope="module")

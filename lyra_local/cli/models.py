@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     listing = models_sub.add_parser("list", help="show the model configured for each role")
     listing.set_defaults(run=run_list)
 
-    convert = models_sub.add_parser("convert-bert", help="convert a Hugging Face BERT embedding model to GGUF")
+    convert = models_sub.add_parser(
+        "convert-bert", help="convert a Hugging Face BERT embedding model (or a cross-encoder re-ranker) to GGUF")
     convert.add_argument("source", type=Path, help="folder with config.json, tokenizer.json, model.safetensors")
     convert.add_argument("output", type=Path, help="the .gguf file to write")
     convert.set_defaults(run=run_convert)
@@ -36,7 +37,7 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 def run_list(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    for role in ("chat", "summary", "embed"):
+    for role in settings.roles():
         spec = settings.role_spec(role)
         if isinstance(spec, LocalModel):
             path = settings.model_path(spec)

@@ -173,3 +173,19 @@ class Embedder(Protocol):
     def info(self) -> ModelInfo: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Something that scores how well each passage answers a query (a cross-encoder: both read together)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        """One score per passage, in order; higher is more relevant (the scale is the model's own)."""
+        ...
+
+    def info(self) -> ModelInfo: ...
+
+    def close(self) -> None: ...

@@ -15,6 +15,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,11 +74,14 @@ def _prompt_errors() -> Iterator[None]:
 class _LazyLlama:
     """Loads a ``Llama`` on first use, serialises access to it, and frees it once."""
 
-    def __init__(self, path: Path, spec: config.LocalModel, role: str, *, embedding: bool) -> None:
+    def __init__(self, path: Path, spec: config.LocalModel, role: str, *, embedding: bool,
+                 pooling: int = -1) -> None:
+        """``pooling``: llama.cpp's pooling type; -1 (unspecified) is the GGUF's own (a re-ranker's is rank)."""
         self.path = path
         self.spec = spec
         self.role = role
         self.embedding = embedding
+        self.pooling = pooling
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._count_lock = threading.Lock()
@@ -162,6 +166,7 @@ class _LazyLlama:
                 embedding=self.embedding,
                 seed=self.spec.sampling.seed if self.spec.sampling.seed is not None else 0xFFFFFFFF,
                 verbose=False,
+                pooling_type=self.pooling,
             )
         except (ValueError, RuntimeError) as exc:
             raise ModelLoadError(f"llama.cpp could not load {self.path}: {exc}",
@@ -292,3 +297,101 @@ class LocalEmbedder:
 
     def close(self) -> None:
         self._model.close()
+
+
+@dataclass(frozen=True)
+class PairFormat:
+    """How a model's vocabulary joins a query and a passage for a cross-encoder, as llama.cpp's server does:
+    ``[BOS] query [EOS] [SEP] passage [EOS]``, each special token where the vocabulary adds it (BERT:
+    ``[CLS] q [SEP] p [SEP]``; XLM-RoBERTa, as bge-reranker: ``<s> q </s></s> p </s>``)."""
+
+    bos: int | None
+    eos: int | None
+    sep: int | None
+
+    def join(self, query: list[int], passage: list[int], limit: int) -> list[int]:
+        """The pair's tokens, the passage (then the query) cut so that the whole fits ``limit``."""
+        head = [t for t in (self.bos,) if t is not None]
+        middle = [t for t in (self.eos, self.sep) if t is not None]
+        tail = [t for t in (self.eos if self.eos is not None else self.sep,) if t is not None]
+        room = max(limit - len(head) - len(middle) - len(tail), 2)
+        query = query[:max(room // 2, room - len(passage))]
+        passage = passage[:room - len(query)]
+        return [*head, *query, *middle, *passage, *tail]
+
+
+def pair_format(llm: Any) -> PairFormat:
+    import llama_cpp
+
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+
+    def token(add: bool, value: int) -> int | None:
+        return value if add and value >= 0 else None
+
+    sep = token(llama_cpp.llama_vocab_get_add_sep(vocab), llama_cpp.llama_vocab_sep(vocab))
+    return PairFormat(bos=token(llama_cpp.llama_vocab_get_add_bos(vocab), llama_cpp.llama_vocab_bos(vocab)),
+                      eos=token(llama_cpp.llama_vocab_get_add_eos(vocab), llama_cpp.llama_vocab_eos(vocab)),
+                      sep=sep)
+
+
+class LocalReranker:
+    """A reranking model (rank pooling: a classification head on the pair's first token) in this process.
+
+    llama-cpp-python's ``embed`` reads ``n_embd`` floats per sequence, where rank
+    pooling gives one score: the pairs are decoded here instead, packed several
+    to a batch like embeddings, and the score read from each sequence's output.
+    """
+
+    def __init__(self, path: Path, spec: config.LocalModel, role: str = "rerank") -> None:
+        import llama_cpp
+
+        self._model = _LazyLlama(path, spec, role, embedding=True, pooling=llama_cpp.LLAMA_POOLING_TYPE_RANK)
+        self.spec = spec
+        self.role = role
+
+    @property
+    def name(self) -> str:
+        return self._model.path.stem
+
+    def load(self) -> None:
+        self._model.llm()
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        if not passages:
+            return []
+        with self._model.using() as llm:
+            limit = llm.n_batch  # one micro-batch holds a whole pair (see _LazyLlama._load)
+            form = pair_format(llm)
+            asked = llm.tokenize(query.encode("utf-8"), add_bos=False, special=False)
+            pairs = [form.join(asked, llm.tokenize(p.encode("utf-8"), add_bos=False, special=False), limit)
+                     for p in passages]
+            return _rank_scores(llm, pairs, limit)
+
+    def info(self) -> ModelInfo:
+        return ModelInfo(self.role, "local", self.name, {"path": str(self._model.path), "n_ctx": self.spec.n_ctx})
+
+    def close(self) -> None:
+        self._model.close()
+
+
+def _rank_scores(llm: Any, pairs: list[list[int]], limit: int) -> list[float]:
+    """Each pair's score: as many pairs to a decode as fit ``limit`` tokens and the context's sequences."""
+    import llama_cpp
+
+    scores: list[float] = []
+    most = llm.context_params.n_seq_max
+    start = 0
+    while start < len(pairs):
+        end, used = start, 0
+        while end < len(pairs) and (end == start or (end - start < most and used + len(pairs[end]) <= limit)):
+            used += len(pairs[end])
+            end += 1
+        llm._batch.reset()
+        for seq, tokens in enumerate(pairs[start:end]):
+            llm._batch.add_sequence(tokens, seq, True)
+        llm._ctx.kv_cache_clear()
+        llm._ctx.decode(llm._batch)
+        llm._batch.reset()
+        scores.extend(float(llama_cpp.llama_get_embeddings_seq(llm._ctx.ctx, seq)[0]) for seq in range(end - start))
+        start = end
+    return scores

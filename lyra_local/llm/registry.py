@@ -21,27 +21,29 @@ from collections.abc import Callable, Iterator
 from typing import Union
 
 from .. import config
-from .base import ChatModel, Embedder, ModelInfo
-from .local import LocalChatModel, LocalEmbedder, ModelClosed
+from .base import ChatModel, Embedder, ModelInfo, Reranker
+from .local import LocalChatModel, LocalEmbedder, LocalReranker, ModelClosed
 from .server import ServerBackend
 
 log = logging.getLogger(__name__)
-AnyBackend = Union[LocalChatModel, LocalEmbedder, ServerBackend]
+AnyBackend = Union[LocalChatModel, LocalEmbedder, LocalReranker, ServerBackend]
 
 
 class Models:
     """Role -> backend, built lazily; leased by work, retired on reload, closed once."""
 
     def __init__(self, settings: config.Settings, *, chat: ChatModel | None = None,
-                 summary: ChatModel | None = None, embed: Embedder | None = None) -> None:
+                 summary: ChatModel | None = None, embed: Embedder | None = None,
+                 rerank: Reranker | None = None) -> None:
         """Backends given here are used as they are (tests pass fakes, or one model shared by a whole test
         session) and stay their giver's to close; the rest are built on use, and closed by ``close``."""
         self.settings = settings
-        self._given = {id(m) for m in (chat, summary, embed) if m is not None}
+        self._given = {id(m) for m in (chat, summary, embed, rerank) if m is not None}
         self._lock = threading.Lock()
         self._chat = chat
         self._summary = summary
         self._embed = embed
+        self._rerank = rerank
         self._state = threading.Condition()  # guards the lease count and the lifecycle flags
         self._leases = 0
         self._retired = False
@@ -82,11 +84,25 @@ class Models:
                     self._embed = ServerBackend(spec, "embed")
             return self._embed
 
+    @property
+    def rerank(self) -> Reranker | None:
+        """The re-ranker, or None when none is configured (the role is optional)."""
+        with self._lock:
+            self._check_open("rerank")
+            spec = self.settings.models.rerank
+            if self._rerank is None and spec is not None:
+                if isinstance(spec, config.LocalModel):
+                    self._rerank = LocalReranker(self.settings.model_path(spec), spec, "rerank")
+                else:
+                    self._rerank = ServerBackend(spec, "rerank")
+            return self._rerank
+
     def shares_summary_with_chat(self) -> bool:
         return self.settings.resolved_summary() == self.settings.models.chat
 
     def info(self) -> list[ModelInfo]:
-        return [self.chat.info(), self.summary.info(), self.embed.info()]
+        rerank = self.rerank
+        return [self.chat.info(), self.summary.info(), self.embed.info(), *([rerank.info()] if rerank else [])]
 
     # -- leases -------------------------------------------------------------------------
 
@@ -169,9 +185,9 @@ class Models:
             except Exception:  # one failing hook must not keep the models loaded
                 log.exception("a close hook failed")
         with self._lock:
-            models = {id(m): m for m in (self._chat, self._summary, self._embed)
+            models = {id(m): m for m in (self._chat, self._summary, self._embed, self._rerank)
                       if m is not None and id(m) not in self._given}.values()
-            self._chat = self._summary = self._embed = None
+            self._chat = self._summary = self._embed = self._rerank = None
         try:
             for model in models:
                 model.close()

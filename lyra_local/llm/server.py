@@ -36,7 +36,7 @@ _RETRY_STATUS = {408, 425, 429}
 
 
 class ServerBackend:
-    """Chat, embeddings and token counting against one model on one server."""
+    """Chat, embeddings, re-ranking and token counting against one model on one server."""
 
     def __init__(
         self,
@@ -139,6 +139,19 @@ class ServerBackend:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         unit: Vectors = vectors / np.maximum(norms, 1e-12)
         return unit
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        """Scores from llama.cpp's ``/v1/rerank`` (a server started with ``--reranking``), in passage order."""
+        if not passages:
+            return []
+        body = self._post("/v1/rerank", {"model": self.spec.model, "query": query, "documents": list(passages),
+                                         "top_n": len(passages)})
+        scores = {int(item["index"]): float(item["relevance_score"]) for item in body.get("results", [])}
+        if sorted(scores) != list(range(len(passages))):
+            raise ModelRequestError(f"{self.role} model server {self.spec.base_url} scored {len(scores)} of "
+                                    f"{len(passages)} passages",
+                                    hint="start llama-server with --reranking and a reranking GGUF")
+        return [scores[i] for i in range(len(passages))]
 
     def count_tokens(self, text: str) -> int:
         # llama.cpp's server has /tokenize; llama-cpp-python's has /extras/tokenize.

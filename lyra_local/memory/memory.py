@@ -16,7 +16,7 @@ from datetime import timezone, tzinfo
 import numpy as np
 import numpy.typing as npt
 
-from ..llm.base import Embedder
+from ..llm.base import Embedder, Reranker
 from ..store import Exchange, Hit, Store
 from ..store.exchanges import NewExchange
 from ..store.forget import Forgotten, forget, forget_exchanges, forget_sessions
@@ -31,9 +31,11 @@ Progress = Callable[[int, int], None]
 
 
 class Memory:
-    def __init__(self, store: Store, embedder: Embedder, *, zone: tzinfo = timezone.utc) -> None:
+    def __init__(self, store: Store, embedder: Embedder, *, zone: tzinfo = timezone.utc,
+                 reranker: Reranker | None = None) -> None:
         self.store = store
         self.embedder = embedder
+        self.reranker = reranker  # the optional re-ranking model: recall's last stage (stages.Rerank)
         self.zone = zone  # the person's time zone: "yesterday", "in June" are read in it
         self._recall = Recall(store, zone=zone)
         if store.get_meta(ACTIVE_MODEL_KEY) is None:
@@ -76,7 +78,8 @@ class Memory:
             vector = self.embedder.embed([content])[0]
         elif dense and vector is None:
             vector = self.embedder.embed([query.text])[0]
-        return self._recall.search(query, vector if dense else None, self.embedder.name if dense else None)
+        return self._recall.search(query, vector if dense else None, self.embedder.name if dense else None,
+                                   self.reranker)
 
     def forget_session(self, session_id: int) -> Forgotten:
         self.store.sessions.get(session_id)  # a clear error if it does not exist

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import BadRequest
+from ..llm.base import Reranker
 from ..store import Hit, Store
 from ..store.recall_index import FULL_TEXT, RecallIndex, filters
 from ..store.records import TIERS
@@ -86,12 +87,13 @@ class Recall:
         self._df.clear()
         self._addressed = None
 
-    def search(self, q: RecallQuery, query_vector: npt.NDArray[np.float32] | None, model: str | None) -> list[Hit]:
+    def search(self, q: RecallQuery, query_vector: npt.NDArray[np.float32] | None, model: str | None,
+               reranker: Reranker | None = None) -> list[Hit]:
         tuning = self.tuning if q.k * 3 <= self.tuning.candidates else replace(self.tuning, candidates=q.k * 3)
         s = Search(q, query_vector, model, self.index, tuning,
                    filters(q.tier, session_id=q.session_id, exclude_session_id=q.exclude_session_id,
                            since=q.since, until=q.until, role=q.role),
-                   datetime.now(self.zone))
+                   datetime.now(self.zone), reranker=reranker)
         stages = [stage for stage in self._stages(q) if stage.applies(s)]
         if (q.tier, "turn") in FULL_TEXT and q.mode != "dense":
             s.size = self.index.size(q.tier)

@@ -17,15 +17,18 @@ real conversations (LoCoMo, MemoryBank) and on our own set.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import LyraError
+from ..llm.base import Reranker
 from ..store.db import from_iso, to_iso
 from ..store.recall_index import FULL_TEXT, Filters, RecallIndex, filters
 from ..store.records import Hit
@@ -36,6 +39,7 @@ from .names import roles_named
 if TYPE_CHECKING:
     from .recall import RecallQuery
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 Scaling = Literal["range", "peak"]
 
@@ -61,6 +65,7 @@ class Tuning:
     past_years: int = 30  # how far back a period named without its year is looked for
     current_weight: float = 0.6  # "now", "these days": the newest matching turns gain up to this share
     current_half_life_days: float = 120.0
+    rerank_top: int = 50  # the candidates a configured re-ranker reads (a cross-encoder's cost grows with each)
 
     def weight(self, stage: str) -> float:
         return dict(self.weights).get(stage, 1.0)
@@ -86,6 +91,7 @@ class Search:
     scores: dict[int, float] = field(default_factory=dict)
     speakers: set[str] = field(default_factory=set)  # the words of the speakers' names the query names
     addressed: dict[str, str] = field(default_factory=dict)  # names the two sides are called by -> role (names.py)
+    reranker: Reranker | None = None  # the optional re-ranking model (Rerank)
     _rows: dict[int, dict[str, Any]] = field(default_factory=dict)
     _vectors: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
     _neighbours: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
@@ -452,6 +458,30 @@ class Currentness(Stage):
             s.scores[i] *= 1.0 + s.tuning.current_weight * recency_factor(at, newest, s.tuning.current_half_life_days)
 
 
+class Rerank(Stage):
+    """A cross-encoder reads the question with each of the best candidates and re-orders them (when the optional
+    ``[models.rerank]`` role is configured): it sees the two together, where the other stages compare them apart.
+
+    A re-ranker that fails (its server down) leaves the order as fused: recall still answers, and the log says why.
+    """
+
+    name = "rerank"
+
+    def applies(self, s: Search) -> bool:
+        return s.reranker is not None and s.query.mode == "hybrid"
+
+    def reorder(self, s: Search, hits: list[Hit]) -> list[Hit]:
+        assert s.reranker is not None
+        top, rest = hits[:s.tuning.rerank_top], hits[s.tuning.rerank_top:]
+        try:
+            scores = s.reranker.rerank(s.query.text, [hit.content for hit in top])
+        except LyraError as exc:
+            log.warning("re-ranking skipped: %s", exc.message)
+            return hits
+        order = sorted(range(len(top)), key=lambda i: (-scores[i], i))
+        return [replace(top[i], stages=(*top[i].stages, self.name)) for i in order] + rest
+
+
 class Diversity(Stage):
     """A repeated message ("work was busy today") adds no evidence: repeats go after every distinct hit."""
 
@@ -467,7 +497,7 @@ class Diversity(Stage):
 
 STAGES: tuple[Stage, ...] = (Dense(), FullText("bm25", "turn"), FullText("context", "context"), RareWords(), Dates(),
                              DenseContext(), Speaker(), LexicalTrust(), Sessions(), Answers(), Currentness(),
-                             Diversity())
+                             Rerank(), Diversity())
 OPTIONAL: tuple[Stage, ...] = (GistSessions(),)
 ALWAYS = ("dense", "bm25")  # what the plain modes are made of
 

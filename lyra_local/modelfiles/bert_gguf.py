@@ -9,6 +9,10 @@ What llama.cpp's ``bert`` architecture expects, and why:
 - Position and token-type embeddings, and every 1-D tensor, stay float32: ggml
   aborts on an f32 + f16 add. Other matrices are stored as float16.
 - Pooling comes from sentence-transformers' ``1_Pooling/config.json``.
+- A cross-encoder (``BertForSequenceClassification``: a ``classifier`` on the
+  pooler) becomes a re-ranker: rank pooling, the pooler as llama.cpp's ``cls``
+  (dense, then tanh) and the classifier as ``cls.output``, which is what
+  llama.cpp computes on the pair's first token.
 """
 
 from __future__ import annotations
@@ -27,6 +31,13 @@ from ..errors import FetchError
 CONVERTER_VERSION = 1
 _SKIPPED = {"embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias"}
 _KEEP_F32 = {"embeddings.position_embeddings.weight", "embeddings.token_type_embeddings.weight"}
+_RANK_HEAD = {"pooler.dense.weight": "cls.weight", "pooler.dense.bias": "cls.bias",
+              "classifier.weight": "cls.output.weight", "classifier.bias": "cls.output.bias"}
+
+
+def is_cross_encoder(weights: dict[str, Any]) -> bool:
+    """A sequence classifier on BERT (a re-ranker), not a sentence-embedding model."""
+    return "classifier.weight" in weights
 
 
 def phantom_token(token: str, is_control: bool) -> str:
@@ -68,13 +79,15 @@ def read_vocab(model_dir: Path) -> tuple[list[str], list[int]]:
 
 
 def convert_bert(model_dir: Path, out_path: Path, *, name: str) -> None:
-    """Write ``out_path`` (atomically) from a BERT model directory."""
+    """Write ``out_path`` (atomically) from a BERT model directory: an embedding model, or a re-ranker."""
     hparams: dict[str, Any] = json.loads((model_dir / "config.json").read_text())
     if hparams.get("model_type") != "bert":
         raise FetchError(f"{model_dir}/config.json: model_type is {hparams.get('model_type')!r}, expected 'bert'")
     n_layers = int(hparams["num_hidden_layers"])
     tokens, types = read_vocab(model_dir)
-    weights = load_file(str(model_dir / "model.safetensors"))
+    weights = {hf_name.removeprefix("bert."): data
+               for hf_name, data in load_file(str(model_dir / "model.safetensors")).items()}
+    rank = is_cross_encoder(weights)
 
     tmp = out_path.with_name(out_path.name + ".partial")
     writer = gguf.GGUFWriter(str(tmp), gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.BERT])
@@ -86,7 +99,10 @@ def convert_bert(model_dir: Path, out_path: Path, *, name: str) -> None:
     writer.add_head_count(int(hparams["num_attention_heads"]))
     writer.add_layer_norm_eps(float(hparams.get("layer_norm_eps", 1e-12)))
     writer.add_causal_attention(False)
-    writer.add_pooling_type(pooling_type(model_dir))
+    writer.add_pooling_type(gguf.PoolingType.RANK if rank else pooling_type(model_dir))
+    if rank:
+        labels = hparams.get("id2label") or {"0": "score"}
+        writer.add_classifier_output_labels([labels[k] for k in sorted(labels, key=int)])
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     writer.add_tokenizer_model("bert")
     writer.add_tokenizer_pre("default")
@@ -99,14 +115,17 @@ def convert_bert(model_dir: Path, out_path: Path, *, name: str) -> None:
     special.add_to_gguf(writer, quiet=True)
 
     name_map = gguf.get_tensor_name_map(gguf.MODEL_ARCH.BERT, n_layers)
-    for hf_name in sorted(weights):
-        plain = hf_name.removeprefix("bert.")
-        if plain in _SKIPPED:
+    for plain in sorted(weights):
+        gguf_name: str | None
+        if rank and plain in _RANK_HEAD:
+            gguf_name = _RANK_HEAD[plain]
+        elif plain in _SKIPPED:
             continue
-        gguf_name = name_map.get_name(plain, try_suffixes=(".weight", ".bias"))
+        else:
+            gguf_name = name_map.get_name(plain, try_suffixes=(".weight", ".bias"))
         if gguf_name is None:
-            raise FetchError(f"{model_dir}: tensor {hf_name!r} has no GGUF name for the bert architecture")
-        data = weights[hf_name]
+            raise FetchError(f"{model_dir}: tensor {plain!r} has no GGUF name for the bert architecture")
+        data = weights[plain]
         keep_f32 = data.ndim == 1 or plain in _KEEP_F32
         writer.add_tensor(gguf_name, data.astype(np.float32 if keep_f32 else np.float16))
 

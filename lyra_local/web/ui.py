@@ -54,7 +54,7 @@ async def settings_view(request: Request) -> dict[str, Any]:
     state = app_state(request)
     settings = state.settings
     roles = {}
-    for role in ("chat", "summary", "embed"):
+    for role in settings.roles():
         spec = settings.role_spec(role)
         if isinstance(spec, LocalModel):
             roles[role] = {"backend": "local", "model": spec.path.name, "path": str(settings.model_path(spec)),
