@@ -55,7 +55,9 @@ DEPTH = max(KS)
 Strategy = Callable[[Memory, Question, Any], list[int]]
 
 
-def strategies() -> dict[str, Strategy]:
+def strategies(reranking: bool = False) -> dict[str, Strategy]:
+    """What is measured: the plain modes, Lyra's recall, and each stage switched off (the re-ranker's only when
+    one is configured: without it, that row is the full recall again)."""
     def ids(m: Memory, q: RecallQuery, v: Any) -> list[int]:
         return [h.id for h in m.recall(q, vector=v)]
 
@@ -75,6 +77,8 @@ def strategies() -> dict[str, Strategy]:
                                 "RRF (dense+BM25)": fused, "Lyra full recall": lyra()}
     on = set(stage_names())
     for name in stage_names():  # each stage of the default recall, switched off
+        if name == "rerank" and not reranking:
+            continue
         out[f"Lyra without {name}"] = lyra(stages=tuple(sorted(on - {name})))
     for name in optional_stages():  # measured and left off: switched on
         out[f"Lyra with {name}"] = lyra(stages=tuple(sorted(on | {name})))
@@ -115,7 +119,8 @@ def store_gists(memory: Memory, gists: dict[str, str]) -> int:
 
 def evaluate(dataset: str, sets: list[MemorySet], models: Models, base: Path,
              only: list[str], gists: dict[str, str]) -> dict[str, Any]:
-    chosen = {n: s for n, s in strategies().items() if not only or any(o.lower() in n.lower() for o in only)}
+    chosen = {n: s for n, s in strategies(models.rerank is not None).items()
+              if not only or any(o.lower() in n.lower() for o in only)}
     found: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     latency: dict[str, list[float]] = defaultdict(list)
     count: dict[str, int] = defaultdict(int)
