@@ -335,7 +335,8 @@ def pair_format(llm: Any) -> PairFormat:
 
 
 class LocalReranker:
-    """A reranking model (rank pooling: a classification head on the pair's first token) in this process.
+    """An encoder reranking model (BERT, XLM-RoBERTa: a classification head on the pair's first token) in this
+    process. A decoder re-ranker (Qwen3-Reranker) asks for its own prompt template: serve it with llama-server.
 
     llama-cpp-python's ``embed`` reads ``n_embd`` floats per sequence, where rank
     pooling gives one score: the pairs are decoded here instead, packed several
@@ -365,7 +366,11 @@ class LocalReranker:
             asked = llm.tokenize(query.encode("utf-8"), add_bos=False, special=False)
             pairs = [form.join(asked, llm.tokenize(p.encode("utf-8"), add_bos=False, special=False), limit)
                      for p in passages]
-            return _rank_scores(llm, pairs, limit)
+            try:
+                return _rank_scores(llm, pairs, limit)
+            except (RuntimeError, ValueError) as exc:  # llama.cpp's decode failed
+                raise ModelRequestError(f"the re-ranker could not score {len(pairs)} pair(s): {exc}",
+                                        hint="check models.rerank: is it a reranking GGUF (rank pooling)?") from exc
 
     def info(self) -> ModelInfo:
         return ModelInfo(self.role, "local", self.name, {"path": str(self._model.path), "n_ctx": self.spec.n_ctx})
