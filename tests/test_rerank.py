@@ -27,7 +27,7 @@ import pytest
 from safetensors.numpy import load_file, save_file
 from tokenizers import Tokenizer
 
-from lyra_local.config import LocalModel, ServerModel, missing_model_files
+from lyra_local.config import LocalModel, ServerModel, model_file_problems
 from lyra_local.diagnostics import _model_check
 from lyra_local.llm.local import LocalReranker, PairFormat
 from lyra_local.llm.registry import Models
@@ -54,13 +54,13 @@ PASSAGES = [
 
 
 def test_a_pair_is_joined_as_llama_cpp_joins_it() -> None:
-    bert = PairFormat(bos=101, eos=None, sep=102)  # [CLS] q [SEP] p [SEP]
+    bert = PairFormat(bos=101, eos=102, sep=None)  # [CLS] q [SEP] p [SEP]: a BERT vocabulary adds [SEP] as EOS
     assert bert.join([1, 2], [3, 4, 5], limit=512) == [101, 1, 2, 102, 3, 4, 5, 102]
+    assert PairFormat(bos=1, eos=None, sep=9).join([2], [3], limit=512) == [1, 2, 9, 3]  # only what it adds
     xlm_roberta = PairFormat(bos=0, eos=2, sep=2)  # <s> q </s></s> p </s>
     assert xlm_roberta.join([1, 2], [3], limit=512) == [0, 1, 2, 2, 2, 3, 2]
-    cut = bert.join(list(range(10, 30)), list(range(40, 80)), limit=16)
-    assert len(cut) == 16 and cut[:2] == [101, 10] and cut[-1] == 102  # both sides kept, the passage cut
-    assert 40 in cut and 102 in cut[1:-1]
+    cut = xlm_roberta.join(list(range(10, 30)), list(range(40, 80)), limit=16)
+    assert len(cut) == 16 and cut[:2] == [0, 10] and cut[-1] == 2 and 40 in cut  # both sides kept, the passage cut
 
 
 @pytest.fixture(scope="module")
@@ -227,7 +227,7 @@ def test_the_rerank_role_is_off_unless_configured(make_settings) -> None:
     assert Models(settings).rerank is None
     configured = make_settings('[models.rerank]\npath = "no-such-reranker.gguf"\n')
     assert configured.roles() == ("chat", "summary", "embed", "rerank")
-    assert any(line.startswith("models.rerank: model file not found") for line in missing_model_files(configured))
+    assert any(line.startswith("models.rerank: model file not found") for line in model_file_problems(configured))
     served = make_settings('[models.rerank]\nbackend = "server"\nbase_url = "http://gpu-box:8082/v1"\n')
     assert served.role_spec("rerank").base_url == "http://gpu-box:8082"  # type: ignore[union-attr]
 

@@ -301,19 +301,20 @@ class LocalEmbedder:
 
 @dataclass(frozen=True)
 class PairFormat:
-    """How a model's vocabulary joins a query and a passage for a cross-encoder, as llama.cpp's server does:
-    ``[BOS] query [EOS] [SEP] passage [EOS]``, each special token where the vocabulary adds it (BERT:
-    ``[CLS] q [SEP] p [SEP]``; XLM-RoBERTa, as bge-reranker: ``<s> q </s></s> p </s>``)."""
+    """How a model joins a query and a passage for a cross-encoder, exactly as llama.cpp's server does (so a
+    model scores the same in-process and on llama-server): ``[BOS] query [EOS] [SEP] passage [EOS]``, each
+    special token where the vocabulary adds it (BERT: ``[CLS] q [SEP] p [SEP]``, its [SEP] being its EOS;
+    XLM-RoBERTa, as bge-reranker: ``<s> q </s></s> p </s>``). A model with a rerank prompt template (Qwen3-Reranker) uses that instead."""
 
     bos: int | None
-    eos: int | None
+    eos: int | None  # the end of a segment (the vocabulary's EOS, else its SEP), when the vocabulary adds one
     sep: int | None
 
     def join(self, query: list[int], passage: list[int], limit: int) -> list[int]:
         """The pair's tokens, the passage (then the query) cut so that the whole fits ``limit``."""
         head = [t for t in (self.bos,) if t is not None]
         middle = [t for t in (self.eos, self.sep) if t is not None]
-        tail = [t for t in (self.eos if self.eos is not None else self.sep,) if t is not None]
+        tail = [t for t in (self.eos,) if t is not None]
         room = max(limit - len(head) - len(middle) - len(tail), 2)
         query = query[:max(room // 2, room - len(passage))]
         passage = passage[:room - len(query)]
@@ -328,15 +329,38 @@ def pair_format(llm: Any) -> PairFormat:
     def token(add: bool, value: int) -> int | None:
         return value if add and value >= 0 else None
 
-    sep = token(llama_cpp.llama_vocab_get_add_sep(vocab), llama_cpp.llama_vocab_sep(vocab))
+    eos = llama_cpp.llama_vocab_eos(vocab)
     return PairFormat(bos=token(llama_cpp.llama_vocab_get_add_bos(vocab), llama_cpp.llama_vocab_bos(vocab)),
-                      eos=token(llama_cpp.llama_vocab_get_add_eos(vocab), llama_cpp.llama_vocab_eos(vocab)),
-                      sep=sep)
+                      eos=token(llama_cpp.llama_vocab_get_add_eos(vocab),
+                                eos if eos >= 0 else llama_cpp.llama_vocab_sep(vocab)),
+                      sep=token(llama_cpp.llama_vocab_get_add_sep(vocab), llama_cpp.llama_vocab_sep(vocab)))
+
+
+def rerank_template(llm: Any) -> str | None:
+    """The model's own rerank prompt (``{query}``, ``{document}``), if its GGUF has one."""
+    import llama_cpp
+
+    raw = llama_cpp.llama_model_chat_template(llm.model, b"rerank")
+    return raw.decode("utf-8") if raw else None
+
+
+def templated_pair(llm: Any, template: str, query: str, passage: str, limit: int) -> list[int]:
+    """The template filled in and tokenized (its special tokens read as such), the passage cut to fit."""
+    def tokens(document: str) -> list[int]:
+        prompt = template.replace("{query}", query).replace("{document}", document)
+        return list(llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+
+    whole = tokens(passage)
+    if len(whole) <= limit:
+        return whole
+    own = llm.tokenize(passage.encode("utf-8"), add_bos=False, special=False)
+    kept = llm.detokenize(own[:max(len(own) - (len(whole) - limit), 0)]).decode("utf-8", errors="ignore")
+    return tokens(kept)[:limit]
 
 
 class LocalReranker:
-    """An encoder reranking model (BERT, XLM-RoBERTa: a classification head on the pair's first token) in this
-    process. A decoder re-ranker (Qwen3-Reranker) asks for its own prompt template: serve it with llama-server.
+    """A reranking model in this process: an encoder's classification head on the pair's first token (BERT,
+    XLM-RoBERTa), or a decoder's on its last with the model's rerank template (Qwen3-Reranker).
 
     llama-cpp-python's ``embed`` reads ``n_embd`` floats per sequence, where rank
     pooling gives one score: the pairs are decoded here instead, packed several
@@ -362,10 +386,14 @@ class LocalReranker:
             return []
         with self._model.using() as llm:
             limit = llm.n_batch  # one micro-batch holds a whole pair (see _LazyLlama._load)
-            form = pair_format(llm)
-            asked = llm.tokenize(query.encode("utf-8"), add_bos=False, special=False)
-            pairs = [form.join(asked, llm.tokenize(p.encode("utf-8"), add_bos=False, special=False), limit)
-                     for p in passages]
+            template = rerank_template(llm)
+            if template is not None:
+                pairs = [templated_pair(llm, template, query, p, limit) for p in passages]
+            else:
+                form = pair_format(llm)
+                asked = llm.tokenize(query.encode("utf-8"), add_bos=False, special=False)
+                pairs = [form.join(asked, llm.tokenize(p.encode("utf-8"), add_bos=False, special=False), limit)
+                         for p in passages]
             try:
                 return _rank_scores(llm, pairs, limit)
             except (RuntimeError, ValueError) as exc:  # llama.cpp's decode failed
