@@ -2,8 +2,8 @@
 
 Every field is described and bounded; an unknown key (in the file or in the
 environment) is an error that names where it came from, never silently ignored.
-Loading settings never touches model files: whether they exist is checked by
-``missing_model_files`` so that ``lyra models fetch`` can run on a fresh machine.
+Loading settings never touches model files: whether they exist and are whole is
+checked by ``model_file_problems`` so that ``lyra models fetch`` can run on a fresh machine.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from .errors import ConfigError
+from .modelfiles.gguf_header import ModelFileInvalid, read_gguf
 
 ENV_PREFIX = "LYRA_"
 CONFIG_ENV = "LYRA_CONFIG"
@@ -449,8 +450,9 @@ def _drop_union_tags(loc: tuple[str, ...]) -> tuple[str, ...]:
                          and part in {"local", "server", "same_as"}))
 
 
-def missing_model_files(settings: Settings, roles: tuple[str, ...] | None = None) -> list[str]:
-    """One actionable line per configured local model (of ``roles``, default all) whose file does not exist."""
+def model_file_problems(settings: Settings, roles: tuple[str, ...] | None = None) -> list[str]:
+    """One actionable line per configured local model (of ``roles``, default all) whose file is missing, or
+    that llama.cpp could not load: not GGUF, a version it does not read, a download cut short (its header says)."""
     problems = []
     seen: set[Path] = set()
     for role in settings.roles() if roles is None else roles:
@@ -458,10 +460,17 @@ def missing_model_files(settings: Settings, roles: tuple[str, ...] | None = None
         if not isinstance(spec, LocalModel):
             continue
         path = settings.model_path(spec)
-        if path in seen or path.is_file():
+        if path in seen:
             continue
         seen.add(path)
         default = spec.path.name in (DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE)
-        hint = FETCH_HINT if default else f"put the GGUF there or fix models.{role}.path"
-        problems.append(f"models.{role}: model file not found: {path} — {hint}")
+        if not path.is_file():
+            hint = FETCH_HINT if default else f"put the GGUF there or fix models.{role}.path"
+            problems.append(f"models.{role}: model file not found: {path} — {hint}")
+            continue
+        try:
+            read_gguf(path)
+        except ModelFileInvalid as exc:
+            again = "`lyra models fetch --force` fetches the defaults again" if default else exc.hint
+            problems.append(f"models.{role}: {exc.message} — {again}")
     return problems

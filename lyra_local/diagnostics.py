@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from . import __version__
-from .config import LocalModel, Settings, missing_model_files
+from .config import LocalModel, Settings, model_file_problems
 from .errors import LyraError
 from .llm.local import gpu_offload_supported
 from .llm.registry import Models
@@ -38,13 +38,13 @@ def run_checks(runtime: Runtime, *, load: bool = True) -> list[Check]:
                             "not available (CPU build; `make run GPU=1` builds with CUDA)"))
     except ImportError as exc:
         checks.append(Check("gpu offload", False, f"llama-cpp-python missing: {exc}", "run `make run`"))
-    missing = missing_model_files(settings)
-    for line in missing:
+    problems = model_file_problems(settings)
+    for line in problems:
         role, _, rest = line.partition(": ")
         detail, _, hint = rest.partition(" — ")
         checks.append(Check(role, False, detail, hint or None))
     if load:
-        failed_roles = {line.split(":")[0].removeprefix("models.") for line in missing}
+        failed_roles = {line.split(":")[0].removeprefix("models.") for line in problems}
         for role in settings.roles():
             if role not in failed_roles:
                 checks.append(_model_check(settings, runtime.models, role))

@@ -20,7 +20,7 @@ from lyra_local.cli.serve import is_loopback
 from lyra_local.memory import Memory
 from lyra_local.store import Store
 
-from .conftest import CHAT_GGUF, MODELS_DIR, Served, base_env, require_file, serve_lyra
+from .conftest import CHAT_GGUF, EMBED_GGUF, MODELS_DIR, Served, base_env, require_file, serve_lyra
 from .fakes import FakeEmbedder
 from .sse import sse_events
 
@@ -171,6 +171,16 @@ def test_models_list_shows_each_role(env: dict[str, str]) -> None:
     lines = done.stdout.splitlines()
     assert [line.split()[0] for line in lines] == ["chat", "summary", "embed"]
     assert all(os.fspath(MODELS_DIR) in line for line in lines)
+
+
+@pytest.mark.models
+def test_models_list_fails_on_a_broken_model_file(env: dict[str, str], tmp_path: Path) -> None:
+    cut = tmp_path / "cut.gguf"
+    with EMBED_GGUF.open("rb") as whole:
+        cut.write_bytes(whole.read(1_000_000))
+    done = run_lyra("models", "list", env={**env, "LYRA_MODELS__EMBED__PATH": str(cut)})
+    assert done.returncode == 1
+    assert "embed    local" in done.stdout and "BROKEN" in done.stdout and "is incomplete" in done.stderr
 
 
 def test_error_output_has_no_traceback(tmp_path: Path, env: dict[str, str]) -> None:

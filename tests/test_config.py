@@ -11,7 +11,7 @@ from lyra_local.config import (
     ServerModel,
     default_data_dir,
     load_settings,
-    missing_model_files,
+    model_file_problems,
 )
 from lyra_local.errors import ConfigError
 
@@ -115,7 +115,7 @@ def test_relative_dirs_in_file_are_relative_to_the_file(tmp_path: Path) -> None:
 
 def test_missing_model_file_names_path_and_fetch_command(tmp_path: Path) -> None:
     settings = load_settings(None, env={"LYRA_MODELS_DIR": str(tmp_path), "LYRA_DATA_DIR": str(tmp_path)})
-    problems = missing_model_files(settings)
+    problems = model_file_problems(settings)
     assert len(problems) == 2  # chat (summary shares it) and embed
     assert str(tmp_path / DEFAULT_CHAT_FILE) in problems[0]
     assert "lyra models fetch" in problems[0]
@@ -123,7 +123,7 @@ def test_missing_model_file_names_path_and_fetch_command(tmp_path: Path) -> None
 
 def test_missing_custom_model_file_points_at_the_setting(make_settings, tmp_path: Path) -> None:
     settings = make_settings(f'[models.chat]\npath = "{tmp_path}/qwen-8b.gguf"\n')
-    problems = missing_model_files(settings)
+    problems = model_file_problems(settings)
     assert any("qwen-8b.gguf" in p and "models.chat.path" in p for p in problems)
 
 
@@ -131,3 +131,10 @@ def test_quiet_hours_must_be_times_of_day(make_settings) -> None:
     assert make_settings('[dream]\nquiet_hours = "23:00-07:30"\n').dream.quiet_hours == "23:00-07:30"
     with pytest.raises(ConfigError, match="dream.quiet_hours"):
         make_settings('[dream]\nquiet_hours = "25:00-07:00"\n')
+
+
+def test_a_model_file_llama_cpp_could_not_load_is_a_problem_with_its_reason(make_settings, tmp_path: Path) -> None:
+    page = tmp_path / "page.gguf"
+    page.write_text("<!DOCTYPE html><html>404</html>")
+    problems = model_file_problems(make_settings(f'[models.chat]\npath = "{page}"\n'))
+    assert len(problems) == 1 and problems[0].startswith("models.chat: ") and "is not a GGUF model file" in problems[0]

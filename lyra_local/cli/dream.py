@@ -22,7 +22,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..config import Settings, load_settings, missing_model_files
+from ..config import Settings, load_settings, model_file_problems
 from ..errors import ConfigError, LyraError
 from ..mind import Dreamer, PassReport
 from ..runtime import open_runtime
@@ -46,9 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    missing = missing_model_files(settings, roles=("summary", "embed"))
-    if missing:
-        raise ConfigError("cannot dream:\n  " + "\n  ".join(missing))
+    problems = model_file_problems(settings, roles=("summary", "embed"))
+    if problems:
+        raise ConfigError("cannot dream:\n  " + "\n  ".join(problems))
     console = Console(highlight=False)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from ..config import LocalModel, load_settings
+from ..config import LocalModel, load_settings, model_file_problems
 from ..modelfiles.bert_gguf import convert_bert
 from ..modelfiles.fetch import fetch_defaults
+from ..modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -36,16 +38,35 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    """Each role's model, what its file's header says, and exit 1 when a file is missing or broken."""
     settings = load_settings(args.config)
+    broken = 0
     for role in settings.roles():
         spec = settings.role_spec(role)
-        if isinstance(spec, LocalModel):
-            path = settings.model_path(spec)
-            state = "present" if path.is_file() else "MISSING"
-            print(f"{role:8} local   {path} ({state})")
-        else:
+        if not isinstance(spec, LocalModel):
             print(f"{role:8} server  {spec.model} at {spec.base_url}")
-    return 0
+            continue
+        path = settings.model_path(spec)
+        try:
+            print(f"{role:8} local   {path} ({describe(read_gguf(path))})")
+        except ModelFileInvalid as exc:
+            broken += 1
+            state = "MISSING" if not path.exists() else f"BROKEN: {exc.message}"
+            print(f"{role:8} local   {path} ({state})")
+    if broken:
+        for line in model_file_problems(settings):
+            print(f"  {line}", file=sys.stderr)
+    return 1 if broken else 0
+
+
+def describe(summary: GGUFSummary) -> str:
+    """"llama, 135M parameters, Q4_1, trained for 8,192 tokens" """
+    parts = [summary.architecture, f"{summary.parameters / 1e6:,.0f}M parameters" if summary.parameters < 1e9
+             else f"{summary.parameters / 1e9:,.1f}B parameters"]
+    parts += [p for p in (summary.quantization,) if p]
+    if summary.context_length:
+        parts.append(f"trained for {summary.context_length:,} tokens")
+    return ", ".join(parts)
 
 
 def run_convert(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config import Settings, is_loopback, load_settings, missing_model_files
+from ..config import Settings, is_loopback, load_settings, model_file_problems
 from ..errors import ConfigError
 
 
@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def check_can_serve(settings: Settings, host: str) -> None:
-    """Refuse an open bind without a token, and missing model files, before starting.
+    """Refuse an open bind without a token, and missing or broken model files, before starting.
 
     An empty or short token never gets this far: loading the settings refuses it.
     """
@@ -25,9 +25,9 @@ def check_can_serve(settings: Settings, host: str) -> None:
                           hint="set server.api_token (or $LYRA_SERVER__API_TOKEN) to a long random string, "
                                "e.g. python3 -c \"import secrets; print(secrets.token_urlsafe(24))\"; "
                                "or bind to 127.0.0.1")
-    missing = missing_model_files(settings)
-    if missing:
-        raise ConfigError("cannot start:\n  " + "\n  ".join(missing))
+    problems = model_file_problems(settings)
+    if problems:
+        raise ConfigError("cannot start:\n  " + "\n  ".join(problems))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ..config import load_settings, missing_model_files
+from ..config import load_settings, model_file_problems
 from ..errors import ConfigError
 from ..runtime import open_runtime
 from ..transfer.backup import backup, restore
@@ -54,9 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run_import(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    missing = missing_model_files(settings, roles=("embed",))
-    if missing:
-        raise ConfigError("cannot import:\n  " + "\n  ".join(missing))
+    problems = model_file_problems(settings, roles=("embed",))
+    if problems:
+        raise ConfigError("cannot import:\n  " + "\n  ".join(problems))
     source = open_source(args.path, args.format)
     console = Console(highlight=False)
     with open_runtime(settings) as runtime:
