@@ -304,7 +304,8 @@ class PairFormat:
     """How a model joins a query and a passage for a cross-encoder, exactly as llama.cpp's server does (so a
     model scores the same in-process and on llama-server): ``[BOS] query [EOS] [SEP] passage [EOS]``, each
     special token where the vocabulary adds it (BERT: ``[CLS] q [SEP] p [SEP]``, its [SEP] being its EOS;
-    XLM-RoBERTa, as bge-reranker: ``<s> q </s></s> p </s>``). A model with a rerank prompt template (Qwen3-Reranker) uses that instead."""
+    XLM-RoBERTa, as bge-reranker: ``<s> q </s></s> p </s>``). A model with a rerank prompt template
+    (Qwen3-Reranker) uses that instead."""
 
     bos: int | None
     eos: int | None  # the end of a segment (the vocabulary's EOS, else its SEP), when the vocabulary adds one
