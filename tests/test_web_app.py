@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import gguf
 import pytest
 from fastapi.testclient import TestClient
 
@@ -11,6 +13,7 @@ from lyra_local.errors import ModelUnavailable
 from lyra_local.llm.registry import Models
 from lyra_local.web import create_app
 
+from .conftest import EMBED_GGUF, require_file
 from .fakes import FakeChatModel, FakeEmbedder
 
 
@@ -117,6 +120,7 @@ def test_api_token_is_required_when_configured(make_settings, fake_chat: FakeCha
         assert client.get("/v1/models", headers={"Authorization": "Bearer letmein-0123456789"}).status_code == 200
 
 
+@pytest.mark.models  # the changed chat model is loaded before it takes over
 def test_reload_picks_up_a_config_change(make_settings, tmp_path, fake_chat: FakeChatModel) -> None:
     settings = make_settings("[models.chat]\nn_ctx = 2048\n")
     config = settings.config_file
@@ -142,6 +146,44 @@ def test_reload_with_a_broken_config_keeps_running(make_settings, fake_chat: Fak
         resp = client.post("/admin/reload")
         assert resp.status_code == 500 and "server.port" in resp.json()["error"]["message"]
         assert app.state.lyra.models.chat is fake_chat
+
+
+def unknown_architecture(path: Path) -> Path:
+    """A whole GGUF file (its header says so) of an architecture llama.cpp does not know: only loading tells."""
+    writer = gguf.GGUFWriter(str(path), "no-such-architecture")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.mark.models  # "cut" is the default embedding model's file, cut short
+@pytest.mark.parametrize("broken, says", [
+    ("absent", "model file not found"), ("page", "is not a GGUF model file"), ("cut", "is incomplete"),
+    ("alien", "could not load"),
+])
+def test_a_reload_to_a_broken_model_is_refused_and_the_old_one_keeps_answering(
+        make_settings, fake_chat: FakeChatModel, tmp_path: Path, broken: str, says: str) -> None:
+    settings = make_settings()
+    path = tmp_path / f"{broken}.gguf"
+    if broken == "page":
+        path.write_text("<!DOCTYPE html><html>Not Found</html>")
+    elif broken == "cut":
+        with require_file(EMBED_GGUF).open("rb") as whole:
+            path.write_bytes(whole.read(3_000_000))
+    elif broken == "alien":
+        unknown_architecture(path)
+    app = create_app(settings, models=Models(settings, chat=fake_chat, embed=FakeEmbedder()))
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        settings.config_file.write_text(f'[models.chat]\npath = "{path}"\n')
+        resp = client.post("/admin/reload")
+        assert resp.status_code == 500, resp.text
+        message = resp.json()["error"]["message"]
+        assert "reload refused, still serving the running configuration" in message and says in message
+        assert app.state.lyra.models.chat is fake_chat
+        reply = client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "still there?"}]})
+        assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"]
 
 
 def test_recall_api_returns_hits_with_their_provenance(client: TestClient) -> None:

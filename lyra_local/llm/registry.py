@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Union
 
 from .. import config
@@ -96,6 +96,16 @@ class Models:
                 else:
                     self._rerank = ServerBackend(spec, "rerank")
             return self._rerank
+
+    def load(self, roles: Iterable[str]) -> None:
+        """Load these roles' models now, or ask their servers if they are up: a reload checks the models it is
+        about to swap in, so that a file llama.cpp cannot load fails the reload, not the next chat turn."""
+        for role in roles:
+            model: object = self.rerank if role == "rerank" else getattr(self, role)
+            if isinstance(model, ServerBackend):
+                model.health()
+            elif isinstance(model, (LocalChatModel, LocalEmbedder, LocalReranker)):
+                model.load()
 
     def shares_summary_with_chat(self) -> bool:
         return self.settings.resolved_summary() == self.settings.models.chat

@@ -26,8 +26,8 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
 from ..companion import Companion
-from ..config import Settings, load_settings
-from ..errors import LyraError
+from ..config import Settings, load_settings, model_file_problems
+from ..errors import ConfigError, LyraError
 from ..llm.registry import Models
 from ..memory import Memory
 from ..memory.reembed import Superseded
@@ -134,12 +134,27 @@ class AppState:
 
     def reload(self) -> None:
         """Re-read the config and swap in fresh models; work in flight finishes on the old ones,
-        which close when the last of it ends."""
+        which close when the last of it ends.
+
+        The new models are checked first (files whole, changed ones loaded, servers up): if one fails,
+        ``ConfigError`` says why and the running configuration keeps serving.
+        """
         with self.reload_lock:
             settings = load_settings(self.config_path)
+            problems = model_file_problems(settings)
+            if problems:
+                raise ConfigError("reload refused, still serving the running configuration:\n  "
+                                  + "\n  ".join(problems))
             old = self._runtime
+            new = old.renewed(settings)
+            try:
+                new.models.load(changed_roles(old.settings, settings))
+            except LyraError as exc:
+                new.close()
+                raise ConfigError(f"reload refused, still serving the running configuration: {exc.message}",
+                                  hint=exc.hint) from exc
             self._earlier_chat = self.last_chat()
-            self._runtime = old.renewed(settings)
+            self._runtime = new
             self.settings = settings
         old.retire()
         if settings.data_dir != self.store.data_dir:
@@ -153,6 +168,11 @@ class AppState:
         models and, with the first runtime (whose models a reload may have retired), the store."""
         self._runtime.close(wait_s)
         self._first.close()  # after a reload: work still on its retired models has had its time
+
+
+def changed_roles(old: Settings, new: Settings) -> list[str]:
+    """The roles whose model a new configuration changes (or adds)."""
+    return [role for role in new.roles() if role not in old.roles() or new.role_spec(role) != old.role_spec(role)]
 
 
 def expire_off_the_record(state: AppState) -> None:
