@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from . import __version__
 from .config import LocalModel, Settings, model_file_problems
 from .errors import LyraError
-from .llm.local import gpu_offload_supported
+from .llm.local import GPU_LAYERS_IGNORED, gpu_offload_supported
 from .llm.registry import Models
 from .llm.server import ServerBackend
 from .runtime import Runtime
@@ -25,6 +25,24 @@ class Check:
     ok: bool
     detail: str
     hint: str | None = None
+    warning: bool = False  # works, but not as configured: said, not counted as a failure
+
+
+def gpu_layers_ignored(settings: Settings, offload: bool) -> list[tuple[str, int]]:
+    """The local roles (and their ``n_gpu_layers``) asking for GPU layers that a build without GPU offload runs
+    on the CPU instead; a summary sharing chat's model is chat's."""
+    if offload:
+        return []
+    out = []
+    for role in settings.roles():
+        spec = settings.role_spec(role)
+        shared = role == "summary" and settings.resolved_summary() == settings.models.chat
+        if isinstance(spec, LocalModel) and spec.n_gpu_layers != 0 and not shared:
+            out.append((role, spec.n_gpu_layers))
+    return out
+
+
+GPU_LAYERS_HINT = "`make run GPU=1` builds with CUDA; or set n_gpu_layers = 0 to say what happens"
 
 
 def run_checks(runtime: Runtime, *, load: bool = True) -> list[Check]:
@@ -34,8 +52,12 @@ def run_checks(runtime: Runtime, *, load: bool = True) -> list[Check]:
               Check("config", True, str(settings.config_file or "defaults (no lyra.toml found)")),
               _data_dir_check(settings), _memory_check(runtime)]
     try:
-        checks.append(Check("gpu offload", True, "available" if gpu_offload_supported() else
+        offload = gpu_offload_supported()
+        checks.append(Check("gpu offload", True, "available" if offload else
                             "not available (CPU build; `make run GPU=1` builds with CUDA)"))
+        for role, layers in gpu_layers_ignored(settings, offload):
+            checks.append(Check(f"models.{role}", True, GPU_LAYERS_IGNORED.format(layers=layers), GPU_LAYERS_HINT,
+                                warning=True))
     except ImportError as exc:
         checks.append(Check("gpu offload", False, f"llama-cpp-python missing: {exc}", "run `make run`"))
     problems = model_file_problems(settings)

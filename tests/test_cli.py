@@ -55,6 +55,17 @@ def test_doctor_with_missing_models_points_at_fetch(tmp_path: Path, env: dict[st
     assert str(tmp_path / "empty") in done.stdout
 
 
+@pytest.mark.models  # reads the default models' headers
+def test_doctor_warns_of_gpu_layers_a_cpu_build_ignores(env: dict[str, str]) -> None:
+    from lyra_local.llm.local import gpu_offload_supported
+
+    done = run_lyra("doctor", "--no-load", env={**env, "LYRA_MODELS__CHAT__N_GPU_LAYERS": "-1"})
+    assert done.returncode == 0, done.stdout + done.stderr  # a warning, not a failure
+    warned = "[warn] models.chat: n_gpu_layers = -1, but this llama-cpp-python has no GPU offload" in done.stdout
+    assert warned != gpu_offload_supported()  # on a GPU build, nothing to warn of
+    assert "[warn] models.summary" not in done.stdout  # the summary is chat's model
+
+
 @pytest.mark.slow
 @pytest.mark.models
 def test_doctor_loads_every_model(env: dict[str, str]) -> None:

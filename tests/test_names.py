@@ -53,3 +53,9 @@ def test_a_question_without_its_names_keeps_what_it_asks() -> None:
         "When did someone go to someone's museum?"
     assert without_names("Did Melbourne win?", ["mel"]) == "Did Melbourne win?"
 
+
+
+def test_a_transcripts_labels_are_not_what_anyone_is_called() -> None:
+    talk = [("assistant", "Melanie: Hey Caroline! How are you?"), ("user", "Caroline: Hi Mel! Great."),
+            ("assistant", "Melanie: That's lovely, Caroline!"), ("user", "Caroline: Thanks, Mel!")]
+    assert addressed_names(talk) == {"caroline": "user", "mel": "assistant"}

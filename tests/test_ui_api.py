@@ -59,3 +59,13 @@ def test_with_a_token_the_page_loads_but_the_api_asks_for_it(make_settings: Call
         assert client.get("/").status_code == 200 and client.get("/static/app.js").status_code == 200
         assert client.get("/api/sessions").status_code == 401
         assert client.get("/api/sessions", headers={"Authorization": "Bearer s3cret-0123456789"}).status_code == 200
+
+
+def test_settings_warn_of_gpu_layers_a_cpu_build_ignores(make_settings) -> None:
+    from lyra_local.llm.local import gpu_offload_supported
+
+    with fake_client(make_settings("[models.embed]\nn_gpu_layers = 8\n")) as client:
+        warnings = client.get("/api/settings").json()["warnings"]
+    assert warnings == ([] if gpu_offload_supported() else
+                        ["models.embed: n_gpu_layers = 8, but this llama-cpp-python has no GPU offload: it runs on "
+                         "the CPU"])

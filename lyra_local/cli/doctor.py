@@ -25,8 +25,9 @@ def run(args: argparse.Namespace) -> int:
         checks = run_checks(runtime, load=not args.no_load)
     print("\nchecks:")
     for check in checks:
-        print(f"  [{'ok' if check.ok else 'FAIL'}] {check.name}: {check.detail}")
-        if check.hint and not check.ok:
+        status = "FAIL" if not check.ok else "warn" if check.warning else "ok"
+        print(f"  [{status}] {check.name}: {check.detail}")
+        if check.hint and (not check.ok or check.warning):
             print(f"         fix: {check.hint}")
     failed = sum(not c.ok for c in checks)
     print(f"\n{'all good' if not failed else f'{failed} problem(s) found'}")

@@ -12,6 +12,7 @@ memory, and ``close`` waits for calls in progress, tokenizing included.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -35,6 +36,8 @@ from .base import (
     request_params,
 )
 
+log = logging.getLogger(__name__)
+
 
 class ModelClosed(LyraError):
     """A model was used after it was closed (a reload or shutdown released it)."""
@@ -52,6 +55,9 @@ def available_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+GPU_LAYERS_IGNORED = "n_gpu_layers = {layers}, but this llama-cpp-python has no GPU offload: it runs on the CPU"
 
 
 def gpu_offload_supported() -> bool:
@@ -152,6 +158,8 @@ class _LazyLlama:
             # (and within the context) so that no input can overrun a micro-batch.
             batch = ubatch = min(self.spec.n_batch, self.spec.n_ubatch, self.spec.n_ctx)
         threads = self.spec.n_threads or available_cpus()
+        if self.spec.n_gpu_layers != 0 and not gpu_offload_supported():
+            log.warning("models.%s: %s", self.role, GPU_LAYERS_IGNORED.format(layers=self.spec.n_gpu_layers))
         try:
             return Llama(
                 model_path=str(self.path),

@@ -30,6 +30,7 @@ ADDRESSED = (
 )
 SELF_NAMED = re.compile(r"\b(?i:my name is|my name's|call me)\s+([A-Za-z][a-z]+)\b(?!['’])")
 WORD = re.compile(r"[a-z]+")
+LABEL = re.compile(r"^[A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*)?:\s")  # "Caroline: " heading a transcript's line
 QUESTION_WORD = re.compile(r"[A-Za-z]+")  # "Caro's" is "Caro" and "s"
 NOT_NAMES = frozenset("""
 there guys all everyone everybody folks friend friends man dude bro sis babe baby honey love dear sweetie
@@ -51,6 +52,7 @@ def addressed_names(messages: Iterable[tuple[str, str]]) -> dict[str, str]:
     for role, text in messages:
         if role not in OTHER:
             continue
+        text = LABEL.sub("", text, count=1)  # who speaks a line is not whom it calls: "Mel: Caroline, hi!"
         said.update(WORD.findall(text.lower()))
         for pattern in ADDRESSED:
             for match in pattern.finditer(text):

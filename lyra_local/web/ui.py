@@ -19,6 +19,8 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
 from ..config import LocalModel
+from ..diagnostics import gpu_layers_ignored
+from ..llm.local import GPU_LAYERS_IGNORED
 from ..store.kinds import KINDS
 from .deps import app_state
 
@@ -63,10 +65,13 @@ async def settings_view(request: Request) -> dict[str, Any]:
             roles[role] = {"backend": "server", "model": spec.model, "base_url": spec.base_url, "n_ctx": spec.n_ctx}
         if role == "summary" and settings.resolved_summary() == settings.models.chat:
             roles[role]["shared_with"] = "chat"
+    offload = await run_in_threadpool(_gpu_offload)
     return {
         "version": __version__,
         "roles": roles,
-        "gpu_offload": await run_in_threadpool(_gpu_offload),
+        "gpu_offload": offload,
+        "warnings": [f"models.{role}: {GPU_LAYERS_IGNORED.format(layers=layers)}"
+                     for role, layers in gpu_layers_ignored(settings, offload)],
         "data_dir": str(settings.data_dir),
         "config_file": str(settings.config_file) if settings.config_file else None,
         "companion": {"name": settings.companion.name, "user_name": settings.companion.user_name},

@@ -903,6 +903,7 @@
         `Model: ${role}`, r.backend === "local"
           ? `${r.model} (in-process, context ${r.n_ctx}, GPU layers ${r.n_gpu_layers})${r.shared_with ? ", shared with chat" : ""}`
           : `${r.model} at ${r.base_url}`]);
+      rows.push(...s.warnings.map((w) => ["Warning", w]));
       rows.push(["GPU offload", s.gpu_offload ? "available" : "not in this build (CPU)"],
                 ["Data directory", s.data_dir], ["Config file", s.config_file || "none (defaults)"],
                 ["Version", s.version]);
