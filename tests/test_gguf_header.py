@@ -63,3 +63,26 @@ def test_a_version_or_header_llama_cpp_cannot_read_is_refused(tmp_path: Path) ->
     garbage.write_bytes(data[:8] + struct.pack("<QQ", 1 << 40, 3) + data[24:])
     with pytest.raises(ModelFileInvalid, match="which no model has"):
         read_gguf(garbage)
+
+
+def test_the_model_files_api_lists_each_gguf_with_what_it_is_and_who_uses_it(make_settings, tmp_path: Path) -> None:
+    from .conftest import fake_client
+
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "chat.gguf").symlink_to(require_file(CHAT_GGUF))
+    (models / "embed.gguf").symlink_to(require_file(EMBED_GGUF))
+    cut(EMBED_GGUF, models / "half.gguf", 5_000_000)
+    (models / "notes.txt").write_text("not a model")
+    (models / "next.gguf.partial").write_bytes(b"GGUF")
+    settings = make_settings('[models.chat]\npath = "chat.gguf"\n[models.embed]\npath = "embed.gguf"\n',
+                             LYRA_MODELS_DIR=str(models))
+    with fake_client(settings) as client:
+        body = client.get("/api/models/files").json()
+    assert body["models_dir"] == str(models)
+    files = {f["name"]: f for f in body["files"]}
+    assert list(files) == ["chat.gguf", "embed.gguf", "half.gguf"]
+    assert files["chat.gguf"]["used_by"] == ["chat", "summary"] and files["chat.gguf"]["role_hint"] == "chat"
+    assert files["chat.gguf"]["quantization"] == "Q4_1" and files["chat.gguf"]["problem"] is None
+    assert files["embed.gguf"]["role_hint"] == "embed" and files["embed.gguf"]["pooling"] == "MEAN"
+    assert "is incomplete" in files["half.gguf"]["problem"] and files["half.gguf"]["used_by"] == []

@@ -44,6 +44,7 @@ from . import (
     forget_api,
     memory_api,
     mind_api,
+    models_api,
     openai_api,
     sessions_api,
     transfer_api,
@@ -221,6 +222,7 @@ def create_app(
     app.include_router(mind_api.router)
     app.include_router(transfer_api.router)
     app.include_router(coord_api.router)
+    app.include_router(models_api.router)
     app.include_router(ui.router)
 
     @app.exception_handler(LyraError)

@@ -1,0 +1,34 @@
+"""The GGUF files a person could pick for a role: every one in ``models_dir``, summed up or with why it is broken."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One file: its header's summary, or the reason llama.cpp could not load it."""
+
+    name: str
+    size: int
+    summary: GGUFSummary | None
+    problem: str | None
+
+
+def catalog(models_dir: Path) -> list[CatalogEntry]:
+    """The ``*.gguf`` files directly in ``models_dir``, by name (a download in progress, ``*.partial``, is not
+    one yet; the unconverted sources in ``sources/`` are not models)."""
+    if not models_dir.is_dir():
+        return []
+    entries = []
+    for path in sorted(models_dir.glob("*.gguf"), key=lambda p: p.name.lower()):
+        if not path.is_file():
+            continue
+        try:
+            entries.append(CatalogEntry(path.name, path.stat().st_size, read_gguf(path), None))
+        except ModelFileInvalid as exc:
+            entries.append(CatalogEntry(path.name, path.stat().st_size, None, exc.message))
+    return entries
