@@ -15,10 +15,12 @@ def _with_a_trip(memory: Memory) -> tuple[int, int]:
     Returns that session's id and its first turn's."""
     for n in range(20):
         session = memory.store.sessions.create(f"day {n}")
-        memory.remember_many([NewExchange(session.id, "user", f"note {n}: {t} at work")
-                              for t in ("busy", "meetings", "lunch", "emails")])
+        memory.remember_many([NewExchange(session.id, "user", f"note {n}: {t} at work",
+                                          f"2024-05-{n + 1:02d}T{9 + i:02d}:00:00+00:00")  # hours apart: no burst
+                              for i, t in enumerate(("busy", "meetings", "lunch", "emails"))])
     trip = memory.store.sessions.create("trip")
-    turns = memory.remember_many([NewExchange(trip.id, "user", t) for t in VAGUE])
+    told = [f"2024-06-0{n + 1}T20:00:00+00:00" for n in range(len(VAGUE))]  # told on four evenings, not as a burst
+    turns = memory.remember_many([NewExchange(trip.id, "user", t, at) for t, at in zip(VAGUE, told, strict=True)])
     gist = "Sam was on a hiking holiday in the Dolomites."
     memory.store.derived.put_gist(trip.id, gist, turns[-1].id, memory.embedder.embed([gist])[0], memory.embedder.name)
     return trip.id, turns[0].id

@@ -174,3 +174,23 @@ def test_repeats_go_after_distinct_hits(store: Store, embedder) -> None:
     question = "What happened at work?"
     assert distinct in top(memory, question, 2)
     assert distinct not in top(memory, question, 2, without("diversity"))
+
+
+def test_a_burst_counts_once_among_the_first_hits(store: Store, embedder) -> None:
+    """"we went hiking" / "hiking the rockies was unreal" / ...: one thought sent as a burst seconds apart
+    takes one place; another day's hike comes before the burst's second message."""
+    memory = Memory(store, embedder)
+    day = START
+    burst = ["we went hiking in the rockies!!", "hiking up to the glacier lake was unreal",
+             "my hiking boots are totally wrecked lol"]
+    first = store.sessions.create("trip", created_at=day.isoformat())
+    memory.remember_many([NewExchange(first.id, "user", text, (day + timedelta(seconds=5 * i)).isoformat())
+                          for i, text in enumerate(burst)])
+    later = day + timedelta(days=30)
+    second = store.sessions.create("weekend", created_at=later.isoformat())
+    turns = [*filler(6), ("user", "I did a long hike on Mount Tam on Saturday."), ("assistant", "Nice!")]
+    memory.remember_many([NewExchange(second.id, role, text, (later + timedelta(minutes=i)).isoformat())
+                          for i, (role, text) in enumerate(turns)])
+    question = "Where did I go hiking?"
+    assert "I did a long hike on Mount Tam on Saturday." in top(memory, question, 2)
+    assert set(top(memory, question, 2, without("bursts"))) <= set(burst)

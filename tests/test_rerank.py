@@ -36,6 +36,7 @@ from lyra_local.memory import Memory
 from lyra_local.memory.recall import RecallQuery, without
 from lyra_local.modelfiles.bert_gguf import convert_bert
 from lyra_local.store import Store
+from lyra_local.store.exchanges import NewExchange
 
 from .conftest import EMBED_SOURCE, REPO, free_port, require_file
 from .fakes import FakeEmbedder
@@ -188,10 +189,11 @@ TURNS = [
 
 
 def recall_memory(store: Store, embedder, reranker) -> Memory:
+    """The turns told an hour apart (a burst would be re-ordered again after the re-ranker: stages.Bursts)."""
     memory = Memory(store, embedder, reranker=reranker)
     session = store.sessions.create("chat")
-    for turn in TURNS:
-        memory.remember(session.id, "user", turn)
+    memory.remember_many([NewExchange(session.id, "user", turn, f"2024-03-01T{8 + n:02d}:00:00+00:00")
+                          for n, turn in enumerate(TURNS)])
     return memory
 
 

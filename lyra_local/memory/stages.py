@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -66,6 +67,9 @@ class Tuning:
     current_weight: float = 0.6  # "now", "these days": the newest matching turns gain up to this share
     current_half_life_days: float = 120.0
     rerank_top: int = 50  # the candidates a configured re-ranker reads (a cross-encoder's cost grows with each)
+    burst_gap_s: float = 60.0  # a side's next message within this is the same burst
+    burst_max: int = 8  # messages walked back to find a burst's start
+    burst_keep: int = 1  # messages of one burst kept in place; the rest go after the other bursts' hits
 
     def weight(self, stage: str) -> float:
         return dict(self.weights).get(stage, 1.0)
@@ -482,6 +486,31 @@ class Rerank(Stage):
         return [replace(top[i], stages=(*top[i].stages, self.name)) for i in order] + rest
 
 
+class Bursts(Stage):
+    """People send one thought as a burst of messages ("omg" / "we went to miami" / "art basel was amazing"): a
+    message of a burst already among the hits adds little; it goes after the hits of other bursts.
+
+    A burst: consecutive turns of one side in a session, each within ``burst_gap_s`` of the one before.
+    """
+
+    name = "bursts"
+
+    def applies(self, s: Search) -> bool:
+        return _is_turns(s) and s.query.mode == "hybrid"
+
+    def reorder(self, s: Search, hits: list[Hit]) -> list[Hit]:
+        top = hits[:s.tuning.rerank_top]
+        starts = s.index.burst_starts([h.id for h in top], s.tuning.burst_gap_s, s.tuning.burst_max)
+        seen: Counter[int] = Counter()
+        first: list[Hit] = []
+        later: list[Hit] = []
+        for hit in top:
+            start = starts.get(hit.id, hit.id)
+            (later if seen[start] >= s.tuning.burst_keep else first).append(hit)
+            seen[start] += 1
+        return first + later + hits[len(top):]
+
+
 class Diversity(Stage):
     """A repeated message ("work was busy today") adds no evidence: repeats go after every distinct hit."""
 
@@ -497,7 +526,7 @@ class Diversity(Stage):
 
 STAGES: tuple[Stage, ...] = (Dense(), FullText("bm25", "turn"), FullText("context", "context"), RareWords(), Dates(),
                              DenseContext(), Speaker(), LexicalTrust(), Sessions(), Answers(), Currentness(),
-                             Rerank(), Diversity())
+                             Rerank(), Bursts(), Diversity())
 OPTIONAL: tuple[Stage, ...] = (GistSessions(),)
 ALWAYS = ("dense", "bm25")  # what the plain modes are made of
 

@@ -169,6 +169,23 @@ class RecallIndex:
             "FROM exchanges e WHERE e.id IN (SELECT value FROM json_each(?))", (_json_ids(ids),))
         return {int(r[0]): (r[1], r[2]) for r in rows}
 
+    def burst_starts(self, ids: Sequence[int], gap_s: float, most: int) -> dict[int, int]:
+        """Each turn's burst, named by its first turn: walking back (at most ``most`` turns) while the turn
+        before in its session is the same side's, said within ``gap_s`` seconds."""
+        if not ids:
+            return {}
+        rows = self.store.conn().execute(
+            "WITH RECURSIVE walk(id, cur, depth) AS ("
+            " SELECT value, value, 0 FROM json_each(?)"
+            " UNION ALL"
+            " SELECT w.id, p.id, w.depth + 1 FROM walk w JOIN exchanges c ON c.id = w.cur"
+            " JOIN exchanges p ON p.id = (SELECT max(x.id) FROM exchanges x"
+            "                             WHERE x.session_id = c.session_id AND x.id < c.id)"
+            " WHERE w.depth < ? AND p.role = c.role"
+            " AND (julianday(c.created_at) - julianday(p.created_at)) * 86400.0 <= ?)"
+            " SELECT id, min(cur) FROM walk GROUP BY id", (_json_ids(ids), most, gap_s))
+        return {int(r[0]): int(r[1]) for r in rows}
+
     def latest_turns(self, n: int) -> list[tuple[str, str]]:
         """The ``n`` latest remembered turns as (role, content): where recall learns who is called what."""
         rows = self.store.conn().execute(
