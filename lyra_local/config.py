@@ -311,6 +311,10 @@ class Settings(_Strict):
         summary = self.models.summary
         return self.models.chat if isinstance(summary, SameAs) else summary
 
+    def summary_shares_chat(self) -> bool:
+        """Whether the summary role is served by chat's model (``same_as = "chat"``, or the same spec)."""
+        return self.resolved_summary() == self.models.chat
+
     def roles(self) -> tuple[str, ...]:
         """The roles configured: chat, summary and embed, and rerank when set."""
         return (*ROLE_DEFAULTS, *(role for role in OPTIONAL_ROLES if getattr(self.models, role) is not None))

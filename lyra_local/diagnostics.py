@@ -36,7 +36,7 @@ def gpu_layers_ignored(settings: Settings, offload: bool) -> list[tuple[str, int
     out = []
     for role in settings.roles():
         spec = settings.role_spec(role)
-        shared = role == "summary" and settings.resolved_summary() == settings.models.chat
+        shared = role == "summary" and settings.summary_shares_chat()
         if isinstance(spec, LocalModel) and spec.n_gpu_layers != 0 and not shared:
             out.append((role, spec.n_gpu_layers))
     return out

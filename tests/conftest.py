@@ -136,6 +136,21 @@ def embedder() -> Iterator[LocalEmbedder]:
     model.close()
 
 
+def wait_until_up(proc: subprocess.Popen[bytes], url: str, log_path: Path, timeout: float = 60.0) -> None:
+    """Until ``url`` answers 200; ``RuntimeError`` with the log's tail if the process exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {log_path.read_text()[-2000:]}")
+        try:
+            if httpx.get(url, timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"server did not come up: {log_path.read_text()[-2000:]}")
+
+
 class LlamaServer:
     """A real llama.cpp server process (llama-cpp-python's) serving one model on loopback."""
 
@@ -155,17 +170,7 @@ class LlamaServer:
         with self.log_path.open("ab") as log:  # the child keeps its own copy of the handle
             self.proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--config_file",
                                           str(self.config_path)], stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"llama server exited: {self.log_path.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{self.url}/v1/models", timeout=1.0).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"llama server did not come up: {self.log_path.read_text()[-2000:]}")
+        wait_until_up(self.proc, f"{self.url}/v1/models", self.log_path, timeout)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -16,12 +16,10 @@ import logging
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import gguf
-import httpx
 import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
@@ -38,7 +36,7 @@ from lyra_local.modelfiles.bert_gguf import convert_bert
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 
-from .conftest import EMBED_SOURCE, REPO, free_port, require_file
+from .conftest import EMBED_SOURCE, REPO, free_port, require_file, wait_until_up
 from .fakes import FakeEmbedder
 from .test_bert_gguf import reference_states
 
@@ -141,17 +139,11 @@ class NativeLlamaServer:
                 [str(LLAMA_SERVER), "-m", str(model), "--reranking", "--host", "127.0.0.1", "--port",
                  str(self.port), "-c", "512", "-b", "512", "-ub", "512", "-t", "2", "--parallel", "1"],
                 stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, log_path.read_text()[-2000:]
-            try:
-                if httpx.get(f"{self.url}/health", timeout=1.0).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        pytest.fail(f"llama-server did not come up: {log_path.read_text()[-2000:]}")
+        try:
+            wait_until_up(self.proc, f"{self.url}/health", log_path)
+        except RuntimeError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         self.proc.terminate()

@@ -101,14 +101,14 @@ class Models:
         """Load these roles' models now, or ask their servers if they are up: a reload checks the models it is
         about to swap in, so that a file llama.cpp cannot load fails the reload, not the next chat turn."""
         for role in roles:
-            model: object = self.rerank if role == "rerank" else getattr(self, role)
+            model: object = getattr(self, role)
             if isinstance(model, ServerBackend):
                 model.health()
             elif isinstance(model, (LocalChatModel, LocalEmbedder, LocalReranker)):
                 model.load()
 
     def shares_summary_with_chat(self) -> bool:
-        return self.settings.resolved_summary() == self.settings.models.chat
+        return self.settings.summary_shares_chat()
 
     def info(self) -> list[ModelInfo]:
         rerank = self.rerank

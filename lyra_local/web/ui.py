@@ -63,7 +63,7 @@ async def settings_view(request: Request) -> dict[str, Any]:
                            "n_ctx": spec.n_ctx, "n_gpu_layers": spec.n_gpu_layers}
         else:
             roles[role] = {"backend": "server", "model": spec.model, "base_url": spec.base_url, "n_ctx": spec.n_ctx}
-        if role == "summary" and settings.resolved_summary() == settings.models.chat:
+        if role == "summary" and settings.summary_shares_chat():
             roles[role]["shared_with"] = "chat"
     offload = await run_in_threadpool(_gpu_offload)
     return {
