@@ -144,13 +144,25 @@ def usage(procs: dict[str, subprocess.Popen[str]]) -> Usage:
     for name, proc in procs.items():
         try:
             folder = Path(f"/proc/{proc.pid}/fd")
-            targets = Counter(fd_kind(os.readlink(folder / fd)) for fd in os.listdir(folder))
+            targets = Counter(fd_kind(target) for fd in os.listdir(folder) if (target := fd_target(folder / fd)))
             status = Path(f"/proc/{proc.pid}/status").read_text().splitlines()
             rss = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) // 1024
             out[name] = {"fds": sum(targets.values()), "rss": rss, "targets": dict(targets)}
         except (OSError, StopIteration):  # gone meanwhile
             out[name] = {"fds": -1, "rss": -1, "targets": {}}
     return out
+
+
+def fd_target(link: Path) -> str | None:
+    """What one descriptor points at, or None when it was closed since the folder was listed.
+
+    Under load a descriptor closes between ``listdir`` and ``readlink`` now and then; counting the
+    process as gone then lost the mid-run peak the verdict measures growth against.
+    """
+    try:
+        return os.readlink(link)
+    except FileNotFoundError:
+        return None
 
 
 def fd_kind(target: str) -> str:
