@@ -103,9 +103,15 @@ class ServerModel(_Strict):
     @field_validator("base_url")
     @classmethod
     def _check_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/").removesuffix("/v1")
+        return server_url(value)
+
+
+def server_url(value: str) -> str:
+    """A model server's root as ``ServerModel`` keeps it (http(s) only, no trailing ``/`` or ``/v1``);
+    ``ValueError`` for any other scheme."""
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("must start with http:// or https://")
+    return value.rstrip("/").removesuffix("/v1")
 
 
 class SameAs(_Strict):
@@ -367,24 +373,39 @@ def find_config_file(explicit: Path | None, env: Mapping[str, str]) -> Path | No
         if not explicit.is_file():
             raise ConfigError(f"config file not found: {explicit}", hint="check --config or $LYRA_CONFIG")
         return explicit
-    xdg = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    for candidate in (Path.cwd() / CONFIG_FILENAME, xdg / "lyra" / CONFIG_FILENAME):
+    for candidate in (Path.cwd() / CONFIG_FILENAME, user_config_file(env)):
         if candidate.is_file():
             return candidate
     return None
+
+
+def user_config_file(env: Mapping[str, str]) -> Path:
+    """``$XDG_CONFIG_HOME/lyra/lyra.toml`` (default ``~/.config/lyra/lyra.toml``): the last place
+    ``find_config_file`` looks, and where Settings → Models creates one when none was read."""
+    return Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "lyra" / CONFIG_FILENAME
 
 
 def load_settings(config: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
     """Build validated settings; raise ``ConfigError`` naming every bad field."""
     env = os.environ if env is None else env
     path = find_config_file(config, env)
+    return settings_from_text(None if path is None else path.read_text(encoding="utf-8"), path, env)
+
+
+def settings_from_text(text: str | None, path: Path | None, env: Mapping[str, str]) -> Settings:
+    """Settings from ``text``, the contents of ``path`` (or of a file about to be written there), under ``env``.
+
+    Relative directories resolve against ``path``'s folder, so a candidate text is judged exactly as it will
+    be read once written (Settings → Models checks a choice before it touches the file).
+    """
     raw: dict[str, Any] = {}
-    if path is not None:
+    if text is not None:
         try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+            raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path} is not valid TOML: {exc}", hint="fix the syntax at that line") from exc
-        raw = _resolve_relative_paths(raw, path.parent)
+        if path is not None:
+            raw = _resolve_relative_paths(raw, path.parent)
     env_keys = _overlay_env(raw, env)
     _apply_defaults(raw, env)
     if path is not None:
@@ -403,13 +424,17 @@ def _resolve_relative_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
     return raw
 
 
+def env_locations(env: Mapping[str, str]) -> dict[tuple[str, ...], str]:
+    """Where each ``LYRA_A__B__C`` variable lands in the settings, ``("a", "b", "c")``, and its name."""
+    return {tuple(part.lower() for part in name[len(ENV_PREFIX):].split("__")): name
+            for name in env if name.startswith(ENV_PREFIX) and name != CONFIG_ENV}
+
+
 def _overlay_env(raw: dict[str, Any], env: Mapping[str, str]) -> dict[tuple[str, ...], str]:
     """Apply ``LYRA_A__B__C=value`` onto ``raw['a']['b']['c']``; return loc -> variable name."""
     sources: dict[tuple[str, ...], str] = {}
-    for name, value in env.items():
-        if not name.startswith(ENV_PREFIX) or name == CONFIG_ENV:
-            continue
-        loc = tuple(part.lower() for part in name[len(ENV_PREFIX):].split("__"))
+    for loc, name in env_locations(env).items():
+        value = env[name]
         node = raw
         for part in loc[:-1]:
             child = node.setdefault(part, {})

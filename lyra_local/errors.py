@@ -27,6 +27,15 @@ class ConfigError(LyraError):
     status_code = 500
 
 
+class ReloadRefused(ConfigError):
+    """A reload whose new models failed their checks: the running configuration keeps serving."""
+
+    def __init__(self, message: str, *, reason: str, hint: str | None = None) -> None:
+        """``reason``: why, without the message's preamble (for a caller that words its own)."""
+        super().__init__(message, hint=hint)
+        self.reason = reason
+
+
 class ModelFileMissing(ConfigError):
     """A local model's GGUF file is not where the config says."""
 

@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from .. import __version__
 from ..companion import Companion
 from ..config import Settings, load_settings, model_file_problems
-from ..errors import ConfigError, LyraError
+from ..errors import LyraError, ReloadRefused
 from ..llm.registry import Models
 from ..memory import Memory
 from ..memory.reembed import Superseded
@@ -58,6 +58,7 @@ OPEN_PATHS = {"/health"}
 HEARTBEAT_S = 30.0  # `lyra restore` refuses while a server heartbeats
 OFF_THE_RECORD_CHECK_S = 300.0  # how often idle off-the-record conversations are looked for (and at start-up)
 CATCH_UP_WAIT_S = 600.0  # how long a new catch-up waits for the one it replaces to let go
+REFUSED = "reload refused, still serving the running configuration"
 
 
 class AppState:
@@ -133,30 +134,40 @@ class AppState:
         times = [t for t in (self._earlier_chat, self._runtime.last_chat()) if t is not None]
         return max(times, default=None)
 
-    def reload(self) -> None:
-        """Re-read the config and swap in fresh models; work in flight finishes on the old ones,
-        which close when the last of it ends.
+    def reload(self, settings: Settings | None = None, commit: Callable[[], None] | None = None) -> None:
+        """Re-read the config (or take ``settings``, a candidate) and swap in fresh models; work in flight
+        finishes on the old ones, which close when the last of it ends.
 
         The new models are checked first (files whole, changed ones loaded, servers up): if one fails,
-        ``ConfigError`` says why and the running configuration keeps serving.
+        ``ReloadRefused`` says why and the running configuration keeps serving. ``commit`` runs only once
+        they passed, just before the swap (Settings → Models writes lyra.toml there, so a refused choice
+        leaves the file as it was); if it raises, nothing is swapped. With ``settings``, later reloads read
+        ``settings.config_file``.
         """
         with self.reload_lock:
-            settings = load_settings(self.config_path)
+            given = settings is not None
+            settings = load_settings(self.config_path) if settings is None else settings
             problems = model_file_problems(settings)
             if problems:
-                raise ConfigError("reload refused, still serving the running configuration:\n  "
-                                  + "\n  ".join(problems))
+                raise ReloadRefused(f"{REFUSED}:\n  " + "\n  ".join(problems), reason="; ".join(problems))
             old = self._runtime
             new = old.renewed(settings)
             try:
                 new.models.load(changed_roles(old.settings, settings))
             except LyraError as exc:
                 new.close()
-                raise ConfigError(f"reload refused, still serving the running configuration: {exc.message}",
-                                  hint=exc.hint) from exc
+                raise ReloadRefused(f"{REFUSED}: {exc.message}", reason=exc.message, hint=exc.hint) from exc
+            try:
+                if commit is not None:
+                    commit()
+            except BaseException:
+                new.close()
+                raise
             self._earlier_chat = self.last_chat()
             self._runtime = new
             self.settings = settings
+            if given and settings.config_file is not None:
+                self.config_path = settings.config_file
         old.retire()
         if settings.data_dir != self.store.data_dir:
             log.warning("data_dir changed to %s: that takes a restart; still using %s",

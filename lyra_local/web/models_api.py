@@ -1,4 +1,5 @@
-"""The model manager's API: the GGUF files in ``models_dir`` and what each is (issue 27).
+"""The model manager's API (issue 27): the GGUF files in ``models_dir`` and what each is, and the choice of
+model per role, written into lyra.toml and applied at once.
 
 Only file *names* inside ``models_dir`` are ever shown or taken: no request
 names a path, so none can reach outside it.
@@ -6,17 +7,30 @@ names a path, so none can reach outside it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 
-from ..config import LocalModel
+from ..config import LocalModel, Settings
+from ..config_edit import ModelChoices
 from ..modelfiles.catalog import catalog
 from .deps import app_state
+from .model_choice import apply_choice
 
 router = APIRouter()
+
+
+class ChoiceRequest(BaseModel):
+    """``{"roles": {ROLE: CHOICE}}``: only the roles given change (``config_edit.ModelChoices`` says what a
+    choice may be)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    roles: ModelChoices
 
 
 @router.get("/api/models/files")
@@ -38,3 +52,27 @@ async def model_files(request: Request) -> dict[str, Any]:
         files.append({"name": entry.name, "size": entry.size, "problem": entry.problem,
                       "used_by": using.get(entry.name, []), **described})
     return {"models_dir": str(settings.models_dir), "files": files}
+
+
+@router.put("/api/models/choice")
+async def choose_models(body: ChoiceRequest, request: Request) -> dict[str, Any]:
+    """Write the chosen model of each role given into lyra.toml and swap the models in, once they passed the
+    reload's checks; a refused choice (400, or 409 when an environment variable overrides it) changes nothing."""
+    state = app_state(request)
+    written = await run_in_threadpool(apply_choice, state, body.roles, os.environ)
+    return {"status": "applied", "config_file": str(written), "roles": role_views(state.settings)}
+
+
+def role_views(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Which model serves each role, as GET /api/settings and a choice's answer show it."""
+    roles: dict[str, dict[str, Any]] = {}
+    for role in settings.roles():
+        spec = settings.role_spec(role)
+        if isinstance(spec, LocalModel):
+            roles[role] = {"backend": "local", "model": spec.path.name, "path": str(settings.model_path(spec)),
+                           "n_ctx": spec.n_ctx, "n_gpu_layers": spec.n_gpu_layers}
+        else:
+            roles[role] = {"backend": "server", "model": spec.model, "base_url": spec.base_url, "n_ctx": spec.n_ctx}
+        if role == "summary" and settings.summary_shares_chat():
+            roles[role]["shared_with"] = "chat"
+    return roles

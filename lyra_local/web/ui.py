@@ -9,6 +9,7 @@ second wall, not the first.
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,12 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
-from ..config import LocalModel
 from ..diagnostics import gpu_layers_ignored
 from ..llm.local import GPU_LAYERS_IGNORED
 from ..store.kinds import KINDS
 from .deps import app_state
+from .model_choice import config_target
+from .models_api import role_views
 
 STATIC = Path(__file__).parent / "static"
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -55,28 +57,22 @@ async def settings_view(request: Request) -> dict[str, Any]:
     """Read-only: which model serves each role, GPU offload, where the data lives, how to change it."""
     state = app_state(request)
     settings = state.settings
-    roles = {}
-    for role in settings.roles():
-        spec = settings.role_spec(role)
-        if isinstance(spec, LocalModel):
-            roles[role] = {"backend": "local", "model": spec.path.name, "path": str(settings.model_path(spec)),
-                           "n_ctx": spec.n_ctx, "n_gpu_layers": spec.n_gpu_layers}
-        else:
-            roles[role] = {"backend": "server", "model": spec.model, "base_url": spec.base_url, "n_ctx": spec.n_ctx}
-        if role == "summary" and settings.summary_shares_chat():
-            roles[role]["shared_with"] = "chat"
     offload = await run_in_threadpool(_gpu_offload)
     return {
         "version": __version__,
-        "roles": roles,
+        "roles": role_views(settings),
         "gpu_offload": offload,
         "warnings": [f"models.{role}: {GPU_LAYERS_IGNORED.format(layers=layers)}"
                      for role, layers in gpu_layers_ignored(settings, offload)],
         "data_dir": str(settings.data_dir),
         "config_file": str(settings.config_file) if settings.config_file else None,
+        # where Settings → Models writes: the file read, else the one it would create
+        "config_file_target": str(config_target(state.config_path, os.environ)),
         "companion": {"name": settings.companion.name, "user_name": settings.companion.user_name},
-        "how_to_change": "Edit lyra.toml (or set LYRA_* environment variables), then POST /admin/reload or send "
-                         "SIGHUP; a new data_dir takes a restart. `lyra doctor` checks the result.",
+        "how_to_change": "Choose models in Settings → Models (PUT /api/models/choice writes lyra.toml and applies "
+                         "it), or edit lyra.toml (or set LYRA_* environment variables, which win over it), then "
+                         "POST /admin/reload or send SIGHUP; a new data_dir takes a restart. `lyra doctor` checks "
+                         "the result.",
     }
 
 
