@@ -41,16 +41,20 @@ def shown(page: Page, source: str) -> dict[str, int]:
     }""", source))
 
 
-# What the recursive renderer gave for these (read from it before it was made iterative).
+# What the recursive renderer gave for these (read from it before it was made iterative); since then
+# "#" is h3, not h4, and a code block comes in a div with its Copy button (test_markdown_tables.py).
+COPY = '<button type="button" class="copy-code" aria-label="Copy code">Copy</button></div>'
 AS_BEFORE = {
     "> a\n>> b\n> c\n\nd": "<blockquote><p>a</p><blockquote><p>b</p></blockquote><p>c</p></blockquote><p>d</p>",
     "> - x\n> > **y**\n```\n> z\n```": "<blockquote><ul><li>x</li></ul><blockquote><p><strong>y</strong></p>"
-                                      "</blockquote></blockquote><pre><code>&gt; z</code></pre>",
-    "> ```\n> code\n```\nafter": "<blockquote><pre><code>code</code></pre></blockquote><pre><code>after</code></pre>",
+                                      '</blockquote></blockquote><div class="code-block"><pre><code>&gt; z'
+                                      "</code></pre>" + COPY,
+    "> ```\n> code\n```\nafter": '<blockquote><div class="code-block"><pre><code>code</code></pre>' + COPY
+                                + '</blockquote><div class="code-block"><pre><code>after</code></pre>' + COPY,
     "> a\n>> b\n\n> c": "<blockquote><p>a</p><blockquote><p>b</p></blockquote></blockquote>"
                         "<blockquote><p>c</p></blockquote>",
     ">> # h\n> 1. one\n> 2. two\n>\n> para `code`\n>> [l](https://x.org)":
-        '<blockquote><blockquote><h4>h</h4></blockquote><ol><li>one</li><li>two</li></ol><p>para <code>code</code>'
+        '<blockquote><blockquote><h3>h</h3></blockquote><ol><li>one</li><li>two</li></ol><p>para <code>code</code>'
         '</p><blockquote><p><a href="https://x.org" rel="noopener noreferrer nofollow" target="_blank">l</a></p>'
         "</blockquote></blockquote>",
 }
