@@ -61,3 +61,28 @@ def test_a_stored_time_is_the_day_it_was_where_the_browser_is(browser: Browser) 
 ])
 def test_a_span_of_days_is_said_once(page: Page, began: str, ended: str, label: str) -> None:
     assert page.evaluate("([a, b]) => LyraDates.spanLabel(a, b)", [began, ended]) == label
+
+
+@pytest.mark.parametrize(("stamp", "group"), [
+    ("2026-11-24T08:00:00+00:00", "Today"),
+    ("2026-11-23T23:00:00+00:00", "Yesterday"),
+    ("2026-11-19T12:00:00+00:00", "Previous 7 days"),
+    ("2026-11-17T12:00:00+00:00", "November 2026"),  # 7 days ago: no longer "previous 7 days"
+    ("2023-09-11T10:00:00+00:00", "September 2023"),
+    ("not a time", "Earlier"),
+])
+def test_a_conversation_is_grouped_by_when_it_was_last_active(page: Page, stamp: str, group: str) -> None:
+    now = "new Date(2026, 10, 24, 15, 0)"  # the browser's own day, so the group does not hang on its time zone
+    assert page.evaluate(f"s => LyraDates.recencyGroup(s, {now})", stamp.replace("+00:00", "")) == group
+
+
+def test_a_day_in_a_conversation_is_headed_today_yesterday_or_by_its_date(page: Page) -> None:
+    heads = page.evaluate("""() => {
+        const now = new Date(2026, 10, 24, 15, 0);
+        const at = (d, h) => new Date(2026, 10, d, h, 5).toISOString();
+        return [LyraDates.dayHeading(at(24, 9), now), LyraDates.dayHeading(at(23, 22), now),
+                LyraDates.dayHeading(at(20, 9), now), LyraDates.dayKey(at(24, 0)) === LyraDates.dayKey(at(24, 23)),
+                LyraDates.dayKey(at(24, 23)) === LyraDates.dayKey(at(25, 0)), LyraDates.timeLabel(at(24, 9))]
+    }""")
+    assert heads[:5] == ["Today", "Yesterday", "Fri 20 Nov 2026", True, False]
+    assert heads[5].replace("\u202f", " ").startswith("09:05") or heads[5].startswith("9:05")

@@ -4,7 +4,7 @@ UTF-16 offset 47 is sent from the UI.
 The UI names a new conversation after the first 48 characters of its first
 message; it cut by UTF-16 code units, so 47 ASCII characters and an emoji gave
 a name ending in half a surrogate pair, ``POST /api/sessions`` answered 422 and
-the message was lost. Now the UI cuts by grapheme (``clip`` in app.js), and the
+the message was lost. Now the UI cuts by grapheme (``clip`` in dom.js), and the
 server makes a name storable as it does a chat message (a lone surrogate
 becomes U+FFFD), so neither side alone can lose the message.
 """

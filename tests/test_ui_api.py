@@ -23,7 +23,7 @@ def test_the_page_is_served_with_a_strict_content_security_policy(client: TestCl
     assert page.status_code == 200 and "<textarea id=\"composer-input\"" in page.text
     csp = page.headers["content-security-policy"]
     assert "script-src 'self'" in csp and "object-src 'none'" in csp and "unsafe-inline" not in csp
-    for asset, kind in (("app.js", "javascript"), ("markdown.js", "javascript"), ("dates.js", "javascript"),
+    for asset, kind in (("main.js", "javascript"), ("chat.js", "javascript"), ("markdown.js", "javascript"), ("dates.js", "javascript"),
                         ("app.css", "css")):
         resp = client.get(f"/static/{asset}")
         assert resp.status_code == 200 and kind in resp.headers["content-type"]
@@ -56,7 +56,7 @@ def test_world_state_versions_are_all_kept(client: TestClient) -> None:
 
 def test_with_a_token_the_page_loads_but_the_api_asks_for_it(make_settings: Callable[..., Settings]) -> None:
     with fake_client(make_settings('[server]\napi_token = "s3cret-0123456789"\n')) as client:
-        assert client.get("/").status_code == 200 and client.get("/static/app.js").status_code == 200
+        assert client.get("/").status_code == 200 and client.get("/static/main.js").status_code == 200
         assert client.get("/api/sessions").status_code == 401
         assert client.get("/api/sessions", headers={"Authorization": "Bearer s3cret-0123456789"}).status_code == 200
 

@@ -164,10 +164,19 @@ def test_stop_ends_the_reply_and_keeps_what_was_said(browser: Browser, chatty: S
     page.close()
 
 
-def test_rename_and_delete_a_session(page: Page, served: Served) -> None:
+def test_new_chat_is_named_by_its_first_message_and_delete_goes_to_a_trash_with_undo(page: Page,
+                                                                                     served: Served) -> None:
     count = len(httpx.get(f"{served.url}/api/sessions").json()["sessions"])
     page.click("#new-session")
-    expect(page.locator(".session-list li")).to_have_count(count + 1)  # the new one is listed, first
+    page.click("#new-session")  # twice: still no empty conversation
+    expect(page.locator("#messages > li")).to_have_count(0)
+    assert len(httpx.get(f"{served.url}/api/sessions").json()["sessions"]) == count
+    send(page, "Balcony tomatoes need more sun")
+    expect(page.locator(".session-list li")).to_have_count(count + 1)  # the new one is listed, first, named by it
+    expect(page.locator(".session-list .session-name").first).to_have_text("Balcony tomatoes need more sun")
+    expect(page.locator(".session-group-title").first).to_have_text("Today")
+    expect(page.locator("#conversation-title")).to_have_text("Balcony tomatoes need more sun")
+    expect(page.locator(".message.assistant .why-wrap")).to_have_count(1, timeout=120_000)
     first = page.locator(".session-list li").first
     first.get_by_role("button", name="Rename").click()
     page.fill(".session-list input", "Balcony garden")
@@ -176,15 +185,37 @@ def test_rename_and_delete_a_session(page: Page, served: Served) -> None:
     names = [s["name"] for s in httpx.get(f"{served.url}/api/sessions").json()["sessions"]]
     assert "Balcony garden" in names
 
+    page.fill("#session-filter", "balcony")  # the title search
+    expect(page.locator(".session-list .session-name")).to_have_count(1)
+    page.fill("#session-filter", "no such title")
+    expect(page.locator(".session-list li")).to_have_count(0)
+    expect(page.locator("#session-list")).to_contain_text("No conversation has that in its title.")
+    page.fill("#session-filter", "")
+
     page.locator(".session-list li").first.get_by_role("button", name="Delete Balcony garden").click()
-    expect(page.locator("#confirm-dialog")).to_be_visible()
-    page.get_by_role("button", name="Cancel").click()
+    expect(page.locator(".session-list .session-name", has_text="Balcony garden")).to_have_count(0)
+    expect(page.locator("#trash")).to_contain_text("“Balcony garden” deleted.")
+    shot(page, "trash-undo")
+    page.get_by_role("button", name="Undo deleting Balcony garden").click()
     expect(page.locator(".session-list .session-name").first).to_have_text("Balcony garden")
+    expect(page.locator("#trash")).to_be_hidden()
+    assert "Balcony garden" in [s["name"] for s in httpx.get(f"{served.url}/api/sessions").json()["sessions"]]
+
     page.locator(".session-list li").first.get_by_role("button", name="Delete Balcony garden").click()
-    page.get_by_role("button", name="Forget it").click()
+    page.get_by_role("button", name="Forget Balcony garden now").click()  # the trash emptied at once
+    expect(page.locator("#trash")).to_be_hidden()
     expect(page.locator(".session-list .session-name", has_text="Balcony garden")).to_have_count(0)
     names = [s["name"] for s in httpx.get(f"{served.url}/api/sessions").json()["sessions"]]
     assert "Balcony garden" not in names
+
+
+def test_a_deleted_conversation_is_forgotten_when_its_undo_runs_out(page: Page, served: Served) -> None:
+    session = httpx.post(f"{served.url}/api/sessions", json={"name": "Short-lived plans"}).json()
+    page.reload()
+    page.get_by_role("button", name="Delete Short-lived plans").click()
+    expect(page.locator("#trash")).to_be_visible()
+    expect(page.locator("#trash")).to_be_hidden(timeout=20_000)  # ten seconds, then forgotten
+    assert httpx.get(f"{served.url}/api/sessions/{session['id']}/messages").status_code == 404
 
 
 def test_world_state_edits_persist_across_reload(page: Page) -> None:

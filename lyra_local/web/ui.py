@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
+from ..config import DEFAULT_CHAT_FILE, LocalModel, Settings
 from ..diagnostics import gpu_layers_ignored
 from ..llm.local import GPU_LAYERS_IGNORED
 from ..store.kinds import KINDS
@@ -69,11 +70,18 @@ async def settings_view(request: Request) -> dict[str, Any]:
         # where Settings → Models writes: the file read, else the one it would create
         "config_file_target": str(config_target(state.config_path, os.environ)),
         "companion": {"name": settings.companion.name, "user_name": settings.companion.user_name},
+        "demo_chat_model": uses_demo_chat_model(settings),  # the first run says so, once
         "how_to_change": "Choose models in Settings → Models (PUT /api/models/choice writes lyra.toml and applies "
                          "it), or edit lyra.toml (or set LYRA_* environment variables, which win over it), then "
                          "POST /admin/reload or send SIGHUP; a new data_dir takes a restart. `lyra doctor` checks "
                          "the result.",
     }
+
+
+def uses_demo_chat_model(settings: Settings) -> bool:
+    """Whether chat runs on the small model `make run` fetches: a demonstration, not a companion to keep."""
+    spec = settings.role_spec("chat")
+    return isinstance(spec, LocalModel) and spec.path.name == DEFAULT_CHAT_FILE
 
 
 @router.get("/api/kinds")

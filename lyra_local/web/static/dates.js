@@ -1,4 +1,4 @@
-/* Dates as a person reads them: "Mon 11 Sep 2023", "week of 11 Sep 2023", "September 2023".
+/* Dates as a person reads them: "Mon 11 Sep 2023", "week of 11 Sep 2023", "September 2023", "Yesterday".
  * Pure functions, no DOM and no server: window.LyraDates. A digest's period key (day 2023-09-11, ISO week
  * 2023-W37, month 2023-09) is already a calendar day in the person's time zone, so it is read as it is; a
  * stored time (UTC ISO text) is shown in the browser's time zone. */
@@ -80,5 +80,50 @@
     return `${dayText(a)} – ${dayText(b)}`;
   }
 
-  window.LyraDates = { periodLabel, periodMonth, periodStart, dayLabel, spanLabel };
+  /* Whole days from a stored time's day to ``now``'s, in the browser's time zone (0 today, 1 yesterday). */
+  function daysAgo(stamp, now = new Date()) {
+    const c = localDay(stamp);
+    if (!c) return null;
+    return Math.round((Date.UTC(now.getFullYear(), now.getMonth(), now.getDate()) - Date.UTC(c.y, c.m, c.d)) / 86_400_000);
+  }
+
+  /* The group a conversation last active at ``stamp`` is listed under: "Today", "Yesterday",
+   * "Previous 7 days", else its month ("September 2023"). */
+  function recencyGroup(stamp, now = new Date()) {
+    const ago = daysAgo(stamp, now);
+    if (ago === null) return "Earlier";
+    if (ago <= 0) return "Today";
+    if (ago === 1) return "Yesterday";
+    if (ago < 7) return "Previous 7 days";
+    const c = localDay(stamp);
+    return `${MONTHS[c.m]} ${c.y}`;
+  }
+
+  /* The heading of a day in a conversation: "Today", "Yesterday", else "Mon 11 Sep 2023". */
+  function dayHeading(stamp, now = new Date()) {
+    const ago = daysAgo(stamp, now);
+    if (ago === 0) return "Today";
+    if (ago === 1) return "Yesterday";
+    return dayLabel(stamp);
+  }
+
+  /* A key equal for two stored times on the same day where the browser is ("2023-09-11"). */
+  function dayKey(stamp) {
+    const c = localDay(stamp);
+    return c ? `${c.y}-${String(c.m + 1).padStart(2, "0")}-${String(c.d).padStart(2, "0")}` : "";
+  }
+
+  /* A stored time as the browser's clock says it ("14:05"), and whole ("Mon 11 Sep 2023, 14:05"). */
+  function timeLabel(stamp) {
+    const at = new Date(stamp);
+    return Number.isNaN(at.getTime()) ? "" : at.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
+  }
+
+  function momentLabel(stamp) {
+    const time = timeLabel(stamp);
+    return time ? `${dayLabel(stamp)}, ${time}` : String(stamp || "");
+  }
+
+  window.LyraDates = { periodLabel, periodMonth, periodStart, dayLabel, spanLabel, recencyGroup, dayHeading, dayKey,
+                       timeLabel, momentLabel };
 })();

@@ -294,5 +294,5 @@
     return root;
   }
 
-  window.LyraMarkdown = { render };
+  window.LyraMarkdown = { render, copyText };  // copyText: the one clipboard path, a message's Copy uses it too
 })();

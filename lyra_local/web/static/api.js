@@ -1,0 +1,85 @@
+/* The server: JSON calls, server-sent events over fetch, downloads; the API token when the server asks. */
+import { $, el } from "./dom.js";
+
+function headers(extra = {}) {
+  const token = localStorage.getItem("lyra-token");
+  return token ? { ...extra, Authorization: `Bearer ${token}` } : extra;
+}
+
+/* One JSON call; an answer that is not 2xx throws an Error carrying the server's message and hint. */
+export async function api(path, options = {}) {
+  const init = { ...options, headers: headers(options.body ? { "Content-Type": "application/json" } : {}) };
+  if (options.body && typeof options.body !== "string") init.body = JSON.stringify(options.body);
+  const resp = await fetch(path, init);
+  if (resp.status === 401 && await askToken()) return api(path, options);
+  const type = resp.headers.get("content-type") || "";
+  const data = type.includes("json") ? await resp.json() : type.startsWith("text/plain") ? await resp.text() : null;
+  if (!resp.ok) throw new Error(describe(data, resp));
+  return data;
+}
+
+function describe(data, resp) {
+  const err = data && (data.error || data.detail);
+  if (err && err.message) return err.hint ? `${err.message} — ${err.hint}` : err.message;
+  if (Array.isArray(err)) return err.map((e) => e.msg).join("; ");
+  return `${resp.status} ${resp.statusText}`;
+}
+
+/* Server-sent events over fetch (EventSource cannot send the API token). */
+export async function sse(path, init, onEvent) {
+  const resp = await fetch(path, { ...init, headers: headers(init.body ? { "Content-Type": "application/json" } : {}) });
+  if (resp.status === 401 && await askToken()) return sse(path, init, onEvent);
+  if (!resp.ok) throw new Error(describe(await resp.json().catch(() => null), resp));
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let cut;
+    while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, "");
+      let event = "message";
+      const data = [];
+      for (const line of block.split(/\r?\n/)) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      if (data.length) onEvent(event, JSON.parse(data.join("\n")));
+    }
+  }
+}
+
+/* A file sent as the request's body (an import), answered in JSON. */
+export async function upload(path, file) {
+  const resp = await fetch(path, { method: "PUT", body: file, headers: headers() });
+  const body = await resp.json();
+  if (!resp.ok) throw new Error(describe(body, resp));
+  return body;
+}
+
+/* Saves what ``path`` answers under the name the server gives it. */
+export async function download(path) {
+  const resp = await fetch(path, { headers: headers() });
+  if (!resp.ok) throw new Error(describe(await resp.json().catch(() => null), resp));
+  const name = /filename="?([^";]+)"?/.exec(resp.headers.get("content-disposition") || "")?.[1] || "lyra-download";
+  const url = URL.createObjectURL(await resp.blob());
+  const a = el("a", { href: url, download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+function askToken() {
+  const dialog = $("token-dialog");
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => {
+      const token = $("token-input").value.trim();
+      if (token) localStorage.setItem("lyra-token", token);
+      resolve(Boolean(token));
+    }, { once: true });
+    dialog.showModal();
+  });
+}

@@ -1,0 +1,48 @@
+/* The conversation on screen and the reply streaming into it: the one piece of state the chat and the
+ * conversation list both need. Everything else that changes is told through bus.js. */
+import { emit } from "./bus.js";
+
+export const people = { user: "You", companion: "Lyra" };  // as the server's settings name them
+
+let openId = null;
+let reply = null;  // the AbortController of the reply streaming now
+let opening = null;  // a new conversation being created: a message sent meanwhile waits for it
+
+export const currentId = () => openId;
+
+export function setCurrent(id) {
+  openId = id;
+  emit("conversation-opened", id);
+}
+
+export const replying = () => reply !== null;
+
+export function startReply() {
+  reply = new AbortController();
+  return reply;
+}
+
+export function endReply(controller) {
+  if (reply === controller) reply = null;
+}
+
+/* Stops the reply streaming now, if any (Stop, Esc, leaving an off-the-record conversation). */
+export function stopReply() {
+  if (reply) reply.abort();
+}
+
+/* Stops the reply and waits (5 s at most) until its stream has ended, so nothing of it is written after. */
+export async function stopReplyAndWait() {
+  stopReply();
+  for (let i = 0; i < 100 && reply; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+export const pendingOpen = () => opening;
+
+/* Remembers ``promise`` (a conversation being created) until it settles. */
+export function trackOpening(promise) {
+  opening = promise;
+  const done = () => { if (opening === promise) opening = null; };
+  promise.then(done, done);
+  return promise;
+}

@@ -1,0 +1,91 @@
+/* Search: what I remember, by meaning and by words; each result dated by the days it speaks of, its matched
+ * words marked, Open (a link) under it and Forget away from it. */
+import { api } from "./api.js";
+import { emit } from "./bus.js";
+import { currentId } from "./conversation.js";
+import { $, clip, el, fragment, openLink } from "./dom.js";
+import { confirmForget, showError } from "./feedback.js";
+import { registerPanel } from "./panels.js";
+
+const D = window.LyraDates;
+const TIER_NAMES = {};  // the kinds of memory as a person reads them, from the store's registry (GET /api/kinds)
+
+export async function loadKinds() {
+  const { kinds } = await api("/api/kinds");
+  const searchable = kinds.filter((k) => k.searchable);
+  for (const k of kinds) TIER_NAMES[k.name] = k.label;
+  const capital = (text) => text.charAt(0).toUpperCase() + text.slice(1);
+  $("search-tier").replaceChildren(el("option", { value: "", text: "Everything" }),
+    fragment(searchable.map((k) => el("option", { value: k.name, text: capital(k.plural) }))));
+}
+
+async function runSearch() {
+  const q = $("search-input").value.trim();
+  if (!q) return;
+  const params = new URLSearchParams({ q });
+  if ($("search-tier").value) params.set("tier", $("search-tier").value);
+  if ($("search-since").value) params.set("since", $("search-since").value);
+  if ($("search-until").value) params.set("until", nextDay($("search-until").value));  // "until" includes that day
+  if ($("search-here").checked && currentId()) params.set("session_id", currentId());
+  if (currentId()) params.set("current_session_id", currentId());  // what was just said there ranks last
+  params.set("order", $("search-order").value);
+  $("search-status").textContent = "Searching…";
+  try {
+    const { results } = await api(`/api/search?${params}`);
+    $("search-status").textContent = results.length ? `${results.length} found.` : "Nothing found.";
+    $("search-results").replaceChildren(fragment(results.map(searchResult)));
+  } catch (e) { $("search-status").textContent = ""; showError(e.message); }
+}
+
+function nextDay(day) {
+  const d = new Date(`${day}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + 1);
+  return d.toISOString().slice(0, 10);
+}
+
+function searchResult(r) {
+  const kind = TIER_NAMES[r.tier] || r.tier;
+  const label = `the ${kind} “${clip(r.content, 40)}”`;
+  const open = r.session_id ? openLink(r.session_id, r.turn_id, "Open", `Open ${r.session_name} at ${label}`) : null;
+  const forget = el("button", { class: "link-button danger-link forget", text: "Forget", "aria-label": `Forget ${label}`,
+    onclick: async () => {
+      const also = r.tier === "exchange"
+        ? " Its other versions, any branch that went on from them and, for a message of yours, Lyra's reply to it go too."
+        : "";
+      if (!await confirmForget(`Forget this ${kind}?`,
+                               `“${clip(r.content, 200)}” is forgotten, with what was built from it.${also}`)) return;
+      try {
+        await forgetResult(r);
+        await runSearch();
+        if (r.session_id) emit("conversation-changed", r.session_id);
+      } catch (e) { showError(e.message); }
+    } });
+  const pieces = r.snippet && r.snippet.length ? r.snippet : [{ text: r.content, match: false }];
+  return el("li", { class: "result", "data-tier": r.tier },
+    el("div", { class: "result-head" }, el("span", { class: "badge", text: kind }), resultDate(r), forget),
+    el("p", { class: "snippet" }, fragment(pieces.map((p) => (p.match ? el("mark", { text: p.text }) : p.text)))),
+    el("div", { class: "result-foot" }, open, r.session_name ? el("span", { class: "muted", text: r.session_name }) : null));
+}
+
+/* The days a result speaks of: a digest's period, a summary's first to last turn, a turn's or a fact's day. */
+function resultDate(r) {
+  const began = r.began_at || r.created_at;
+  const [datetime, text] = r.period ? [D.periodStart(r.period), D.periodLabel(r.period)]
+    : [began, r.tier === "gist" ? D.spanLabel(began, r.ended_at) : D.dayLabel(began)];
+  return el("time", { class: "badge date", datetime, text });
+}
+
+/* The same forget as everywhere else: a turn with what was built from it; a derived memory as its panel does. */
+function forgetResult(r) {
+  if (r.tier === "exchange") return api("/api/forget", { method: "POST", body: { exchange_ids: [r.id] } });
+  if (r.tier === "gist") return api(`/api/sessions/${r.session_id}/gist`, { method: "DELETE" });
+  if (r.tier === "digest") return api(`/api/digests/${r.id}`, { method: "DELETE" });
+  return api("/api/forget", { method: "POST", body: { memories: { fact: [r.id] } } });  // its history too
+}
+
+registerPanel("search", { title: "Search", open: () => $("search-input").focus() });
+
+export function wireSearchPanel() {
+  $("search-form").addEventListener("submit", (e) => { e.preventDefault(); runSearch(); });
+  $("search-order").addEventListener("change", () => { if ($("search-input").value.trim()) runSearch(); });
+}

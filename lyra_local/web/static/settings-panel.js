@@ -1,0 +1,150 @@
+/* Settings: the model manager (a model per role from the GGUF files in models_dir, or a model server; its
+ * context and GPU layers), then what this server runs on. Applying writes lyra.toml and reloads: the server
+ * loads and checks the new models first and, if one fails, keeps the old ones and says why. */
+import { api } from "./api.js";
+import { $, el, fragment } from "./dom.js";
+import { showError } from "./feedback.js";
+import { registerPanel } from "./panels.js";
+
+const ROLES = {
+  chat: { label: "Chat", what: "replies to you" },
+  summary: { label: "Summaries", what: "gists, digests, reflection", same: "Same as chat" },
+  embed: { label: "Embeddings", what: "recall by meaning; a new one re-embeds every memory, with progress" },
+  rerank: { label: "Re-ranker", what: "re-orders what recall found (optional)", off: "Off" },
+};
+let shownChoices = {};  // role -> the choice as the form showed it, so Apply sends only what changed
+
+async function loadSettings() {
+  try {
+    const [s, { files, models_dir }] = await Promise.all([api("/api/settings"), api("/api/models/files")]);
+    renderModels(s, files);
+    $("models-dir").textContent = `In ${models_dir}; a GGUF put there appears here.`;
+    $("models-where").textContent = `Apply writes ${s.config_file_target}` +
+      (s.config_file ? "" : " (created then)") + "; LYRA_* environment variables win over it.";
+    const rows = [];
+    rows.push(...s.warnings.map((w) => ["Warning", w]));
+    rows.push(["GPU offload", s.gpu_offload ? "available" : "not in this build (CPU)"],
+              ["Data directory", s.data_dir], ["Config file", s.config_file || "none yet (defaults)"],
+              ["Version", s.version]);
+    $("settings").replaceChildren(...rows.map(([k, v]) => el("tr", { class: k === "Warning" ? "warning" : null },
+      el("th", { scope: "row", text: k }), el("td", { text: v }))));
+    $("settings-how").textContent = s.how_to_change;
+  } catch (e) { showError(e.message); }
+}
+
+/* "SmolLM2 135M · llama · 135M parameters · Q4_1 · 8k context · 98 MB", or why it cannot be used. */
+function describeFile(f) {
+  if (f.problem) return `cannot be used: ${f.problem}`;
+  const parts = [f.title, f.architecture, f.parameters ? `${count(f.parameters)} parameters` : null, f.quantization,
+                 f.context_length ? `${count(f.context_length, 1024)} context` : null, size(f.size),
+                 f.role_hint === "chat" && !f.chat_template ? "no chat template" : null];
+  return parts.filter(Boolean).join(" · ");
+}
+
+function count(n, unit = 1000) {
+  const steps = unit === 1024 ? ["", "k", "M"] : ["", "k", "M", "B", "T"];
+  let i = 0;
+  while (n >= unit && i < steps.length - 1) { n /= unit; i++; }
+  return `${n >= 10 || i === 0 ? Math.round(n) : n.toFixed(1)}${steps[i]}`;
+}
+
+const size = (bytes) => (bytes >= 1e9 ? `${(bytes / 1e9).toFixed(1)} GB` : `${Math.round(bytes / 1e6)} MB`);
+
+function renderModels(s, files) {
+  $("model-files").replaceChildren(fragment(files.map((f) => el("li", { class: f.problem ? "broken" : null },
+    el("strong", { text: f.name }), " ", el("span", { class: f.problem ? "danger-link" : "muted", text: describeFile(f) }),
+    f.used_by.length ? el("span", { class: "badge", text: `used for ${f.used_by.join(", ")}` }) : null))));
+  if (!files.length) $("model-files").append(el("li", { class: "muted", text: "No GGUF file there yet." }));
+  shownChoices = {};
+  $("model-roles").replaceChildren(fragment(Object.entries(ROLES).map(([role, info]) =>
+    roleFields(role, info, s.roles[role], files, s.gpu_offload))));
+}
+
+/* One role's fieldset: where its model comes from (a file, a server, same as chat, off), and its settings. */
+function roleFields(role, info, current, files, gpu) {
+  const id = (what) => `model-${role}-${what}`;
+  const sourceNow = !current ? "off" : current.shared_with ? "same" : current.backend === "server" ? "server" : "file";
+  const source = el("select", { id: id("source"), "aria-label": `${info.label}: where the model comes from` },
+    el("option", { value: "file", text: "A file in the models folder" }),
+    el("option", { value: "server", text: "A model server (llama.cpp)" }),
+    info.same ? el("option", { value: "same", text: info.same }) : null,
+    info.off ? el("option", { value: "off", text: info.off }) : null);
+  source.value = sourceNow;
+  const fileNow = current && current.backend === "local" ? current.model : "";
+  const file = el("select", { id: id("file"), "aria-label": `${info.label}: model file` },
+    fileNow && !files.some((f) => f.name === fileNow) ? el("option", { value: fileNow, text: `${fileNow} (not in the models folder)` }) : null,
+    fragment(files.map((f) => el("option", { value: f.name,
+      text: `${f.name}${f.problem ? " — cannot be used" : f.role_hint !== role && !(role === "summary" && f.role_hint === "chat") ? ` — looks made for ${f.role_hint}` : ""}` }))));
+  if (!fileNow && !files.length) file.append(el("option", { value: "", text: "(no GGUF in the models folder)" }));
+  file.value = fileNow || (files.find((f) => !f.problem && f.role_hint === (role === "summary" ? "chat" : role)) || {}).name || "";
+  const about = el("p", { class: "hint model-about" });
+  const showAbout = () => {
+    const f = files.find((x) => x.name === file.value);
+    about.textContent = f ? describeFile(f) : "";
+    about.classList.toggle("danger-link", Boolean(f && f.problem));
+  };
+  file.addEventListener("change", showAbout);
+  showAbout();
+  const ctx = el("input", { id: id("ctx"), type: "number", min: "64", step: "64", "aria-label": `${info.label}: context (tokens)`,
+                            value: current && current.n_ctx ? String(current.n_ctx) : "" });
+  const layers = el("input", { id: id("layers"), type: "number", min: "-1", "aria-label": `${info.label}: GPU layers (-1 = all)`,
+                               value: current && current.backend === "local" ? String(current.n_gpu_layers) : "0" });
+  const url = el("input", { id: id("url"), type: "url", placeholder: "http://gpu-box:8080", "aria-label": `${info.label}: server URL`,
+                            value: current && current.backend === "server" ? current.base_url : "" });
+  const name = el("input", { id: id("name"), placeholder: "default", "aria-label": `${info.label}: model name on the server`,
+                             value: current && current.backend === "server" ? current.model : "" });
+  const local = el("div", { class: "model-local" }, file, about,
+    el("div", { class: "row" }, el("label", { class: "small", for: id("ctx"), text: "Context" }), ctx,
+       el("label", { class: "small", for: id("layers"), text: "GPU layers" }), layers),
+    gpu ? null : el("p", { class: "hint", text: "This build runs on the CPU: GPU layers other than 0 are ignored." }));
+  const server = el("div", { class: "model-server" }, url, name);
+  const show = () => { local.hidden = source.value !== "file"; server.hidden = source.value !== "server"; };
+  source.addEventListener("change", show);
+  show();
+  const read = () => (source.value === "file" ? { file: file.value, n_ctx: number(ctx), n_gpu_layers: number(layers) }
+    : source.value === "server" ? { base_url: url.value.trim(), model: name.value.trim() || "default" }
+    : source.value === "same" ? { same_as: "chat" } : { off: true });
+  const box = el("fieldset", { class: "model-role", "data-role": role },
+    el("legend", {}, el("strong", { text: info.label }), el("span", { class: "muted", text: ` — ${info.what}` })),
+    source, local, server);
+  box.read = read;
+  shownChoices[role] = JSON.stringify(read());
+  return box;
+}
+
+function number(input) {
+  const value = input.value.trim();
+  return value === "" ? undefined : Number(value);
+}
+
+/* Apply: the roles whose choice changed, checked and loaded by the server before it swaps them in. */
+async function apply(e) {
+  e.preventDefault();
+  const roles = {};
+  for (const box of $("model-roles").querySelectorAll("fieldset")) {
+    const choice = box.read();
+    if (JSON.stringify(choice) !== shownChoices[box.dataset.role]) roles[box.dataset.role] = choice;
+  }
+  const status = $("models-status");
+  status.classList.remove("danger-link");
+  if (!Object.keys(roles).length) { status.textContent = "Nothing changed."; return; }
+  status.textContent = "Loading and checking the new model…";
+  $("models-apply").disabled = true;
+  try {
+    const done = await api("/api/models/choice", { method: "PUT", body: { roles } });
+    await loadSettings();
+    status.textContent = `Applied: ${Object.keys(roles).map((r) => ROLES[r].label.toLowerCase()).join(", ")} ` +
+      `now on the new model; written to ${done.config_file}.`;
+  } catch (err) {
+    status.textContent = err.message;  // "not applied (… unchanged, the running models keep serving): why"
+    status.classList.add("danger-link");
+  } finally {
+    $("models-apply").disabled = false;
+  }
+}
+
+registerPanel("settings", { title: "Settings", open: loadSettings });
+
+export function wireSettingsPanel() {
+  $("models-form").addEventListener("submit", apply);
+}
