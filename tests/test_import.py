@@ -64,7 +64,8 @@ def test_the_current_branch_is_imported_not_the_abandoned_edit() -> None:
 
 def test_parts_code_tools_hidden_timestamps_and_unicode() -> None:
     c = parse_conversation(rich())
-    assert [m.content for m in c.messages] == ["Grüße aus Köln! 🎉", "Here is my balcony:",
+    assert [m.content for m in c.messages] == ["Grüße aus Köln! 🎉",
+                                               "Here is my balcony:\n[an image was here; not imported]",
                                                "```python\nprint('hi')\n```", "Schöner Balkon — 12 m² is plenty."]
     assert c.messages[-1].created_at == c.messages[-2].created_at  # no timestamp: the one before it
     assert c.skipped == {"system messages": 1, "image_asset_pointer parts": 1, "tool messages": 1,

@@ -165,11 +165,16 @@ def _message(message: dict[str, Any], skipped: Counter[str]) -> tuple[str, str] 
     if kind == "text":
         text = "\n".join(p for p in parts if isinstance(p, str))
     elif kind == "multimodal_text":
-        text = "\n".join(p for p in parts if isinstance(p, str))
-        for part in parts:  # images, audio, files: counted, not kept
-            if not isinstance(part, str):
-                kind_of_part = part.get("content_type") if isinstance(part, dict) else None
-                skipped[f"{kind_of_part if isinstance(kind_of_part, str) else 'non-text'} parts"] += 1
+        pieces = []
+        for part in parts:  # images, audio, files: counted, and a placeholder says where one was
+            if isinstance(part, str):
+                pieces.append(part)
+                continue
+            kind_of_part = part.get("content_type") if isinstance(part, dict) else None
+            kind_of_part = kind_of_part if isinstance(kind_of_part, str) else "non-text"
+            skipped[f"{kind_of_part} parts"] += 1
+            pieces.append(placeholder(kind_of_part))
+        text = "\n".join(pieces)
     elif kind == "code":
         code, language = content.get("text"), content.get("language")
         code = code if isinstance(code, str) else ""
@@ -204,3 +209,10 @@ def _describe(raw: Any, n: int) -> str:
         conv_id = well_formed(str(raw.get("conversation_id") or raw.get("id") or "no id"))[:80]
         return f"conversation {n} \u201c{title}\u201d ({conv_id})"
     return f"conversation {n}"
+
+
+def placeholder(kind_of_part: str) -> str:
+    """Where a part that is not text was: "[an image was here; not imported]", so a message that showed a photo
+    does not read as if it said nothing about it."""
+    what = "an image" if "image" in kind_of_part else "audio" if "audio" in kind_of_part else "an attachment"
+    return f"[{what} was here; not imported]"

@@ -20,7 +20,8 @@ async function importFile(file) {
         const r = progress.report;
         status.textContent = `Imported ${r.messages.toLocaleString()} messages: ${r.sessions_new} new conversations, ` +
           `${r.sessions_updated} updated, ${r.sessions_unchanged} already here.` +
-          (r.problems.length ? ` Not imported: ${r.problems.join("; ")}` : "") + (r.memory ? ` ${r.memory}.` : "");
+          skippedText(r.skipped) + (r.problems.length ? ` Not imported: ${r.problems.join("; ")}` : "") +
+          (r.memory ? ` ${r.memory}.` : "");
         emit("sessions-changed");
       }
       if (event === "failed") showError(progress.error);
@@ -32,6 +33,12 @@ async function importFile(file) {
     bar.hidden = true;
     $("import-start").disabled = false;
   }
+}
+
+/* What the import left out, as `lyra import` says it: "Skipped: 3 system messages, 1 image_asset_pointer parts." */
+function skippedText(skipped) {
+  const counts = Object.entries(skipped || {}).filter(([, n]) => n).sort((a, b) => b[1] - a[1]);
+  return counts.length ? ` Skipped: ${counts.map(([what, n]) => `${n.toLocaleString()} ${what}`).join(", ")}.` : "";
 }
 
 export function wireYourData() {
