@@ -194,6 +194,30 @@ def test_models_list_fails_on_a_broken_model_file(env: dict[str, str], tmp_path:
     assert "embed    local" in done.stdout and "BROKEN" in done.stdout and "is incomplete" in done.stderr
 
 
+def broken_chat_model(tmp_path: Path, kind: str) -> Path:
+    """A chat model file as a person ends up with one: missing, an HTML error page saved as .gguf, a download
+    cut short."""
+    path = tmp_path / f"{kind}.gguf"
+    if kind == "html":
+        path.write_text("<!doctype html><html><body>404 Not Found</body></html>")
+    elif kind == "truncated":
+        with CHAT_GGUF.open("rb") as whole:
+            path.write_bytes(whole.read(2_000_000))
+    return path
+
+
+@pytest.mark.models
+@pytest.mark.parametrize("kind", ["missing", "html", "truncated"])
+def test_doctor_and_models_list_fail_on_a_broken_chat_model(env: dict[str, str], tmp_path: Path, kind: str) -> None:
+    broken = {**env, "LYRA_MODELS__CHAT__PATH": str(broken_chat_model(tmp_path, kind))}
+    doctor = run_lyra("doctor", "--no-load", env=broken)
+    assert doctor.returncode == 1, doctor.stdout
+    assert "[FAIL] models.chat" in doctor.stdout and "all good" not in doctor.stdout
+    listed = run_lyra("models", "list", env=broken)
+    assert listed.returncode == 1, listed.stdout
+    assert "chat" in listed.stdout and ("MISSING" in listed.stdout or "BROKEN" in listed.stdout)
+
+
 def test_error_output_has_no_traceback(tmp_path: Path, env: dict[str, str]) -> None:
     done = run_lyra("--config", str(tmp_path / "missing.toml"), "models", "list", env=env)
     assert done.returncode == 2

@@ -114,6 +114,8 @@ def test_an_off_the_record_conversation_leaves_nothing_once_left(page: Page, ser
     word = "quokkazanzibar"
     new_chat(page, off_the_record=True)
     expect(page.locator("#off-record-banner")).to_be_visible()
+    expect(page.locator("#empty .off-record-only")).to_be_visible()  # the empty page does not say "I remember it"
+    expect(page.locator("#empty .on-record-only")).to_be_hidden()
     expect(page.locator("#session-list li.active .badge")).to_have_text("off the record")
     send(page, f"My secret word is {word}.")
     replied(page, 1)

@@ -316,7 +316,9 @@ def test_after_a_dream_pass_the_memory_view_shows_gist_and_profile(browser: Brow
     expect(page.locator("#drives [aria-label=Stability]")).to_have_attribute("aria-valuenow", "1.00")
     shot(page, "memory")
     page.click(".tab[data-panel=settings]")
-    expect(page.locator("#settings")).to_contain_text("SmolLM2-135M-Instruct.Q4_1.gguf")
+    expect(page.locator("#model-chat-file")).to_have_value("SmolLM2-135M-Instruct.Q4_1.gguf")
+    expect(page.locator("#model-summary-source")).to_have_value("same")
+    expect(page.locator("#settings")).to_contain_text("GPU offload")
     shot(page, "settings")
     context.close()
 
