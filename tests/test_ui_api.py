@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lyra_local.config import Settings
+from lyra_local.store.exchanges import NewExchange
 
 from .conftest import fake_client
 
@@ -69,3 +70,13 @@ def test_settings_warn_of_gpu_layers_a_cpu_build_ignores(make_settings) -> None:
     assert warnings == ([] if gpu_offload_supported() else
                         ["models.embed: n_gpu_layers = 8, but this llama-cpp-python has no GPU offload: it runs on "
                          "the CPU"])
+
+
+def test_settings_say_the_demo_model_and_how_far_re_embedding_has_come(client: TestClient) -> None:
+    assert client.get("/api/settings").json()["demo_chat_model"] is True  # the default chat file
+    state = client.app.state.lyra  # type: ignore[attr-defined]
+    model = state.memory.embedder.name
+    assert client.get("/api/models/embedding").json() == {"model": model, "in_use": model, "missing": 0}
+    session = state.store.sessions.create("unembedded")
+    state.store.exchanges.add(NewExchange(session.id, "user", "a turn stored without its vector"))
+    assert client.get("/api/models/embedding").json()["missing"] == 1

@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 
-from .conftest import CHAT_GGUF, MODELS_DIR, Served, base_env, serve_lyra
+from .conftest import CHAT_GGUF, EMBED_GGUF, MODELS_DIR, Served, base_env, serve_lyra
 from .test_web_ui import CONFIG, browser, opened, send, shot, start  # noqa: F401 (browser: the fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
@@ -126,6 +126,21 @@ def test_esc_stops_a_reply_and_marks_it_stopped(browser: Browser, chatty: Served
         shot(page, "esc-stopped")
 
 
+def test_a_connection_that_breaks_mid_reply_is_said_and_the_reply_marked(browser: Browser,  # noqa: F811
+                                                                          chatty: Served) -> None:
+    with opened(browser, chatty.url) as page:
+        send(page, "Tell me a long story about a lighthouse keeper and her cat.")
+        expect(page.locator(".message.assistant.streaming .bubble")).not_to_have_text("", timeout=60_000)
+        chatty.proc.kill()  # the server dies mid-reply
+        expect(page.locator(".message.assistant .cut-note")).to_have_text(
+            "Cut short: the connection to the server broke.", timeout=10_000)
+        expect(page.locator("#error")).to_contain_text("The connection to the server broke")
+        expect(page.locator(".message.user .bubble")).to_have_text(
+            ["Tell me a long story about a lighthouse keeper and her cat."])  # stored: not marked "Not sent"
+        expect(page.locator(".message.user.unsent")).to_have_count(0)
+        shot(page, "connection-broke")
+
+
 def test_a_table_renders_and_a_code_block_copies(browser: Browser, served: Served) -> None:  # noqa: F811
     store = Store(data_dir(served))
     try:
@@ -205,6 +220,7 @@ def own_models(tmp_path: Path) -> Iterator[Served]:
     for model in MODELS_DIR.glob("*.gguf"):
         os.symlink(model, folder / model.name)
     shutil.copyfile(CHAT_GGUF, folder / "my-companion.Q4_1.gguf")
+    shutil.copyfile(EMBED_GGUF, folder / "my-embedder.F16.gguf")
     with CHAT_GGUF.open("rb") as whole, (folder / "half-downloaded.Q4_K_M.gguf").open("wb") as cut:
         cut.write(whole.read(1_000_000))
     env = {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(folder)}
@@ -245,5 +261,14 @@ def test_pick_a_model_in_settings_and_a_broken_one_is_refused(browser: Browser, 
         shot(page, "model-picked")
         send(page, "Hello on the new model")
         replied(page, 2)
+
+        # a new embedding model: every memory is embedded again in the background, and Settings follows it
+        page.select_option("#model-embed-file", "my-embedder.F16.gguf")
+        page.click("#models-apply")
+        expect(status).to_contain_text("Applied: embeddings", timeout=120_000)
+        expect(page.locator("#embed-progress")).to_have_text("Every memory has a vector of my-embedder.F16.",
+                                                             timeout=60_000)
+        found = httpx.get(f"{own_models.url}/api/recall", params={"q": "still there"}).json()["hits"]
+        assert any("still there" in hit["content"] for hit in found)  # recall answers on the new vectors
         page.click("#first-run-dismiss")
         expect(page.locator("#first-run")).to_be_hidden()

@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from ..config import LocalModel, Settings
 from ..config_edit import ModelChoices
 from ..modelfiles.catalog import catalog
+from ..store import reembedding
 from .deps import app_state
 from .model_choice import apply_choice
 
@@ -76,3 +77,16 @@ def role_views(settings: Settings) -> dict[str, dict[str, Any]]:
         if role == "summary" and settings.summary_shares_chat():
             roles[role]["shared_with"] = "chat"
     return roles
+
+
+@router.get("/api/models/embedding")
+async def embedding_progress(request: Request) -> dict[str, Any]:
+    """How far re-embedding the memory with the configured embedding model has come: after a switch, recall
+    keeps the old vectors (``in_use``) until no turn, gist or digest lacks one of the new model (``missing``)."""
+    memory = app_state(request).memory
+
+    def read() -> dict[str, Any]:
+        missing = sum(reembedding.count_missing(memory.store, memory.embedder.name).values())
+        return {"model": memory.embedder.name, "in_use": memory.active_model, "missing": missing}
+
+    return await run_in_threadpool(read)

@@ -86,9 +86,10 @@ async function streamReply(path, body, userItem) {
   if (controller.signal.aborted || (broke && stored)) {
     // A reply cut off here is stored when the server sees the hang-up, at its next token: until then the
     // page keeps what it showed, marked, and then shows the conversation as stored.
-    if (textSoFar) markCut(reply, "stopped");
-    if (broke) showError("The connection broke while the reply came in; what arrived is kept.");
-    settleAfterStop(sessionId, Boolean(textSoFar), broke ? "failed" : "stopped");
+    const why = broke ? "broke" : "stopped";
+    if (textSoFar) markCut(reply, why);
+    if (broke) showError("The connection to the server broke while the reply came in; what arrived is kept.");
+    settleAfterStop(sessionId, Boolean(textSoFar), why);
   } else if (broke) {
     if (stored) showError(broke.message);
   } else {

@@ -39,18 +39,20 @@ function daySeparator(stamp) {
             el("time", { datetime: stamp, text: D.dayHeading(stamp), title: D.dayLabel(stamp) }));
 }
 
+const CUT_NOTES = { stopped: "Stopped before the end.", failed: "Cut short by an error.",
+                    broke: "Cut short: the connection to the server broke." };
+
 /* Remembers that stored reply ``id`` ended early, so every later rendering marks it. */
 export function rememberCut(id, why) {
   cut.set(Number(id), why);
 }
 
-/* Marks a reply that ended early, so the person knows it is not whole: "stopped" or "failed". */
+/* Marks a reply that ended early, so the person knows it is not whole: "stopped", "failed" or "broke". */
 export function markCut(item, why) {
   if (item.dataset.id) rememberCut(item.dataset.id, why);
   item.classList.add("cut");
   item.querySelector(".cut-note")?.remove();
-  item.querySelector(".bubble").after(el("p", { class: "cut-note", role: "note",
-    text: why === "stopped" ? "Stopped before the end." : "Cut short by an error." }));
+  item.querySelector(".bubble").after(el("p", { class: "cut-note", role: "note", text: CUT_NOTES[why] || CUT_NOTES.failed }));
 }
 
 /* Marks the person's message that did not reach the server: kept on the page, with Retry. */

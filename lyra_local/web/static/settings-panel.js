@@ -4,7 +4,7 @@
 import { api } from "./api.js";
 import { $, el, fragment } from "./dom.js";
 import { showError } from "./feedback.js";
-import { registerPanel } from "./panels.js";
+import { isShown, registerPanel } from "./panels.js";
 
 const ROLES = {
   chat: { label: "Chat", what: "replies to you" },
@@ -13,6 +13,7 @@ const ROLES = {
   rerank: { label: "Re-ranker", what: "re-orders what recall found (optional)", off: "Off" },
 };
 let shownChoices = {};  // role -> the choice as the form showed it, so Apply sends only what changed
+let watching = null;  // the timer that follows re-embedding while the panel is open
 
 async function loadSettings() {
   try {
@@ -29,7 +30,30 @@ async function loadSettings() {
     $("settings").replaceChildren(...rows.map(([k, v]) => el("tr", { class: k === "Warning" ? "warning" : null },
       el("th", { scope: "row", text: k }), el("td", { text: v }))));
     $("settings-how").textContent = s.how_to_change;
+    followEmbedding();
   } catch (e) { showError(e.message); }
+}
+
+/* After the embedding model changed: how many memories still wait for a vector of the new one, every few
+ * seconds until none does (recall uses the old vectors until then). */
+async function followEmbedding() {
+  clearTimeout(watching);
+  const line = $("embed-progress");
+  try {
+    const e = await api("/api/models/embedding");
+    if (!isShown("settings")) return;
+    line.hidden = e.missing === 0 && e.in_use === e.model;
+    line.textContent = e.missing > 0
+      ? `Re-embedding your memories with ${e.model}: ${e.missing.toLocaleString()} left` +
+        (e.in_use !== e.model ? `; recall uses ${e.in_use} until then.` : ".")
+      : `Every memory has a vector of ${e.model}.`;
+    if (e.missing > 0 || e.in_use !== e.model) watching = setTimeout(followEmbedding, 3000);
+  } catch (err) { line.hidden = true; }
+}
+
+function stopFollowing() {
+  clearTimeout(watching);
+  watching = null;
 }
 
 /* "SmolLM2 135M · llama · 135M parameters · Q4_1 · 8k context · 98 MB", or why it cannot be used. */
@@ -143,7 +167,7 @@ async function apply(e) {
   }
 }
 
-registerPanel("settings", { title: "Settings", open: loadSettings });
+registerPanel("settings", { title: "Settings", open: loadSettings, close: stopFollowing });
 
 export function wireSettingsPanel() {
   $("models-form").addEventListener("submit", apply);
