@@ -120,7 +120,8 @@ class SameAs(_Strict):
     same_as: Literal["chat"]
 
 
-def _backend_tag(value: Any) -> str:
+def backend_tag(value: Any) -> str:
+    """A role's backend as a table or a spec says it: ``same_as`` first, then ``backend`` (default local)."""
     if isinstance(value, Mapping):
         if "same_as" in value:
             return "same_as"
@@ -132,7 +133,7 @@ def _backend_tag(value: Any) -> str:
 
 ModelSpec = Annotated[
     Union[Annotated[LocalModel, Tag("local")], Annotated[ServerModel, Tag("server")]],
-    Discriminator(_backend_tag),
+    Discriminator(backend_tag),
 ]
 SummarySpec = Annotated[
     Union[
@@ -140,7 +141,7 @@ SummarySpec = Annotated[
         Annotated[ServerModel, Tag("server")],
         Annotated[SameAs, Tag("same_as")],
     ],
-    Discriminator(_backend_tag),
+    Discriminator(backend_tag),
 ]
 
 
@@ -457,7 +458,7 @@ def _apply_defaults(raw: dict[str, Any], env: Mapping[str, str]) -> None:
         given = models.get(role)
         if given is None:
             models[role] = dict(default)
-        elif isinstance(given, dict) and _backend_tag(given) == _backend_tag(default):
+        elif isinstance(given, dict) and backend_tag(given) == backend_tag(default):
             models[role] = {**default, **given}
 
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import InlineTable, Table
 
-from .config import LocalModel, SameAs, ServerModel, Settings, env_locations, server_url
+from .config import LocalModel, SameAs, ServerModel, Settings, backend_tag, env_locations, server_url
 from .errors import BadRequest, ConfigError
 
 NEW_FILE_HEADER = ("# Lyra's configuration: README.md, section Configuration, says what each key does.\n"
@@ -127,7 +127,7 @@ def check_file_name(name: str) -> None:
     if "/" in name or "\\" in name:
         raise BadRequest(f"{name!r} is a path: give a file name from models_dir",
                          hint="GET /api/models/files lists the files there")
-    if ".." in name or name.startswith(".") or any(ord(c) < 32 for c in name):
+    if name.startswith(".") or any(ord(c) < 32 for c in name):  # ".", "..", hidden; "a..b.gguf" is a name
         raise BadRequest(f"{name!r} is not a model file name", hint="GET /api/models/files lists the files there")
     if not name.endswith(".gguf"):
         raise BadRequest(f"{name!r} is not a GGUF file (its name must end in .gguf)",
@@ -183,7 +183,7 @@ def role_table(current: Any, choice: AnyChoice) -> dict[str, Any] | None:
     if isinstance(choice, SameAsChat):
         return {"same_as": "chat"}
     changes = _keys(choice)
-    if isinstance(current, dict) and _backend(current) == changes["backend"]:
+    if isinstance(current, dict) and backend_tag(current) == changes["backend"]:
         return {**current, **{key: value for key, value in changes.items() if key != "backend"}}
     return changes
 
@@ -195,11 +195,6 @@ def _keys(choice: LocalChoice | ServerChoice) -> dict[str, Any]:
                      if v is not None})
         return keys
     return {"backend": "server", "base_url": server_url(choice.base_url), "model": choice.model}
-
-
-def _backend(table: dict[str, Any]) -> str:
-    """A role table's backend as ``config`` reads it: ``same_as`` first, then ``backend`` (default local)."""
-    return "same_as" if "same_as" in table else str(table.get("backend", "local"))
 
 
 def _edit_in_place(doc: tomlkit.TOMLDocument, before: dict[str, Any], after: dict[str, Any],
@@ -216,7 +211,7 @@ def _edit_in_place(doc: tomlkit.TOMLDocument, before: dict[str, Any], after: dic
         if wanted is None:
             if present:
                 del models[role]
-        elif present and isinstance(prior, dict) and _backend(prior) == _backend(wanted):
+        elif present and isinstance(prior, dict) and backend_tag(prior) == backend_tag(wanted):
             table = models[role]
             for key, value in wanted.items():
                 if not isinstance(value, dict) and prior.get(key) != value:

@@ -158,7 +158,7 @@ def test_every_layout_reads_back_as_chosen(text: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["../secret.gguf", "sub/model.gguf", "/etc/passwd", "..\\x.gguf", "..", "",
-                                  "model.bin", "model.gguf.partial", ".hidden.gguf", "a..b.gguf", "x\n.gguf"])
+                                  "model.bin", "model.gguf.partial", ".hidden.gguf", "x\n.gguf"])
 def test_anything_but_a_plain_gguf_name_is_refused(name: str) -> None:
     with pytest.raises(BadRequest) as refused:
         edit_models(PERSONS_FILE, choose(chat={"file": name}))
@@ -217,3 +217,7 @@ def test_the_file_is_replaced_whole_with_its_permissions_and_through_a_symlink(t
     created = tmp_path / "xdg" / "lyra" / "lyra.toml"
     replace_text(created, "fresh\n")  # the folder is made; a new config may hold a token: only its owner reads it
     assert created.read_text() == "fresh\n" and stat.S_IMODE(created.stat().st_mode) == 0o600
+
+
+def test_two_dots_inside_a_plain_name_are_a_name_not_a_step_up() -> None:
+    assert 'path = "llama-3..Q4_K_M.gguf"' in edit_models(PERSONS_FILE, choose(chat={"file": "llama-3..Q4_K_M.gguf"}))

@@ -219,3 +219,18 @@ def test_an_import_adding_to_a_session_forgotten_meanwhile_writes_nothing_to_it(
     report = import_conversations(store, ForgettingWhileEmbedding(store, session), [later])
     assert store.exchanges.count() == 0 and store.sessions.count() == 0
     assert any("forgotten while importing" in p.what for p in report.problems), report.problems
+
+
+def test_a_message_an_earlier_import_left_out_is_not_appended_out_of_order(tmp_path: Path, store: Store) -> None:
+    import_conversations(store, FakeEmbedder(), open_source(write_export(tmp_path / "a.zip", [rich()])).read())
+    before = [m.content for m in store.exchanges.history(store.sessions.list()[0].id)]
+    later = rich()  # the same export, now with an image-only message after "mm" (kept now, with its placeholder)
+    image = message("img", "user", [{"content_type": "image_asset_pointer", "asset_pointer": "y"}], at=T0 + 120,
+                    content_type="multimodal_text")
+    later["mapping"]["img"] = {"id": "img", "message": image, "parent": "mm", "children": ["code"]}
+    later["mapping"]["mm"]["children"] = ["img"]
+    later["mapping"]["code"]["parent"] = "img"
+    assert "[an image was here; not imported]" in [m.content for m in parse_conversation(later).messages]
+    report = import_conversations(store, FakeEmbedder(), open_source(write_export(tmp_path / "b.zip", [later])).read())
+    assert report.messages == 0 and report.skipped["messages older than the ones already imported"] == 1
+    assert [m.content for m in store.exchanges.history(store.sessions.list()[0].id)] == before

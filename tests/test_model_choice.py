@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lyra_local.config import load_settings
-from lyra_local.web import create_app
+from lyra_local.web import create_app, model_choice
 
 from .conftest import CHAT_GGUF, EMBED_GGUF, free_port, require_file
 
@@ -149,6 +149,22 @@ def test_an_environment_variable_overriding_the_choice_is_refused_by_name(
         assert resp.status_code == 409, resp.text
         error = resp.json()["error"]
         assert "LYRA_MODELS__CHAT__N_CTX" in error["message"] and "environment" in error["hint"]
+        assert config.read_bytes() == PERSONS_FILE.encode()
+        assert client.app.state.lyra.models is running  # type: ignore[attr-defined]
+
+
+def test_a_config_file_that_cannot_be_written_refuses_before_any_model_loads(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copyfile(CHAT_GGUF, home / "models" / "copy.gguf")
+    config = home / "lyra.toml"
+    config.write_text(PERSONS_FILE)
+    with serve(config) as client:
+        running = client.app.state.lyra.models  # type: ignore[attr-defined]
+        # as Docker's read-only /config mount answers (root passes permission bits, so access() is what says it)
+        monkeypatch.setattr(model_choice.os, "access", lambda path, mode: Path(path) != config)
+        resp = choose(client, chat=CHOICE)
+        assert resp.status_code == 400, resp.text
+        assert "cannot be written here" in resp.json()["error"]["message"]
         assert config.read_bytes() == PERSONS_FILE.encode()
         assert client.app.state.lyra.models is running  # type: ignore[attr-defined]
 

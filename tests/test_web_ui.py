@@ -217,6 +217,22 @@ def test_a_deleted_conversation_is_forgotten_when_its_undo_runs_out(page: Page, 
     expect(page.locator("#trash")).to_be_hidden(timeout=20_000)  # ten seconds, then forgotten
     assert httpx.get(f"{served.url}/api/sessions/{session['id']}/messages").status_code == 404
 
+    # leaving the page forgets what waits in the trash at once
+    second = httpx.post(f"{served.url}/api/sessions", json={"name": "Left behind"}).json()
+    page.reload()
+    page.get_by_role("button", name="Delete Left behind").click()
+    expect(page.locator("#trash")).to_be_visible()
+    page.reload()
+    expect(page.locator(".session-list .session-name", has_text="Left behind")).to_have_count(0)
+    assert httpx.get(f"{served.url}/api/sessions/{second['id']}/messages").status_code == 404
+
+    # a page killed before it could (no pagehide) forgets it when it next opens
+    third = httpx.post(f"{served.url}/api/sessions", json={"name": "Killed tab"}).json()
+    page.evaluate("id => localStorage.setItem('lyra-trash', JSON.stringify([id]))", third["id"])
+    page.reload()
+    expect(page.locator(".session-list .session-name", has_text="Killed tab")).to_have_count(0)
+    assert httpx.get(f"{served.url}/api/sessions/{third['id']}/messages").status_code == 404
+
 
 def test_world_state_edits_persist_across_reload(page: Page) -> None:
     page.click(".tab[data-panel=memory]")

@@ -129,7 +129,9 @@ def import_conversations(store: Store, embedder: Embedder, items: Iterable[Impor
         if whole:
             continue
         session = _existing(store, c)
-        new, asides = _new_turns(store, session, c)
+        new, asides, older = _new_turns(store, session, c)
+        if older:
+            report.skipped["messages older than the ones already imported"] += older
         if session is not None and not new and not asides:
             report.sessions_unchanged += 1
             processed += len(c.messages)
@@ -172,16 +174,21 @@ def _existing(store: Store, c: ImportedConversation) -> Session | None:
 
 
 def _new_turns(store: Store, session: Session | None,
-               c: ImportedConversation) -> tuple[list[ImportedMessage], list[NewAside]]:
+               c: ImportedConversation) -> tuple[list[ImportedMessage], list[NewAside], int]:
     """Messages and versions set aside not stored yet: by portable id (``store/portable.py``: on the path or set
-    aside here) where they have one, else the messages past the stored count."""
+    aside here) where they have one, else the messages past the stored count; and how many unknown messages
+    come before the last one stored. Those are left out: a turn is added at the end of its conversation, so
+    one that an earlier import did not take (an image-only message, before placeholders) would land out of
+    order."""
     if session is None:
-        return list(c.messages), list(c.asides)
+        return list(c.messages), list(c.asides), 0
     known = known_ids(store, session.id)
     asides = [a for a in c.asides if a.source_id not in known]
     if any(m.source_id for m in c.messages):
-        return [m for m in c.messages if not m.source_id or m.source_id not in known], asides
-    return list(c.messages[store.exchanges.count_in(session.id):]), asides
+        last = max((i for i, m in enumerate(c.messages) if m.source_id and m.source_id in known), default=-1)
+        older = sum(1 for m in c.messages[:last] if not m.source_id or m.source_id not in known)
+        return [m for m in c.messages[last + 1:] if not m.source_id or m.source_id not in known], asides, older
+    return list(c.messages[store.exchanges.count_in(session.id):]), asides, 0
 
 
 def import_source(store: Store, embedder: Embedder, source: Source,

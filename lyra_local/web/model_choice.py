@@ -12,6 +12,7 @@ swapped in only once it was written: a reload after a restart reads what runs.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,6 +58,9 @@ def apply_choice(state: AppState, choices: ModelChoices, env: Mapping[str, str])
         if isinstance(choice, LocalChoice) and not (candidate.models_dir / choice.file).is_file():
             raise ChoiceRefused(f"{unchanged}: models.{role}: {choice.file} is not in {candidate.models_dir}",
                                 hint=FILES_HINT)
+    if not writable(target):  # before loading anything: a read-only mount (Docker's /config) refuses at once
+        raise ChoiceRefused(f"{unchanged}: {target} cannot be written here (a read-only file or mount?)",
+                            hint="make it writable, or edit lyra.toml where it lives and reload the server")
     overriding = env_overrides(choices, candidate, env)
     if overriding:
         raise OverriddenByEnv(f"{unchanged}: {', '.join(overriding)} in the server's environment "
@@ -79,6 +83,17 @@ def apply_choice(state: AppState, choices: ModelChoices, env: Mapping[str, str])
     except ReloadRefused as exc:
         raise ChoiceRefused(f"{unchanged}: {exc.reason}", hint=exc.hint) from exc
     return target
+
+
+def writable(path: Path) -> bool:
+    """Whether ``path`` can be replaced: the file (if there) and the folder its temporary copy goes in, or the
+    nearest folder that exists, where it would be created."""
+    if path.exists():
+        return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return os.access(folder, os.W_OK)
 
 
 def read_config(path: Path) -> str | None:

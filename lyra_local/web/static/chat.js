@@ -1,7 +1,7 @@
 /* Talking: the composer, a reply streamed token by token, Stop, Regenerate, Edit and a turn's versions. */
 import { api, sse } from "./api.js";
 import { emit, on } from "./bus.js";
-import { currentId, endReply, pendingOpen, replying, startReply, stopReply } from "./conversation.js";
+import { currentId, endReply, pendingOpen, replying, setCurrent, startReply, stopReply } from "./conversation.js";
 import { $, clip, el } from "./dom.js";
 import { showError, showNotice } from "./feedback.js";
 import { appendMessage, markCut, markUnsent, messageItem, rememberCut, reloadMessages, renderMessages, scrollDown,
@@ -9,7 +9,8 @@ import { appendMessage, markCut, markUnsent, messageItem, rememberCut, reloadMes
 import { newSession } from "./sessions.js";
 
 /* Sends the person's message. A message the server never stored stays on the page marked "Not sent",
- * with Retry, and its text goes back into the message box: what was typed is never lost. */
+ * with Retry, and its text goes back into the message box: what was typed is never lost. A conversation
+ * this send created is not kept when its first message was refused. */
 async function send(text) {
   if (!text.trim() || replying()) return;
   showError("");
@@ -18,15 +19,21 @@ async function send(text) {
   if (pendingOpen()) await pendingOpen().catch(() => {});
   const userItem = messageItem("user", text);
   let sessionId = currentId();
+  const creating = !sessionId;
   try {
-    if (!sessionId) sessionId = (await newSession(clip(text.trim(), 48, 200))).id;  // the server takes 200 at most
+    if (creating) sessionId = (await newSession(clip(text.trim(), 48, 200))).id;  // the server takes 200 at most
   } catch (e) {
     appendMessage(userItem);
     return notSent(userItem, e);
   }
   appendMessage(userItem);
-  const outcome = await streamReply(`/api/sessions/${sessionId}/chat`, { message: text }, userItem);
-  if (!outcome.stored) notSent(userItem, outcome.error);
+  const outcome = await streamReply(sessionId, `/api/sessions/${sessionId}/chat`, { message: text }, userItem);
+  if (outcome.stored) return;
+  notSent(userItem, outcome.error);
+  if (creating && outcome.error && outcome.error.name !== "TypeError") {  // the server answered: drop the empty one
+    api(`/api/sessions/${sessionId}`, { method: "DELETE" }).then(() => emit("sessions-changed"), () => {});
+    if (currentId() === sessionId) setCurrent(null);
+  }
 }
 
 function notSent(item, error) {
@@ -38,11 +45,13 @@ function notSent(item, error) {
   scrollDown();
 }
 
-/* Streams a reply (a turn, a regenerated reply, the reply to an edited message) under ``userItem``, then
- * shows the conversation as the server has it (with each turn's versions). A reply that ends early is
- * marked: stopped (Stop, Esc), cut by an error, or by a connection that broke. Resolves to whether the
- * server stored the person's message, and the error if the request failed. */
-async function streamReply(path, body, userItem) {
+/* Streams a reply (a turn, a regenerated reply, the reply to an edited message) of conversation
+ * ``sessionId`` under ``userItem``, then shows the conversation as the server has it (with each turn's
+ * versions). A reply that ends early is marked: stopped (Stop, Esc), cut by an error, or by a connection
+ * that broke. ``replacing``: the reply a regeneration takes the place of (it stays last until the new one
+ * is stored). Resolves to whether the server stored the person's turn, and why not. Nothing is re-rendered
+ * over a turn the server did not store: the caller says so on it. */
+async function streamReply(sessionId, path, body, userItem, replacing = null) {
   const reply = messageItem("assistant", "");
   reply.classList.add("streaming");
   $("messages").append(reply);
@@ -53,7 +62,7 @@ async function streamReply(path, body, userItem) {
   let textSoFar = "";
   let pending = false;
   let stored = false;
-  let failed = false;
+  let failure = null;  // the server's error event
   let replyId = null;
   let broke = null;
   try {
@@ -69,8 +78,10 @@ async function streamReply(path, body, userItem) {
           setTimeout(() => { pending = false; setContent(reply, textSoFar); scrollDown(); }, 40);
         }
       } else if (event === "notice") showNotice(data.text);
-      else if (event === "error") { failed = true; showError(data.text || "the model failed"); }
-      else if (event === "done") replyId = data.exchange_id;
+      else if (event === "error") {
+        failure = data.text || "the model failed";
+        if (stored) showError(failure);
+      } else if (event === "done") replyId = data.exchange_id;
     });
   } catch (e) {
     if (e.name !== "AbortError") broke = e;
@@ -81,39 +92,38 @@ async function streamReply(path, body, userItem) {
     setContent(reply, textSoFar);
     if (!textSoFar) reply.remove();
   }
-  const sessionId = currentId();
-  if (failed && replyId) rememberCut(replyId, "failed");
-  if (controller.signal.aborted || (broke && stored)) {
+  emit("turn-finished", sessionId);
+  if (!stored) return { stored, error: broke || (failure ? new Error(failure) : null) };
+  if (failure && replyId) rememberCut(replyId, "failed");
+  if (controller.signal.aborted || broke) {
     // A reply cut off here is stored when the server sees the hang-up, at its next token: until then the
     // page keeps what it showed, marked, and then shows the conversation as stored.
     const why = broke ? "broke" : "stopped";
     if (textSoFar) markCut(reply, why);
     if (broke) showError("The connection to the server broke while the reply came in; what arrived is kept.");
-    settleAfterStop(sessionId, Boolean(textSoFar), why);
-  } else if (broke) {
-    if (stored) showError(broke.message);
-  } else {
+    settleAfterStop(sessionId, Boolean(textSoFar), why, replacing);
+  } else if (currentId() === sessionId) {
     await reloadMessages().catch(() => {});
   }
-  if (stored && !textSoFar) $("composer-input").focus();
-  emit("turn-finished", sessionId);
-  return { stored, error: broke };
+  if (!textSoFar) $("composer-input").focus();
+  return { stored, error: null };
 }
 
-/* After a reply was cut off: the conversation as stored, once the server has written the reply (or gave up). */
-async function settleAfterStop(sessionId, replied, why, tries = 10) {
+/* After a reply was cut off: the conversation as stored, once the server has written the reply (or gave up);
+ * a regeneration's reply is the stored one only once it is not the reply it replaces. */
+async function settleAfterStop(sessionId, replied, why, replacing, tries = 10) {
   await new Promise((resolve) => setTimeout(resolve, 500));
   if (currentId() !== sessionId || replying()) return;
   try {
     const { messages } = await api(`/api/sessions/${sessionId}/messages`);
     const last = messages[messages.length - 1];
-    const stored = last && last.role === "assistant";
+    const stored = last && last.role === "assistant" && last.id !== replacing;
     if (currentId() !== sessionId || replying()) return;
     if (stored && replied) rememberCut(last.id, why);
     if (stored || !replied || tries <= 1) renderMessages(messages);
-    else settleAfterStop(sessionId, replied, why, tries - 1);
+    else settleAfterStop(sessionId, replied, why, replacing, tries - 1);
   } catch (e) {
-    if (tries > 1) settleAfterStop(sessionId, replied, why, tries - 1);  // the server may be back in a moment
+    if (tries > 1) settleAfterStop(sessionId, replied, why, replacing, tries - 1);  // the server may be back soon
     else showError(e.message);
   }
 }
@@ -161,7 +171,8 @@ async function editMessage(item, id, text) {
   while (item.nextElementSibling) item.nextElementSibling.remove();
   const userItem = messageItem("user", text);
   item.replaceWith(userItem);
-  await streamReply(`/api/exchanges/${id}/edit`, { content: text }, userItem);
+  const outcome = await streamReply(currentId(), `/api/exchanges/${id}/edit`, { content: text }, userItem);
+  if (!outcome.stored) await settleRefused(outcome);
 }
 
 async function regenerate(item, id) {
@@ -169,7 +180,15 @@ async function regenerate(item, id) {
   while (item.nextElementSibling) item.nextElementSibling.remove();
   const userItem = item.previousElementSibling;
   item.remove();
-  await streamReply(`/api/exchanges/${id}/regenerate`, null, userItem);
+  const outcome = await streamReply(currentId(), `/api/exchanges/${id}/regenerate`, null, userItem, id);
+  if (!outcome.stored) await settleRefused(outcome);
+}
+
+/* An edit or a regeneration the server refused: it says why, and the conversation is shown as it still is. */
+async function settleRefused(outcome) {
+  if (outcome.error) showError(outcome.error.name === "TypeError" ? "The server did not answer; nothing changed."
+                                                                  : outcome.error.message);
+  await reloadMessages().catch(() => {});
 }
 
 /* Wires the composer, Stop and the tools under the messages. */
@@ -189,8 +208,11 @@ export function wireChat() {
     send(text);
   });
   $("stop").addEventListener("click", stopReply);
-  document.addEventListener("keydown", (e) => {  // Esc stops a reply, unless it closes a dialog
-    if (e.key === "Escape" && replying() && !document.querySelector("dialog[open]")) { e.preventDefault(); stopReply(); }
+  document.addEventListener("keydown", (e) => {  // Esc stops a reply, unless it closes a dialog or a field
+    if (e.key === "Escape" && replying() && !e.defaultPrevented && !document.querySelector("dialog[open]")) {
+      e.preventDefault();  // a field's own Esc (a rename, an edit) ran first and prevented this
+      stopReply();
+    }
   });
   const messages = $("messages");
   messages.addEventListener("lyra-regenerate", (e) => regenerate(e.target, e.detail.id));

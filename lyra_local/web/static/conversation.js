@@ -5,13 +5,17 @@ import { emit } from "./bus.js";
 export const people = { user: "You", companion: "Lyra" };  // as the server's settings name them
 
 let openId = null;
+let remembered = true;  // false while an off-the-record conversation is open
 let reply = null;  // the AbortController of the reply streaming now
 let opening = null;  // a new conversation being created: a message sent meanwhile waits for it
 
 export const currentId = () => openId;
+export const currentRemembered = () => remembered;
 
-export function setCurrent(id) {
+/* Opens conversation ``id`` (null: none); ``remember`` false for an off-the-record one. */
+export function setCurrent(id, remember = true) {
   openId = id;
+  remembered = remember;
   emit("conversation-opened", id);
 }
 

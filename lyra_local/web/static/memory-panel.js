@@ -2,14 +2,13 @@
  * timeline folded by month, the core memory and its proposals; the operations report under Advanced. */
 import { api } from "./api.js";
 import { on } from "./bus.js";
-import { currentId, people } from "./conversation.js";
+import { currentId, currentRemembered, people } from "./conversation.js";
 import { $, el, fragment } from "./dom.js";
 import { gauges } from "./drives.js";
 import { renderProfile, wireFactForm } from "./facts.js";
 import { showError } from "./feedback.js";
 import { memoryItem } from "./memory-items.js";
 import { isShown, registerPanel } from "./panels.js";
-import { currentSession } from "./sessions.js";
 
 const D = window.LyraDates;
 let loads = 0;  // an older load that answers late must not overwrite a newer one
@@ -25,7 +24,7 @@ async function loadMemory() {
     if (load !== loads) return;
     const gist = current.gist;
     renderProposals(proposals.proposals);
-    if (currentSession()?.remember === false) {
+    if (!currentRemembered()) {
       $("session-gist").replaceChildren(el("p", { class: "muted", text: "Off the record: nothing of this conversation is summarized or remembered." }));
     } else {
       memoryItem($("session-gist"), { kind: "gist", id: gist && gist.id, text: gist && gist.content,

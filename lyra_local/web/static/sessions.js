@@ -11,13 +11,15 @@ const D = window.LyraDates;
 
 const LISTED = 1000;  // conversations the list loads (and its title search looks through)
 const TRASH_S = 10;  // seconds a deleted conversation waits in the trash, with Undo, before it is forgotten
+const TRASH_KEY = "lyra-trash";  // the ids waiting in the trash, in the browser's storage
 
 let sessions = [];
 const trash = new Map();  // id -> {session, timer}: deleted, not yet forgotten
 
-export const currentSession = () => sessions.find((s) => s.id === currentId()) || null;
+const currentSession = () => sessions.find((s) => s.id === currentId()) || null;
 
 export async function loadSessions() {
+  if (localStorage.getItem(TRASH_KEY) && !trash.size) await forgetLeftovers();
   sessions = (await api(`/api/sessions?limit=${LISTED}`)).sessions;
   renderSessions();
 }
@@ -87,9 +89,13 @@ function startRename(item, session) {
 async function deleteSession(session) {
   if (session.remember === false) {
     if (!await confirmForget("Forget this conversation?", `“${session.name}”: Nothing of it was remembered.`)) return;
+    if (currentId() === session.id) await stopReplyAndWait();  // nothing of its reply is written after it goes
     return forgetSession(session);
   }
-  if (currentId() === session.id) showBlank();
+  if (currentId() === session.id) {
+    await stopReplyAndWait();
+    showBlank();
+  }
   const row = el("div", { class: "trash-row", "data-id": session.id },
     el("span", { text: `“${session.name}” deleted.` }),
     el("button", { class: "link-button", text: "Undo", "aria-label": `Undo deleting ${session.name}`,
@@ -97,6 +103,7 @@ async function deleteSession(session) {
     el("button", { class: "link-button danger-link", text: "Forget now", "aria-label": `Forget ${session.name} now`,
                    onclick: () => emptyTrash(session.id) }));
   trash.set(session.id, { session, row, timer: setTimeout(() => emptyTrash(session.id), TRASH_S * 1000) });
+  keepTrashList();
   $("trash").append(row);
   $("trash").hidden = false;
   renderSessions();
@@ -108,8 +115,25 @@ function restore(id) {
   clearTimeout(held.timer);
   held.row.remove();
   trash.delete(id);
+  keepTrashList();
   $("trash").hidden = trash.size === 0;
   renderSessions();
+}
+
+/* What waits in the trash is also written to the browser's storage (TRASH_KEY): a page killed before its
+ * timers ran (a phone closing the tab, a crash) forgets it when it next opens, as it said it would. */
+function keepTrashList() {
+  if (trash.size) localStorage.setItem(TRASH_KEY, JSON.stringify([...trash.keys()]));
+  else localStorage.removeItem(TRASH_KEY);
+}
+
+async function forgetLeftovers() {
+  let ids = [];
+  try { ids = JSON.parse(localStorage.getItem(TRASH_KEY) || "[]"); } catch { ids = []; }
+  localStorage.removeItem(TRASH_KEY);
+  for (const id of ids.filter(Number.isInteger)) {
+    await api(`/api/sessions/${id}`, { method: "DELETE" }).catch(() => {});  // gone already: nothing to do
+  }
 }
 
 async function emptyTrash(id) {
@@ -160,8 +184,9 @@ function showOffRecord() {
 
 /* Opens conversation ``id``, at turn ``turnId`` when given (a memory's source). */
 export async function selectSession(id, turnId) {
+  restore(id);  // opened from a link while in the trash: it is not deleted after all
   await leaveCurrent(id);
-  setCurrent(id);
+  setCurrent(id, sessions.find((s) => s.id === id)?.remember !== false);
   renderSessions();
   showOffRecord();
   closeSessionsOnNarrow();
@@ -195,7 +220,7 @@ export function newSession(name, remember = true) {
     const body = { ...(name ? { name } : {}), ...(remember ? {} : { remember: false }) };
     const session = await api("/api/sessions", { method: "POST", body });
     sessions.unshift(session);
-    setCurrent(session.id);
+    setCurrent(session.id, session.remember !== false);
     renderSessions();
     renderMessages([]);
     showOffRecord();
@@ -225,8 +250,15 @@ export function wireSessions() {
   window.addEventListener("hashchange", () => openFromHash().catch((e) => showError(e.message)));
   $("session-filter").addEventListener("input", renderSessions);
   window.addEventListener("pagehide", () => {  // what waits in the trash is forgotten, as it said
-    for (const [id, held] of trash) { clearTimeout(held.timer); trash.delete(id); forgetSession(held.session, true); }
+    for (const [id, held] of trash) {
+      clearTimeout(held.timer);
+      held.row.remove();
+      trash.delete(id);
+      forgetSession(held.session, true);
+    }
+    $("trash").hidden = true;
   });
+  window.addEventListener("pageshow", (e) => { if (e.persisted) loadSessions().catch(() => {}); });  // back again
   for (const name of ["turn-finished", "sessions-changed"]) on(name, () => loadSessions().catch(() => {}));
 }
 

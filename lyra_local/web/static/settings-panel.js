@@ -147,7 +147,13 @@ async function apply(e) {
   const roles = {};
   for (const box of $("model-roles").querySelectorAll("fieldset")) {
     const choice = box.read();
-    if (JSON.stringify(choice) !== shownChoices[box.dataset.role]) roles[box.dataset.role] = choice;
+    const shown = shownChoices[box.dataset.role];
+    if (JSON.stringify(choice) === shown) continue;
+    // a context or GPU layers left as shown is not sent: the role keeps what it has (an environment variable's
+    // value included), so the file gets only what the person changed
+    const before = JSON.parse(shown);
+    if ("file" in choice && "file" in before) for (const key of ["n_ctx", "n_gpu_layers"]) if (choice[key] === before[key]) delete choice[key];
+    roles[box.dataset.role] = choice;
   }
   const status = $("models-status");
   status.classList.remove("danger-link");
