@@ -124,6 +124,28 @@ def test_esc_stops_a_reply_and_marks_it_stopped(browser: Browser, chatty: Served
         expect(page.get_by_role("button", name="Regenerate this reply")).to_be_visible(timeout=20_000)
         expect(note).to_have_text("Stopped before the end.")
         shot(page, "esc-stopped")
+        # a regeneration stopped too: the page settles on the new, cut reply (2/2), not on the one it replaces
+        page.get_by_role("button", name="Regenerate this reply").click()
+        expect(page.locator(".message.assistant.streaming .bubble")).not_to_have_text("", timeout=60_000)
+        page.keyboard.press("Escape")
+        expect(page.locator(".message.assistant .pager-count")).to_have_text("2/2", timeout=20_000)
+        expect(page.locator(".message.assistant .cut-note")).to_have_text("Stopped before the end.")
+
+
+def test_a_message_the_server_refuses_stays_not_sent_and_leaves_no_empty_conversation(page: Page,
+                                                                                    served: Served) -> None:
+    page.wait_for_load_state("networkidle")
+    count = len(httpx.get(f"{served.url}/api/sessions").json()["sessions"])
+    page.click("#new-session")
+    too_long = "word " * 40_001  # past the 200,000 characters a message may have
+    page.fill("#composer-input", too_long)
+    page.press("#composer-input", "Enter")
+    unsent = page.locator(".message.user.unsent")
+    expect(unsent).to_have_count(1)
+    expect(unsent.locator(".unsent-note")).not_to_contain_text("did not answer")  # the server's own reason
+    expect(page.locator("#composer-input")).to_have_value(too_long)
+    expect(page.locator(".session-list li")).to_have_count(count)  # the conversation it made is not kept
+    assert len(httpx.get(f"{served.url}/api/sessions").json()["sessions"]) == count
 
 
 def test_a_connection_that_breaks_mid_reply_is_said_and_the_reply_marked(browser: Browser,  # noqa: F811
