@@ -95,6 +95,7 @@ def test_a_send_while_the_server_is_down_keeps_the_text_and_retry_sends_it(page:
     expect(unsent).to_have_count(1)
     expect(unsent).to_contain_text("Not sent: the server did not answer")
     expect(page.locator("#composer-input")).to_have_value("Remind me to water the basil")  # nothing typed is lost
+    expect(page.locator("#empty")).to_be_hidden()
     shot(page, "not-sent-retry")
     page.unroute("**/api/**")
     page.get_by_role("button", name="Retry sending this message").click()

@@ -31,6 +31,7 @@ export function appendMessage(item) {
   const last = [...list.querySelectorAll(".day-separator")].pop();
   if (!last || last.dataset.day !== D.dayKey(now)) item.prepend(daySeparator(now));
   list.append(item);
+  $("empty").hidden = true;
 }
 
 /* A day's heading, at the top of its first message (the list holds messages only, one <li> each). */
