@@ -158,11 +158,13 @@ def test_an_import_whose_last_batch_is_images_only_through_a_server_embedder(
         "img-m0", "user", [{"content_type": "image_asset_pointer", "asset_pointer": "file-service://x"}],
         at=T0, content_type="multimodal_text")}
     image["current_node"] = "img-m0"
+    nothing = conversation("none", "only a system message", [])  # last: a batch with no text to embed
     embed_server.ensure_running()
     backend = ServerBackend(ServerModel(backend="server", base_url=embed_server.url, model=embed_server.alias), "embed")
     try:
-        report = import_conversations(store, backend, read_chatgpt(write_export(tmp_path / "e.zip", [text, image])),
-                                      batch_messages=2)
-        assert report.sessions_new == 2 and report.messages == 2 and not report.problems
+        export = write_export(tmp_path / "e.zip", [text, image, nothing])
+        report = import_conversations(store, backend, read_chatgpt(export), batch_messages=1)
+        # the image-only message is kept as its placeholder; the last conversation brings nothing to embed
+        assert report.sessions_new == 3 and report.messages == 3 and not report.problems
     finally:
         backend.close()
