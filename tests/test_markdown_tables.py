@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import BrowserContext, Page, sync_playwright
 
 from .conftest import REPO
-from .test_markdown_hostile import MAX_GROWTH, SLACK_MS, rendered
+from .test_markdown_hostile import MAX_GROWTH, SLACK_MS, render_text_ms, rendered
 from .test_web_ui import SHOTS, chromium
 
 STATIC = REPO / "lyra_local" / "web" / "static"
@@ -163,24 +163,10 @@ HOSTILE: dict[str, Callable[[int], str]] = {
 SMALL, LARGE = 6_250, 50_000
 
 
-def render_ms(page: Page, source: str) -> float:
-    """The best of five renders of ``source``, in milliseconds, the garbage collector run before each."""
-    return float(page.evaluate("""(text) => {
-        let best = Infinity;
-        for (let k = 0; k < 5; k++) {
-            window.gc();
-            const t = performance.now();
-            window.LyraMarkdown.render(text);
-            best = Math.min(best, performance.now() - t);
-        }
-        return best;
-    }""", source))
-
-
 @pytest.mark.parametrize("name", HOSTILE)
 def test_hostile_tables_render_in_linear_time(page: Page, name: str) -> None:
-    small = render_ms(page, HOSTILE[name](SMALL))
-    large = render_ms(page, HOSTILE[name](LARGE))
+    small = render_text_ms(page, HOSTILE[name](SMALL))
+    large = render_text_ms(page, HOSTILE[name](LARGE))
     assert large < MAX_GROWTH * small + SLACK_MS, f"{name}: {SMALL:,} {small:.1f} ms, {LARGE:,} {large:.1f} ms"
 
 
