@@ -14,7 +14,6 @@ from .config import LocalModel, Settings, model_file_problems
 from .errors import LyraError
 from .llm.local import GPU_LAYERS_IGNORED, gpu_offload_supported
 from .llm.registry import Models
-from .llm.server import ServerBackend
 from .runtime import Runtime
 from .store import context_view
 
@@ -107,11 +106,9 @@ def _model_check(settings: Settings, models: Models, role: str) -> Check:
         return Check(f"models.{role}", True, "same instance as chat")
     start = time.perf_counter()
     try:
+        models.check([role])  # loads it, and it does its role's work once (llm/role_check.py)
         if role == "embed":
-            model = models.embed
-            if isinstance(model, ServerBackend):
-                model.health()
-            detail = f"{spec.backend} {where}: loads, {model.dim}-d vectors"
+            detail = f"{spec.backend} {where}: loads, embeds, {models.embed.dim}-d vectors"
         elif role == "rerank":
             reranker = models.rerank
             assert reranker is not None  # the role is configured, or it would not be checked
@@ -119,10 +116,8 @@ def _model_check(settings: Settings, models: Models, role: str) -> Check:
             detail = f"{spec.backend} {where}: loads, scores a pair ({score:.3f})"
         else:
             chat = models.chat if role == "chat" else models.summary
-            if isinstance(chat, ServerBackend):
-                chat.health()
             tokens = chat.count_tokens("hello")
-            detail = f"{spec.backend} {where}: loads, n_ctx {chat.n_ctx}, 'hello' = {tokens} token(s)"
+            detail = f"{spec.backend} {where}: loads, answers, n_ctx {chat.n_ctx}, 'hello' = {tokens} token(s)"
     except LyraError as exc:
         return Check(f"models.{role}", False, f"{spec.backend} {where}: {exc.message}", exc.hint)
     return Check(f"models.{role}", True, f"{detail} ({time.perf_counter() - start:.1f}s)")

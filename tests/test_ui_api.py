@@ -76,7 +76,8 @@ def test_settings_say_the_demo_model_and_how_far_re_embedding_has_come(client: T
     assert client.get("/api/settings").json()["demo_chat_model"] is True  # the default chat file
     state = client.app.state.lyra  # type: ignore[attr-defined]
     model = state.memory.embedder.name
-    assert client.get("/api/models/embedding").json() == {"model": model, "in_use": model, "missing": 0}
+    assert client.get("/api/models/embedding").json() == {"model": model, "in_use": model, "missing": 0,
+                                                          "state": "idle", "error": None, "embedded": 0}
     session = state.store.sessions.create("unembedded")
     state.store.exchanges.add(NewExchange(session.id, "user", "a turn stored without its vector"))
     assert client.get("/api/models/embedding").json()["missing"] == 1

@@ -262,6 +262,16 @@ class LocalChatModel:
         self._model.close()
 
 
+class PerTokenVectors(ModelRequestError):
+    """A GGUF with no pooling (a chat model) embeds each token, never a text: no vector to store or search."""
+
+    def __init__(self, name: str, texts: int) -> None:
+        super().__init__(f"the embedding model {name} returned no vector for a batch of {texts} text(s), only "
+                         "one per token (it has no pooling; a chat model?)",
+                         hint="models.embed must be an embedding GGUF (one with pooling, as all-MiniLM-L6-v2)")
+        self.texts = texts
+
+
 class LocalEmbedder:
     """An embedding model in this process.
 
@@ -298,6 +308,8 @@ class LocalEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._model.using() as llm:
             rows = llm.embed(list(texts), normalize=True, truncate=True)
+        if rows and rows[0] and isinstance(rows[0][0], list):  # no pooling: llama-cpp-python gives each token's
+            raise PerTokenVectors(self.name, len(texts))
         return np.asarray(rows, dtype=np.float32)
 
     def info(self) -> ModelInfo:

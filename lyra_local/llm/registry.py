@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Union
 
 from .. import config
+from ..modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
+from . import role_check
 from .base import ChatModel, Embedder, ModelInfo, Reranker
 from .local import LocalChatModel, LocalEmbedder, LocalReranker, ModelClosed
 from .server import ServerBackend
@@ -106,6 +108,35 @@ class Models:
                 model.health()
             elif isinstance(model, (LocalChatModel, LocalEmbedder, LocalReranker)):
                 model.load()
+
+    def check(self, roles: Iterable[str]) -> None:
+        """Load these roles' models and have each do its role's smallest piece of work (``role_check``): Apply,
+        a reload and the commands that embed refuse, with ``WrongModelForRole`` saying why, a model that loads
+        but cannot serve its role (the chat GGUF chosen to embed), before anything is written or swapped."""
+        checked: set[int] = set()
+        for role in roles:
+            spec = self.settings.role_spec(role)
+            what, header = self._describe(spec)
+            if isinstance(spec, config.LocalModel):
+                role_check.refuse_by_header(header, role, what)
+            model: object = getattr(self, role)
+            if model is None or id(model) in checked:  # the summary role sharing chat's instance: checked once
+                continue
+            checked.add(id(model))
+            self.load([role])
+            role_check.check_role(model, role, what, header)
+
+    def _describe(self, spec: config.LocalModel | config.ServerModel) -> tuple[str, GGUFSummary | None]:
+        """How a person knows this model (the file's name in models_dir, or the server), and its file's header."""
+        if not isinstance(spec, config.LocalModel):
+            named = "" if spec.model == "default" else f" {spec.model!r}"
+            return f"the model{named} at {spec.base_url}", None
+        path = self.settings.model_path(spec)
+        what = path.name if path.parent == self.settings.models_dir else str(path)
+        try:
+            return what, read_gguf(path)
+        except ModelFileInvalid:  # loading it says why, in its own words
+            return what, None
 
     def shares_summary_with_chat(self) -> bool:
         return self.settings.summary_shares_chat()

@@ -22,7 +22,7 @@ from ..store.exchanges import NewExchange
 from ..store.forget import Forgotten, forget, forget_exchanges, forget_sessions
 from ..store.forget_plan import ForgetPlan
 from .recall import Recall, RecallQuery
-from .reembed import reembed
+from .reembed import ReembedStatus, reembed
 
 log = logging.getLogger(__name__)
 ACTIVE_MODEL_KEY = "embed_model"
@@ -38,6 +38,7 @@ class Memory:
         self.reranker = reranker  # the optional re-ranking model: recall's last stage (stages.Rerank)
         self.zone = zone  # the person's time zone: "yesterday", "in June" are read in it
         self._recall = Recall(store, zone=zone)
+        self.reembedding = ReembedStatus()  # how the background re-embedding with this embedder went
         if store.get_meta(ACTIVE_MODEL_KEY) is None:
             store.set_meta(ACTIVE_MODEL_KEY, embedder.name)
 

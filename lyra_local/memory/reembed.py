@@ -4,14 +4,24 @@ Recall searches only the active model's vectors, so the switch waits until
 every tier has vectors of the configured model; until then recall is served
 by BM25 alone. The work can be stopped between batches (a reload superseded
 it) and resumed later: it only ever embeds what still lacks a vector.
+
+A model that cannot embed (the wrong file chosen, a server gone) fails the run
+at the batch where it failed: nothing of that batch is stored, the active
+model stays what it was, and ``catch_up`` (the server's background run)
+records why in ``ReembedStatus`` for GET /api/models/embedding and logs it
+once, instead of dying with a traceback.
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
+import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ..errors import LyraError
+from ..llm.role_check import vector_problem
 from ..store import reembedding
 from ..store.records import TIERS
 
@@ -27,10 +37,47 @@ class Superseded(Exception):
     """The re-embedding was asked to stop (a newer configuration took over); what was done is kept."""
 
 
+class ReembedFailed(LyraError):
+    """The embedding model gave no usable vectors for a batch: nothing of it was stored, recall did not switch."""
+
+    status_code = 502
+
+
+class ReembedStatus:
+    """How the re-embedding of one ``Memory`` went, for GET /api/models/embedding: ``idle`` (never run),
+    ``running``, ``done``, ``stopped`` (superseded) or ``failed`` with its reason. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "idle"
+        self._reason: str | None = None
+        self._done = 0
+
+    def set(self, state: str, reason: str | None = None, done: int | None = None) -> None:
+        with self._lock:
+            self._state, self._reason = state, reason
+            if done is not None:
+                self._done = done
+
+    def progress(self, done: int) -> None:
+        with self._lock:
+            self._done = done
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    def view(self) -> dict[str, Any]:
+        """``{"state", "error", "embedded"}``: the API's words (``error`` is None unless it failed)."""
+        with self._lock:
+            return {"state": self._state, "error": self._reason, "embedded": self._done}
+
+
 def reembed(memory: Memory, progress: Progress | None = None, stop: Callable[[], bool] | None = None) -> int:
     """Embed every row of every tier lacking a vector of the configured model; switch when complete.
 
-    Returns how many vectors were written; raises ``Superseded`` if ``stop()`` turned true.
+    Returns how many vectors were written; raises ``Superseded`` if ``stop()`` turned true, ``ReembedFailed``
+    (or the backend's own error) if the model gave no usable vectors for a batch: that batch stores nothing.
     """
     store, embedder = memory.store, memory.embedder
     model = embedder.name
@@ -46,6 +93,11 @@ def reembed(memory: Memory, progress: Progress | None = None, stop: Callable[[],
             if stop is not None and stop():
                 raise Superseded(f"re-embedding with {model} stopped after {done} vectors")
             vectors = embedder.embed([item.text for item in batch])
+            problem = vector_problem(vectors, len(batch), embedder.dim)
+            if problem is not None:
+                raise ReembedFailed(f"the embedding model {model} failed after {done} vector(s): {problem}",
+                                    hint="choose an embedding model in Settings → Models (or models.embed in "
+                                         "lyra.toml); recall keeps the vectors it has meanwhile")
             done += reembedding.put_current(store, model, batch, vectors)
             seen.update(item.id for item in batch)
             if progress:
@@ -55,3 +107,31 @@ def reembed(memory: Memory, progress: Progress | None = None, stop: Callable[[],
         memory.switch_to(model)
         log.info("embedding model switched from %s to %s after %d vectors", old, model, done)
     return done
+
+
+def catch_up(memory: Memory, stop: Callable[[], bool] | None = None) -> None:
+    """Re-embed what lacks a vector of the configured model, as a background thread's whole work: it never
+    raises. A failure is logged once, with its reason, and kept in ``memory.reembedding`` (what
+    GET /api/models/embedding shows); the active model, and so recall, stays as it was."""
+    status = memory.reembedding
+    model = memory.embedder.name
+    status.set("running", done=0)
+    try:
+        memory.reembed(progress=lambda done, _total: status.progress(done), stop=stop)
+    except Superseded as exc:
+        status.set("stopped", str(exc))
+        log.info("%s: a newer configuration took over", exc)
+    except LyraError as exc:  # the model failed, or a dead model server
+        _failed(status, model, exc.message)
+    except sqlite3.Error as exc:  # shutdown closing the store under it
+        _failed(status, model, f"the database: {exc}")
+    except Exception as exc:  # noqa: BLE001 - this thread's last stop: say why, keep the server and the old vectors
+        _failed(status, model, f"{type(exc).__name__}: {exc}")
+        log.debug("re-embedding with %s failed", model, exc_info=True)
+    else:
+        status.set("done")
+
+
+def _failed(status: ReembedStatus, model: str, reason: str) -> None:
+    status.set("failed", reason)
+    log.error("background re-embedding with %s stopped, recall keeps the vectors it has: %s", model, reason)

@@ -30,7 +30,7 @@ from ..config import Settings, load_settings, model_file_problems
 from ..errors import LyraError, ReloadRefused
 from ..llm.registry import Models
 from ..memory import Memory
-from ..memory.reembed import Superseded
+from ..memory.reembed import catch_up
 from ..mind import Dreamer
 from ..mind.scheduler import DreamScheduler
 from ..runtime import Runtime
@@ -138,7 +138,8 @@ class AppState:
         """Re-read the config (or take ``settings``, a candidate) and swap in fresh models; work in flight
         finishes on the old ones, which close when the last of it ends.
 
-        The new models are checked first (files whole, changed ones loaded, servers up): if one fails,
+        The new models are checked first (files whole, changed ones loaded and doing their role's work once:
+        ``Models.check``): if one fails,
         ``ReloadRefused`` says why and the running configuration keeps serving. ``commit`` runs only once
         they passed, just before the swap (Settings → Models writes lyra.toml there, so a refused choice
         leaves the file as it was); if it raises, nothing is swapped. With ``settings``, later reloads read
@@ -153,7 +154,7 @@ class AppState:
             old = self._runtime
             new = old.renewed(settings)
             try:
-                new.models.load(changed_roles(old.settings, settings))
+                new.models.check(changed_roles(old.settings, settings))  # each does its role's work once
             except LyraError as exc:
                 new.close()
                 raise ReloadRefused(f"{REFUSED}: {exc.message}", reason=exc.message, hint=exc.hint) from exc
@@ -288,10 +289,8 @@ def _catch_up_embeddings(state: AppState, after: Models | None) -> None:
             memory = runtime.memory
             if memory.switching_model or reembedding.any_missing(state.store, memory.embedder.name):
                 log.info("re-embedding the memory with %s in the background", memory.embedder.name)
-                memory.reembed(stop=lambda: runtime.models.retired)
-    except Superseded as exc:
-        log.info("%s: a newer configuration took over", exc)
-    except (LyraError, sqlite3.Error) as exc:  # a dead model server, or shutdown closing the store
+                catch_up(memory, stop=lambda: runtime.models.retired)  # never raises: a failure is recorded
+    except (LyraError, sqlite3.Error) as exc:  # shutdown closing the store or the models under it
         log.error("background re-embedding stopped: %s", exc)
 
 

@@ -82,11 +82,13 @@ def role_views(settings: Settings) -> dict[str, dict[str, Any]]:
 @router.get("/api/models/embedding")
 async def embedding_progress(request: Request) -> dict[str, Any]:
     """How far re-embedding the memory with the configured embedding model has come: after a switch, recall
-    keeps the old vectors (``in_use``) until no turn, gist or digest lacks one of the new model (``missing``)."""
+    keeps the old vectors (``in_use``) until no turn, gist or digest lacks one of the new model (``missing``).
+    ``state`` is the background run's (``running``, ``done``, ``failed``…) and ``error`` why it failed."""
     memory = app_state(request).memory
 
     def read() -> dict[str, Any]:
         missing = sum(reembedding.count_missing(memory.store, memory.embedder.name).values())
-        return {"model": memory.embedder.name, "in_use": memory.active_model, "missing": missing}
+        return {"model": memory.embedder.name, "in_use": memory.active_model, "missing": missing,
+                **memory.reembedding.view()}
 
     return await run_in_threadpool(read)

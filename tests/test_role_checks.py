@@ -1,0 +1,355 @@
+"""Each role's model is checked for its role's work before Apply writes anything (issue 35, defect 5).
+
+A file that loads is not yet a model for its role: the chat GGUF loads as an
+embedder and then returns one vector per token, never one per text. These tests
+choose the wrong real models for a role through PUT /api/models/choice and
+POST /admin/reload and see them refused with the reason, lyra.toml byte for
+byte as it was and the old models serving; the right ones pass, in-process and
+behind a real llama-server. Then the background re-embedding with an embedder
+that fails part-way: no thread dies, GET /api/models/embedding says why, and
+recall stays on the vectors it had.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from lyra_local.config import Settings, load_settings
+from lyra_local.errors import ModelUnavailable
+from lyra_local.llm.base import Completion, GenerationOptions, Message, Vectors
+from lyra_local.llm.registry import Models
+from lyra_local.llm.role_check import chat_problem, embed_problem, rerank_problem, vector_problem
+from lyra_local.memory import Memory
+from lyra_local.store import Store
+from lyra_local.store.exchanges import NewExchange
+from lyra_local.web import create_app
+
+from .conftest import CHAT_GGUF, EMBED_GGUF, free_port, require_file, wait_until_up
+from .fakes import FakeChatModel, FakeEmbedder
+from .test_rerank import LLAMA_SERVER, cross_encoder_dir, rank_gguf  # noqa: F401 - its builder, reused
+
+CHAT, EMBED = CHAT_GGUF.name, EMBED_GGUF.name
+PERSONS_FILE = f"""\
+data_dir = "data"
+models_dir = "models"
+
+[models.chat]
+path = "{CHAT}"
+n_ctx = 1024
+[models.chat.sampling]
+temperature = 0.0
+max_tokens = 8
+"""
+TURNS = ["I went hiking in the Rockies in July with my sister.", "My guinea pig Oscar loves carrots.",
+         "I signed up for a pottery class on Tuesdays."]
+
+
+# -- the checks themselves, on scripted fakes (what each refuses) ----------------------------------------------
+
+class Returns(FakeEmbedder):
+    """An embedder that returns what it is told for a batch (per-token rows, one row, NaN, the same vector)."""
+
+    def __init__(self, make: Callable[[int, int], Any]) -> None:
+        super().__init__(dim=8)
+        self.make = make
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        return self.make(len(texts), self.dim)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda n, d: np.ones((n, 5, d), np.float32), "one vector per token"),
+    (lambda n, d: np.zeros((0, d), np.float32), "no vector for a batch of 2 texts"),
+    (lambda n, d: np.eye(1, d, dtype=np.float32), "1 vectors for a batch of 2 texts"),
+    (lambda n, d: np.eye(n, d + 1, dtype=np.float32), "vectors of 9 numbers but says its vectors have 8"),
+    (lambda n, d: np.full((n, d), np.nan, np.float32), "not numbers"),
+    (lambda n, d: np.zeros((n, d), np.float32), "all-zero vector"),
+    (lambda n, d: np.ones((n, d), np.float32) / np.sqrt(d), "the same vector for two different texts"),
+])
+def test_an_embedder_is_refused_for_each_way_its_vectors_are_unusable(make: Any, says: str) -> None:
+    problem = embed_problem(Returns(make))
+    assert problem is not None and says in problem, problem
+
+
+def test_a_sound_embedder_of_any_dimension_passes() -> None:
+    assert embed_problem(FakeEmbedder(dim=8)) is None and embed_problem(FakeEmbedder(dim=1024)) is None
+    assert vector_problem(FakeEmbedder(dim=8).embed(["a", "b", "c"]), 3, 8) is None
+
+
+class Silent(FakeChatModel):
+    def complete(self, messages: Sequence[Message], options: GenerationOptions | None = None) -> Completion:
+        return Completion("", "stop", 5, 0)
+
+
+class Scores:
+    def __init__(self, scores: list[float]) -> None:
+        self.scores = scores
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        return self.scores
+
+
+def test_a_chat_model_that_generates_nothing_and_a_reranker_that_miscounts_are_refused() -> None:
+    assert chat_problem(FakeChatModel()) is None
+    assert chat_problem(Silent()) == "it generated no token in answer to a message"
+    assert rerank_problem(Scores([0.5, -1.0])) is None  # type: ignore[arg-type]
+    assert rerank_problem(Scores([0.5])) == "it returned 1 scores for two pairs"  # type: ignore[arg-type]
+    assert "not all numbers" in (rerank_problem(Scores([0.5, float("nan")])) or "")  # type: ignore[arg-type]
+
+
+# -- PUT /api/models/choice with the real tiny models --------------------------------------------------------
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A person's folder: models/ with the two default GGUFs, no LYRA_* from the shell, a private config home."""
+    models = tmp_path / "models"
+    models.mkdir()
+    for gguf in (require_file(CHAT_GGUF), require_file(EMBED_GGUF)):
+        (models / gguf.name).symlink_to(gguf)
+    for name in [name for name in os.environ if name.startswith("LYRA_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("LYRA_DREAM__ENABLED", "false")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lyra.toml").write_text(PERSONS_FILE)
+    return tmp_path
+
+
+
+@pytest.fixture
+def client(home: Path) -> Iterator[TestClient]:
+    """The real app on ``home``'s lyra.toml, its models built as `lyra serve` builds them, three turns stored."""
+    with TestClient(create_app(load_settings(home / "lyra.toml")), base_url="http://127.0.0.1") as served:
+        state = served.app.state.lyra  # type: ignore[attr-defined]
+        session = state.store.sessions.create("chat")
+        for turn in TURNS:
+            state.memory.remember(session.id, "user", turn)
+        yield served
+
+
+def choose(client: TestClient, **roles: Any) -> Any:
+    return client.put("/api/models/choice", json={"roles": roles})
+
+
+def embedding(client: TestClient) -> dict[str, Any]:
+    body: dict[str, Any] = client.get("/api/models/embedding").json()
+    return body
+
+
+def recalls(client: TestClient) -> str:
+    """The best hit of a dense recall: the embedder answers, and recall uses its vectors."""
+    hits = client.get("/api/recall", params={"q": "a small pet that eats vegetables", "mode": "dense"}).json()["hits"]
+    return str(hits[0]["content"])
+
+
+def refused(client: TestClient, home: Path, says: Sequence[str], **roles: Any) -> None:
+    """The choice is refused (400) saying ``says``; lyra.toml and the running models are as they were."""
+    state = client.app.state.lyra  # type: ignore[attr-defined]
+    running = state.models
+    resp = choose(client, **roles)
+    assert resp.status_code == 400, resp.text
+    message = resp.json()["error"]["message"]
+    assert message.startswith(f"not applied ({home / 'lyra.toml'} is unchanged, the running models keep serving)")
+    assert all(part in message for part in says), message
+    assert (home / "lyra.toml").read_bytes() == PERSONS_FILE.encode()
+    assert sorted(os.listdir(home)) == ["data", "lyra.toml", "models"]  # no temporary file left either
+    assert state.models is running and not running.retired
+
+
+@pytest.mark.models
+def test_the_chat_gguf_is_refused_as_the_embedding_model_and_the_old_embedder_keeps_answering(
+        client: TestClient, home: Path) -> None:
+    assert recalls(client) == TURNS[1]
+    refused(client, home, [f"{CHAT} cannot be the embedding model: it returned no vector for a batch of two texts",
+                           "(it has no pooling; it is a chat model)"], embed={"file": CHAT})
+    assert embedding(client)["model"] == embedding(client)["in_use"] == EMBED_GGUF.stem
+    assert embedding(client)["missing"] == 0
+    assert recalls(client) == TURNS[1]
+
+
+@pytest.mark.models
+def test_the_embedding_gguf_is_refused_as_the_chat_model(client: TestClient, home: Path) -> None:
+    refused(client, home, [f"{EMBED} cannot be the chat model: it is an encoder (bert), which cannot generate text",
+                           "it is an embedding model"], chat={"file": EMBED})
+    refused(client, home, [f"{EMBED} cannot be the summary model"], summary={"file": EMBED})
+    resp = client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "Say hello."}]})
+    assert resp.status_code == 200 and resp.json()["choices"][0]["message"]["content"].strip()
+
+
+@pytest.mark.models
+def test_a_reload_refuses_the_wrong_embedder_written_by_hand(client: TestClient, home: Path) -> None:
+    """POST /admin/reload (and SIGHUP, which calls the same reload) after lyra.toml was edited by hand."""
+    state = client.app.state.lyra  # type: ignore[attr-defined]
+    running = state.models
+    (home / "lyra.toml").write_text(PERSONS_FILE + f'\n[models.embed]\npath = "{CHAT}"\n')
+    resp = client.post("/admin/reload")
+    assert resp.status_code == 500, resp.text  # ReloadRefused is a ConfigError, as any reload refusal
+    assert f"{CHAT} cannot be the embedding model" in resp.json()["error"]["message"]
+    assert state.models is running and recalls(client) == TURNS[1]
+
+
+@pytest.mark.models
+def test_the_right_models_are_accepted_and_a_new_embedder_re_embeds_then_switches(
+        client: TestClient, home: Path) -> None:
+    shutil.copyfile(EMBED_GGUF, home / "models" / "minilm-copy.gguf")
+    resp = choose(client, embed={"file": "minilm-copy.gguf"}, chat={"file": CHAT, "n_ctx": 2048})
+    assert resp.status_code == 200, resp.text
+    deadline = time.monotonic() + 60
+    while embedding(client)["state"] != "done" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert embedding(client) == {"model": "minilm-copy", "in_use": "minilm-copy", "missing": 0, "state": "done",
+                                 "error": None, "embedded": len(TURNS)}
+    assert recalls(client) == TURNS[1]
+
+
+@pytest.mark.models
+def test_a_reranker_is_checked_for_rank_pooling_and_scores(client: TestClient, home: Path,
+                                                           rank_gguf: Path) -> None:  # noqa: F811
+    shutil.copyfile(rank_gguf, home / "models" / "tiny-rank.gguf")
+    refused(client, home, [f"{EMBED} cannot be the re-ranker: its header declares no rank pooling",
+                           "it is an embedding model"], rerank={"file": EMBED})
+    refused(client, home, [f"{CHAT} cannot be the re-ranker", "it is a chat model"], rerank={"file": CHAT})
+    refused(client, home, ["tiny-rank.gguf cannot be the embedding model: its header declares rank pooling",
+                           "it is a re-ranker"], embed={"file": "tiny-rank.gguf"})
+    resp = choose(client, rerank={"file": "tiny-rank.gguf", "n_ctx": 512})
+    assert resp.status_code == 200, resp.text
+    assert client.app.state.lyra.models.rerank.name == "tiny-rank"  # type: ignore[attr-defined]
+
+
+# -- a role behind a real llama-server on loopback ------------------------------------------------------------
+
+class NativeServer:
+    """llama.cpp's own ``llama-server`` with ``--embeddings``, serving one GGUF on loopback."""
+
+    def __init__(self, model: Path, log_path: Path) -> None:
+        if not LLAMA_SERVER.is_file():
+            pytest.fail(f"{LLAMA_SERVER} is missing: run `make test`, which builds it")
+        self.url = f"http://127.0.0.1:{free_port()}"
+        with log_path.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [str(LLAMA_SERVER), "-m", str(model), "--embeddings", "--host", "127.0.0.1", "--port",
+                 self.url.rsplit(":", 1)[1], "-c", "512", "-b", "512", "-ub", "512", "-t", "2", "--parallel", "1"],
+                stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_until_up(self.proc, f"{self.url}/health", log_path)
+        except RuntimeError:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=20)
+
+
+@pytest.mark.slow
+@pytest.mark.models
+def test_a_server_backed_embedder_is_checked_the_same_way(client: TestClient, home: Path, tmp_path: Path) -> None:
+    chat = NativeServer(CHAT_GGUF, tmp_path / "chat-server.log")
+    try:
+        refused(client, home, [f"the model at {chat.url} cannot be the embedding model: it could not embed a "
+                               "batch of two texts"], embed={"base_url": chat.url, "model": "smollm2"})
+    finally:
+        chat.stop()
+    embed = NativeServer(EMBED_GGUF, tmp_path / "embed-server.log")
+    try:
+        resp = choose(client, embed={"base_url": embed.url, "model": "minilm"})
+        assert resp.status_code == 200, resp.text
+        deadline = time.monotonic() + 60
+        while embedding(client)["state"] != "done" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert embedding(client)["in_use"] == f"minilm@{embed.url}" and embedding(client)["missing"] == 0
+        assert recalls(client) == TURNS[1]
+    finally:
+        embed.stop()
+
+
+# -- the background re-embedding with an embedder that fails part-way ------------------------------------------
+
+class FailsAfter(FakeEmbedder):
+    """Embeds its first ``good`` batches, then fails the way ``fail`` says (raises, or returns unusable rows)."""
+
+    def __init__(self, good: int, fail: Callable[[int, int], Vectors]) -> None:
+        super().__init__(name="new-embed")
+        self.good = good
+        self.fail = fail
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if len(self.calls) >= self.good:
+            self.calls.append(list(texts))
+            return self.fail(len(texts), self.dim)
+        return super().embed(texts)
+
+
+def raises(exc: Exception) -> Callable[[int, int], Vectors]:
+    def fail(n: int, d: int) -> Vectors:
+        raise exc
+    return fail
+
+
+@pytest.mark.parametrize("fail, says", [
+    (raises(ModelUnavailable("embedding model server http://gpu-box:8081 failed 3 times")), "failed 3 times"),
+    (lambda n, d: np.ones((n - 1, d), np.float32), "failed after 64 vector(s): it returned 63 vectors for a batch "
+                                                   "of 64 texts"),
+    (raises(RuntimeError("llama_decode returned -3")), "RuntimeError: llama_decode returned -3"),
+])
+def test_an_embedder_failing_part_way_is_reported_and_no_thread_dies(
+        make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture, fail: Callable[[int, int], Vectors], says: str) -> None:
+    settings = make_settings()
+    store = Store(settings.data_dir)
+    old = Memory(store, FakeEmbedder(name="old-embed"))
+    session = store.sessions.create("chat")
+    old.remember_many([NewExchange(session.id, "user", f"turn {n} about hiking and carrots") for n in range(200)])
+    store.close()
+    died: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: died.append(args.exc_value))
+    embedder = FailsAfter(good=1, fail=fail)
+    models = Models(settings, chat=FakeChatModel(), embed=embedder)  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO), \
+            TestClient(create_app(settings, models=models), base_url="http://127.0.0.1") as client:
+        deadline = time.monotonic() + 30
+        while embedding(client)["state"] in ("idle", "running") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        shown = embedding(client)
+        assert shown["state"] == "failed" and says in shown["error"], shown
+        assert shown["model"] == "new-embed" and shown["in_use"] == "old-embed"
+        assert shown["missing"] == 200 - 64 and shown["embedded"] == 64  # the first batch kept, the rest to do
+        hits = client.get("/api/recall", params={"q": "hiking"}).json()["hits"]
+        assert hits  # recall answers (by words, until every tier has the new vectors)
+    assert died == []
+    reported = [r for r in caplog.records if "background re-embedding with new-embed stopped" in r.getMessage()]
+    assert len(reported) == 1 and says in reported[0].getMessage()
+    assert len(embedder.calls) == 2  # it stopped at the failing batch, no retry loop
+
+
+@pytest.mark.models
+def test_the_chat_gguf_configured_by_hand_as_embedder_fails_the_re_embedding_with_the_reason(
+        make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The defect as found: the server starts on a lyra.toml naming the chat GGUF as embedder (no Apply ran)."""
+    settings = make_settings(f'[models.embed]\npath = "{CHAT}"\nn_ctx = 512\n[models.chat]\npath = "{CHAT}"\n')
+    store = Store(settings.data_dir)
+    session = store.sessions.create("chat")
+    Memory(store, FakeEmbedder(name="old-embed")).remember_many([NewExchange(session.id, "user", t) for t in TURNS])
+    store.close()
+    died: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: died.append(args.exc_value))
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
+        deadline = time.monotonic() + 60
+        while embedding(client)["state"] in ("idle", "running") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        shown = embedding(client)
+        assert shown["state"] == "failed" and "only one per token" in shown["error"], shown
+        assert shown["in_use"] == "old-embed" and shown["missing"] == len(TURNS)
+    assert died == []
