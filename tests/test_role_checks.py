@@ -52,6 +52,7 @@ n_ctx = 1024
 temperature = 0.0
 max_tokens = 8
 """
+SERVER_BINARY = LLAMA_SERVER.absolute()  # before a test moves into its own folder
 TURNS = ["I went hiking in the Rockies in July with my sister.", "My guinea pig Oscar loves carrots.",
          "I signed up for a pottery class on Tuesdays."]
 
@@ -234,12 +235,12 @@ class NativeServer:
     """llama.cpp's own ``llama-server`` with ``--embeddings``, serving one GGUF on loopback."""
 
     def __init__(self, model: Path, log_path: Path) -> None:
-        if not LLAMA_SERVER.is_file():
-            pytest.fail(f"{LLAMA_SERVER} is missing: run `make test`, which builds it")
+        if not SERVER_BINARY.is_file():
+            pytest.fail(f"{SERVER_BINARY} is missing: run `make test`, which builds it")
         self.url = f"http://127.0.0.1:{free_port()}"
         with log_path.open("wb") as log:
             self.proc = subprocess.Popen(
-                [str(LLAMA_SERVER), "-m", str(model), "--embeddings", "--host", "127.0.0.1", "--port",
+                [str(SERVER_BINARY), "-m", str(model), "--embeddings", "--host", "127.0.0.1", "--port",
                  self.url.rsplit(":", 1)[1], "-c", "512", "-b", "512", "-ub", "512", "-t", "2", "--parallel", "1"],
                 stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -255,14 +256,17 @@ class NativeServer:
 
 @pytest.mark.slow
 @pytest.mark.models
-def test_a_server_backed_embedder_is_checked_the_same_way(client: TestClient, home: Path, tmp_path: Path) -> None:
-    chat = NativeServer(CHAT_GGUF, tmp_path / "chat-server.log")
+def test_a_server_backed_embedder_is_checked_the_same_way(client: TestClient, home: Path,
+                                                          tmp_path_factory: pytest.TempPathFactory) -> None:
+    logs = tmp_path_factory.mktemp("servers")  # not in home, whose files the refusal checks
+    chat = NativeServer(CHAT_GGUF, logs / "chat-server.log")
     try:
-        refused(client, home, [f"the model at {chat.url} cannot be the embedding model: it could not embed a "
-                               "batch of two texts"], embed={"base_url": chat.url, "model": "smollm2"})
+        refused(client, home, [f"the model 'smollm2' at {chat.url} cannot be the embedding model: it could not "
+                               "embed a batch of two texts: model server refused the request: HTTP 400",
+                               "Pooling type 'none'"], embed={"base_url": chat.url, "model": "smollm2"})
     finally:
         chat.stop()
-    embed = NativeServer(EMBED_GGUF, tmp_path / "embed-server.log")
+    embed = NativeServer(EMBED_GGUF, logs / "embed-server.log")
     try:
         resp = choose(client, embed={"base_url": embed.url, "model": "minilm"})
         assert resp.status_code == 200, resp.text
