@@ -78,3 +78,35 @@ class Conflict(LyraError):
     """The request was made against a state that changed meanwhile (reload and try again)."""
 
     status_code = 409
+
+
+class StorageError(LyraError):
+    """The operating system refused to read or write a file of the memory: the disk must change, not Lyra.
+
+    Made from an ``OSError`` or ``sqlite3.Error`` by ``lyra_local.oserrors.storage_error`` only, so each
+    cause is named one way everywhere (the CLI, the API, a chat turn). ``path``: where it happened.
+    """
+
+    status_code = 503
+
+    def __init__(self, message: str, *, path: str | None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
+
+
+class DiskFull(StorageError):
+    """No space (or no inode) left on the disk holding the memory."""
+
+    status_code = 507  # Insufficient Storage
+
+
+class ReadOnlyStorage(StorageError):
+    """The memory is on a read-only file system."""
+
+
+class StoragePermission(StorageError):
+    """This user may not read or write a file or folder of the memory."""
+
+
+class StorageMissing(StorageError):
+    """A folder of the memory does not exist, or a file stands where a folder should be."""

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from .. import __version__
+from ..config import load_settings
 from ..errors import LyraError
+from ..oserrors import storage_error
 from . import chat, doctor, dream, forget, mcp, memory, models, recall, reindex, serve, sessions, transfer, world
 
 COMMANDS = (serve, chat, sessions, dream, recall, memory, world, transfer, forget, mcp, reindex, models, doctor)
@@ -37,5 +40,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LyraError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except (OSError, sqlite3.Error) as exc:  # a full disk, a read-only one...: its cause, never a traceback
+        named = storage_error(exc, _data_dir(args))
+        if named is None:
+            raise
+        print(f"error: {named}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _data_dir(args: argparse.Namespace) -> Path | None:
+    """The data directory the command used, where an OS error names no file (a write to a descriptor)."""
+    try:
+        return load_settings(args.config).data_dir
+    except (LyraError, OSError, ValueError):  # the settings themselves failed: named without a path
+        return None

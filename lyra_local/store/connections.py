@@ -8,16 +8,27 @@ file". So each thread's connection sits in a small holder that only that
 thread's ``threading.local`` slot references: when the thread ends, Python
 drops the slot, the holder dies, and its finalizer closes the connection
 (allowed from any thread: connections are opened with ``check_same_thread=False``).
-This module must never hand one connection to two threads.
+This module must never hand one connection to two threads. ``Opener`` opens them,
+also on a full disk.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
+import os
 import sqlite3
 import threading
 import weakref
 from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import DiskFull
+from ..oserrors import storage_error
+from . import db
+from .dirlock import find_holders
+
+log = logging.getLogger(__name__)
 
 
 class _Holder:
@@ -81,3 +92,34 @@ class ThreadConnections:
             conn = self._open.pop(key, None)
         if conn is not None:
             conn.close()
+
+
+class Opener:
+    """Opens the connections of one database file, and still opens it for reading when its disk is full.
+
+    With no space left, SQLite cannot make the WAL's shared-memory file and every open fails with "disk I/O
+    error", so not even ``lyra sessions``, ``lyra export`` or ``lyra backup`` to another disk could read
+    what is stored. Where the disk is full and no other process has the memory open (the data-directory
+    lock says so), the connection is opened in SQLite's exclusive locking mode instead, which keeps that
+    index in memory: reads work, a write fails with "database or disk is full" (named ``DiskFull`` by the
+    store), and nothing is lost. The open is said once in the log: other processes cannot open the memory
+    while this one has it so.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.full_disk: DiskFull | None = None  # set once the memory was opened so
+
+    def __call__(self) -> sqlite3.Connection:
+        if self.full_disk is None:
+            try:
+                return db.connect(self.path)
+            except sqlite3.OperationalError as exc:
+                full = storage_error(exc, self.path.parent)
+                if (not isinstance(full, DiskFull) or not self.path.is_file()
+                        or find_holders(self.path.parent, exclude_pid=os.getpid())):
+                    raise
+                self.full_disk = full
+                log.warning("%s: the memory is open for reading only, and no other process can open it until "
+                            "this one ends (%s)", full.message, full.hint)
+        return db.connect(self.path, exclusive=True)

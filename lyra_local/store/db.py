@@ -10,6 +10,7 @@ timeout plus a bounded retry keeps "database is locked" from reaching a user.
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import sqlite3
 import time
@@ -18,6 +19,7 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
 from ..errors import LyraError
+from .dirlock import find_holders
 from .folding import fold, fold_json
 
 BUSY_TIMEOUT_MS = 10_000
@@ -30,26 +32,53 @@ class StoreBusy(LyraError):
     status_code = 503
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path, *, exclusive: bool = False) -> sqlite3.Connection:
+    """A connection to the database at ``path``; ``exclusive``: without the shared-memory file of the WAL (SQLite
+    keeps that index in this connection's memory and locks the file for itself), which opens a memory on a
+    full disk, where that file cannot be made (``Store`` decides when)."""
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    # Switching a new file to WAL needs a moment of exclusive access; when several
-    # processes open a new store together, SQLite may answer "locked" at once.
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if exclusive:
+            conn.execute("PRAGMA locking_mode = EXCLUSIVE")  # before the first access, or the shared file is used
+        _enter_wal(conn, path)
+        conn.execute("PRAGMA synchronous = NORMAL")  # durable across application crashes in WAL mode
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA secure_delete = ON")  # forgotten text is overwritten, not left in free pages
+    except BaseException:
+        conn.close()
+        raise
+    register_functions(conn)
+    return conn
+
+
+def _enter_wal(conn: sqlite3.Connection, path: Path) -> None:
+    """``journal_mode = WAL``, waiting out the moment of exclusive access a new file's switch needs (several
+    processes opening a new store together may get "locked" at once). Any other error (a full disk, a
+    read-only one) goes up as SQLite gave it, for the store to name: it is never "another process"."""
     for attempt in range(WRITE_RETRIES * 4):
         try:
             conn.execute("PRAGMA journal_mode = WAL")
-            break
+            return
         except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or attempt == WRITE_RETRIES * 4 - 1:
-                conn.close()
-                raise StoreBusy(f"could not open {path}: {exc}", hint="another process holds the database") from exc
+            if not _is_busy(exc):
+                raise
+            if attempt == WRITE_RETRIES * 4 - 1:
+                raise busy(path.parent, f"could not open {path}: {exc}") from exc
             time.sleep(0.05 * (1 + random.random()))
-    conn.execute("PRAGMA synchronous = NORMAL")  # durable across application crashes in WAL mode
-    conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("PRAGMA secure_delete = ON")  # forgotten text is overwritten, not left in free pages
-    register_functions(conn)
-    return conn
+
+
+def busy(data_dir: Path, message: str) -> StoreBusy:
+    """The database stayed locked: naming the processes that hold the data directory, and blaming "another
+    process" only when the data-directory lock says one has the memory open."""
+    holders = find_holders(data_dir, exclude_pid=os.getpid())
+    if holders:
+        return StoreBusy(f"{message}; another process holds the memory: {'; '.join(map(str, holders))}",
+                         hint="is a long import or backup running? try again when it is done, or stop it")
+    return StoreBusy(f"{message}; no other process on this machine has the memory open",
+                     hint="another connection of this process held it (try again), or a process on another "
+                          "machine shares this folder over the network")
 
 
 def register_functions(conn: sqlite3.Connection) -> None:
@@ -75,17 +104,36 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             conn.execute("BEGIN IMMEDIATE")
             break
         except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or attempt == WRITE_RETRIES - 1:
-                raise StoreBusy("the memory database stayed locked by another process",
-                                hint="is a long import or backup running? try again when it is done") from exc
+            if not _is_busy(exc):
+                raise
+            if attempt == WRITE_RETRIES - 1:
+                raise busy(_data_dir(conn), "the memory database stayed locked") from exc
             time.sleep(0.05 * (2 ** attempt) * (0.5 + random.random()))
     try:
         yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    else:
         conn.execute("COMMIT")
+    except BaseException:
+        _roll_back(conn)
+        raise
+
+
+def _roll_back(conn: sqlite3.Connection) -> None:
+    """Undo the open transaction, if SQLite has not already: after a full disk or an I/O error it may have rolled
+    back itself, and a second ROLLBACK would hide the error that says why under "no transaction is active"."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                raise
+
+
+def _data_dir(conn: sqlite3.Connection) -> Path:
+    """The folder of the connection's main database file."""
+    for row in conn.execute("PRAGMA database_list"):
+        if row[1] == "main" and row[2]:
+            return Path(row[2]).parent
+    return Path(".")
 
 
 def utc_now() -> str:

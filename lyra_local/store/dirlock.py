@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import LyraError
+from ..oserrors import storage_error
 
 LOCK_FILENAME = ".lock"
 SHARED_WAIT_S = 60.0  # a restore holds the lock exclusively for as long as copying one file takes
@@ -90,9 +91,10 @@ class DirLock:
             try:
                 # O_CLOEXEC (Python's default): a child process must not inherit our hold.
                 self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            except OSError as exc:
-                raise LyraError(f"cannot open the lock file {self.path}: {exc}",
-                                hint="the data directory must be writable by this user") from exc
+            except OSError as exc:  # a full disk, a read-only mount, a folder this user may not write
+                raise storage_error(exc, self.path) or LyraError(
+                    f"cannot open the lock file {self.path}: {exc}",
+                    hint="the data directory must be writable by this user") from exc
         return self._fd
 
     def _close(self) -> None:

@@ -28,6 +28,7 @@ a forgotten word is in none of its bytes.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -36,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..oserrors import named_os_errors
 from .db import utc_now
 
 if TYPE_CHECKING:
@@ -86,13 +88,27 @@ def record(store: Store, *, sessions: Sequence[str] = (), turns: Sequence[int] =
         return
     raw = {k: v for k, v in asdict(entry).items() if k != "index"}
     line = (json.dumps(raw, sort_keys=True) + "\n").encode()
-    fd = os.open(path(store.data_dir), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    ledger = path(store.data_dir)
+    with named_os_errors(ledger):  # a full disk refuses the forget before anything is deleted, and says so
+        fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            _append_whole(fd, line, ledger)
+        finally:
+            os.close(fd)  # the lock goes with it
+
+
+def _append_whole(fd: int, line: bytes, ledger: Path) -> None:
+    """Append ``line`` and sync it, or leave the ledger as it was: a disk that fills mid-write takes a line's
+    first bytes and refuses the rest, and half a line would stand in the way of every later one."""
+    start = os.lseek(fd, 0, os.SEEK_END)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, line)
+        if os.write(fd, line) != len(line):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(ledger))
         os.fsync(fd)
-    finally:
-        os.close(fd)  # the lock goes with it
+    except OSError:
+        os.ftruncate(fd, start)
+        raise
 
 
 def position(data_dir: Path) -> int:

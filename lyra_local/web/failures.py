@@ -27,6 +27,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import LyraError
+from ..oserrors import storage_error
 
 log = logging.getLogger(__name__)
 HINT = "try again; if it keeps failing, the server's log has the details"
@@ -34,6 +35,10 @@ HINT = "try again; if it keeps failing, the server's log has the details"
 
 def describe_failure(exc: BaseException, doing: str) -> tuple[str, int]:
     """(message, status) for a failure of ``doing`` ("this turn", ...); logs what a user cannot act on."""
+    named = storage_error(exc)  # a full disk, a read-only one...: its cause and what to do, not "try again"
+    if named is not None:
+        log.error("%s failed: %s", doing, named.message)
+        return str(named), named.status_code
     if isinstance(exc, LyraError):
         return str(exc), exc.status_code
     log.error("unexpected failure of %s", doing, exc_info=exc)
@@ -41,7 +46,12 @@ def describe_failure(exc: BaseException, doing: str) -> tuple[str, int]:
 
 
 def unexpected_response(method: str, path: str, exc: BaseException) -> JSONResponse:
-    """The 500 answer to a request whose failure nothing foresaw (the details are in the server's log)."""
+    """The 500 answer to a request whose failure nothing foresaw (the details are in the server's log); a storage
+    cause (``oserrors``) is answered as the ``LyraError`` it names, with its status (507 for a full disk)."""
+    named = storage_error(exc)
+    if named is not None:
+        return JSONResponse({"error": {"message": named.message, "type": type(named).__name__, "hint": named.hint}},
+                            status_code=named.status_code)
     body: dict[str, Any] = {"error": {"message": f"the server failed on {method} {path} ({type(exc).__name__})",
                                       "type": "InternalError", "hint": HINT}}
     return JSONResponse(body, status_code=500)

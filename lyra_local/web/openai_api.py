@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from ..companion import TurnEvent
 from ..errors import BadRequest, LyraError, ModelUnavailable
 from ..llm.base import GenerationOptions, Message
+from ..oserrors import storage_error
 from ..textsafe import well_formed
 from .deps import app_state
 from .failures import describe_failure
@@ -175,6 +176,9 @@ async def answered(call: Callable[[], T], doing: str) -> T:
     except LyraError:
         raise
     except Exception as exc:  # a clear JSON answer for this request; the server goes on
+        named = storage_error(exc)
+        if named is not None:  # a full disk (507), a read-only one (503)...: its own status
+            raise named from exc
         failure, _ = describe_failure(exc, doing)
         raise LyraError(failure, hint="the server's log has the details") from exc
 
