@@ -12,15 +12,17 @@ passes it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import LyraError
+from ..errors import DiskFull
+from ..oserrors import named_os_errors
 from . import db, migrations
 from .branches import Branches
-from .connections import ThreadConnections
+from .connections import Opener, ThreadConnections
 from .coordination import Coordination
 from .corrections import Corrections
 from .derived import Derived
@@ -41,11 +43,10 @@ class Store:
                  lock: DirLock | None = None) -> None:
         """Open (and migrate) the store; ``lock``: a ``DirLock`` the caller already holds (restore)."""
         self.data_dir = data_dir
-        try:
+        with named_os_errors(data_dir):
+            if data_dir.exists() and not data_dir.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "a file where the data directory should be", str(data_dir))
             data_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise LyraError(f"cannot create the data directory {data_dir}: {exc}",
-                            hint="set data_dir or $LYRA_DATA_DIR to a writable folder") from exc
         self.path = data_dir / DB_FILENAME
         self.index_dir = data_dir / INDEX_DIRNAME
         self.index_settings = index_settings or IndexSettings()
@@ -54,11 +55,13 @@ class Store:
             lock = DirLock(data_dir)
             lock.acquire_shared()
         self.dir_lock = lock
-        self._conns = ThreadConnections(lambda: db.connect(self.path))
+        self._opener = Opener(self.path)
+        self._conns = ThreadConnections(self._opener)
         self._indexes: dict[tuple[str, str], VectorIndex] = {}
         self._indexes_lock = threading.Lock()
         try:
-            migrations.migrate(self.conn())
+            with named_os_errors(data_dir):
+                migrations.migrate(self.conn())
         except BaseException:
             self._release()
             raise
@@ -72,7 +75,13 @@ class Store:
 
     def conn(self) -> sqlite3.Connection:
         """This thread's connection (closed when the thread ends; ``sqlite3.ProgrammingError`` once closed)."""
-        return self._conns.get()
+        with named_os_errors(self.data_dir):
+            return self._conns.get()
+
+    @property
+    def full_disk(self) -> DiskFull | None:
+        """Why the memory is open for reading only (its disk was full when it opened), else None."""
+        return self._opener.full_disk
 
     def open_connections(self) -> int:
         """How many per-thread connections are open now: one per live thread that used the store."""
@@ -81,7 +90,7 @@ class Store:
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction on this thread's connection (see ``db.write_transaction``)."""
-        with db.write_transaction(self.conn()) as conn:
+        with named_os_errors(self.data_dir), db.write_transaction(self.conn()) as conn:
             yield conn
 
     def index(self, tier: str, model: str) -> VectorIndex:
