@@ -10,6 +10,16 @@ The layout (ggml's ``docs/gguf.md``): magic ``GGUF``, version, tensor count,
 metadata count; the metadata as key, type, value; then each tensor's name,
 dimensions, type and offset; the tensor data starts at the next multiple of
 ``general.alignment`` (32 by default).
+
+Whatever bytes a file holds, this module raises nothing but ``ModelFileInvalid``
+(issue 35: one odd file in ``models_dir`` made the model list answer 500). It
+never recurses, copies no more than a short name out of the file, and walks a
+bounded number of array items, so a hostile header costs at most a few seconds
+and a few kilobytes. Where llama.cpp refuses a header (``ggml/src/gguf.cpp``,
+``llama-model-loader.cpp``) this reader refuses it too, with the reason: an
+array of arrays, an alignment that is not a ``UINT32`` power of two, a key
+llama.cpp reads given another type than the one it reads it as, a tensor name
+of 64 bytes or more, more than four dimensions.
 """
 
 from __future__ import annotations
@@ -26,12 +36,25 @@ from ..errors import LyraError
 
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)
-MOST_ENTRIES = 1 << 24  # no real model has more metadata or tensors: beyond this the header is garbage
-_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-_STRING, _ARRAY = 8, 9
-_WANTED = ("general.architecture", "general.name", "general.file_type", "general.alignment",
-           "tokenizer.chat_template")
-_WANTED_SUFFIXES = (".context_length", ".pooling_type")
+MOST_ENTRIES = 1 << 24  # no real model has more metadata, tensors or array items to walk: beyond, garbage
+MOST_KEY_BYTES = 1 << 16  # a key or a text value this reader keeps (ggml's own writer allows 65,535)
+MOST_NAME_BYTES = 63  # llama.cpp's GGML_MAX_NAME is 64, with the final NUL
+MOST_DIMS = 4  # GGML_MAX_DIMS
+MOST_CANDIDATES = 256  # "<arch>.context_length" keys kept before the architecture is known (a model has one)
+_INTS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 10: "<Q", 11: "<q"}
+_SCALARS = {**_INTS, 6: "<f", 7: "<?", 12: "<d"}
+_STRING, _ARRAY, _UINT32 = 8, 9, 4
+_TYPE_NAMES = {0: "UINT8", 1: "INT8", 2: "UINT16", 3: "INT16", 4: "UINT32", 5: "INT32", 6: "FLOAT32", 7: "BOOL",
+               8: "STRING", 9: "ARRAY", 10: "UINT64", 11: "INT64", 12: "FLOAT64"}
+# The keys this reader keeps, and the one type llama.cpp reads each as (a key of another type fails its load);
+# the suffixed ones (UINT32 both) are the architecture's.
+_WANTED = {"general.architecture": _STRING, "general.name": _STRING, "general.file_type": _UINT32,
+           "general.alignment": _UINT32, "tokenizer.chat_template": _STRING}
+_WANTED_SUFFIXES = (".context_length", ".pooling_type")  # of the architecture: "llama.context_length"
+_U64 = struct.Struct("<Q")
+# Each metadata entry takes at least 13 bytes (key length, type, a one-byte value), each tensor 24 (name
+# length, dimension count, type, offset): a count the rest of the file cannot hold is refused before any loop.
+_LEAST_ENTRY, _LEAST_TENSOR = 13, 24
 
 
 class ModelFileInvalid(LyraError):
@@ -66,59 +89,86 @@ class GGUFSummary:
         return "chat"
 
 
+_HINT = "download the file again (compare its size or checksum with the source), or pick another model"
+
+
 class _Header:
     """A cursor over the mapped file that says "incomplete" instead of reading past its end."""
 
     def __init__(self, data: mmap.mmap, path: Path) -> None:
         self.data = data
+        self.end = len(data)
         self.path = path
         self.at = 0
+        self.walked = 0  # array items stepped over one by one, against MOST_ENTRIES
+
+    def invalid(self, detail: str, hint: str = _HINT) -> ModelFileInvalid:
+        return ModelFileInvalid(f"{self.path}: {detail}", hint=hint)
+
+    def incomplete(self, detail: str = "the file ends inside its header") -> ModelFileInvalid:
+        return ModelFileInvalid(f"{self.path} is incomplete: {detail} (a download cut short?)", hint=_HINT)
 
     def take(self, fmt: str) -> Any:
         size = struct.calcsize(fmt)
-        if self.at + size > len(self.data):
-            raise _incomplete(self.path, "the file ends inside its header")
+        if self.at + size > self.end:
+            raise self.incomplete()
         value = struct.unpack_from(fmt, self.data, self.at)[0]
         self.at += size
         return value
 
-    def string(self) -> str:
+    def skip(self, length: int) -> None:
+        if length > self.end - self.at:
+            raise self.incomplete()
+        self.at += length
+
+    def string(self, what: str, most: int = MOST_KEY_BYTES) -> str:
+        """A string of at most ``most`` bytes (a longer one is refused before a byte is copied)."""
         length = self.take("<Q")
-        if self.at + length > len(self.data):
-            raise _incomplete(self.path, "the file ends inside its header")
+        if length > most:
+            raise self.invalid(f"{what} is {length:,} bytes long, more than the {most:,} it may have")
+        if length > self.end - self.at:
+            raise self.incomplete()
         raw = bytes(self.data[self.at:self.at + length])
         self.at += length
         return raw.decode("utf-8", errors="replace")
 
-    def skip_string(self) -> None:
-        length = self.take("<Q")  # read first: ``self.at += self.take(...)`` would add to the old offset
-        self.at += length
-
-    def value(self, kind: int, keep: bool) -> Any:
+    def skip_value(self, key: str, kind: int) -> None:
         if kind in _SCALARS:
-            return self.take(_SCALARS[kind])
-        if kind == _STRING:
-            return self.string() if keep else self.skip_string()
-        if kind == _ARRAY:
-            item, count = self.take("<I"), self.take("<Q")
-            if item in _SCALARS:
-                self.at += count * struct.calcsize(_SCALARS[item])
-                if self.at > len(self.data):
-                    raise _incomplete(self.path, "the file ends inside its header")
-            elif count * 8 > len(self.data) - self.at:  # each string or array takes at least 8 bytes
-                raise _incomplete(self.path, f"the file ends inside its header ({count:,} items to read)")
-            else:
-                for _ in range(count):
-                    self.value(item, keep=False)
-            return None
-        raise ModelFileInvalid(f"{self.path}: unknown metadata type {kind} in the header", hint=_HINT)
+            self.skip(struct.calcsize(_SCALARS[kind]))
+        elif kind == _STRING:
+            self.skip(self.take("<Q"))
+        elif kind == _ARRAY:
+            self.skip_array(key)
+        else:
+            raise self.invalid(f"its metadata {key!r} has unknown type {kind}")
 
+    def skip_array(self, key: str) -> None:
+        item, count = self.take("<I"), self.take("<Q")
+        if item in _SCALARS:
+            self.skip(count * struct.calcsize(_SCALARS[item]))
+        elif item == _ARRAY:  # gguf.cpp reads no array of arrays; walking one would be a recursion
+            raise self.invalid(f"its metadata {key!r} is an array of arrays, which llama.cpp does not read")
+        elif item != _STRING:
+            raise self.invalid(f"its metadata {key!r} is an array of unknown type {item}")
+        elif count * 8 > self.end - self.at:  # each string takes at least its 8-byte length
+            raise self.incomplete(f"the file ends inside its header ({count:,} items to read)")
+        else:
+            self.walked += count
+            if self.walked > MOST_ENTRIES:
+                raise self.invalid(f"its header holds more than {MOST_ENTRIES:,} texts in arrays, which no "
+                                   "model has")
+            self._skip_strings(count)
 
-_HINT = "download the file again (compare its size or checksum with the source), or pick another model"
-
-
-def _incomplete(path: Path, detail: str) -> ModelFileInvalid:
-    return ModelFileInvalid(f"{path} is incomplete: {detail} (a download cut short?)", hint=_HINT)
+    def _skip_strings(self, count: int) -> None:
+        """Step over ``count`` strings: the vocabulary, so a tight loop (a 150k-token one in about 30 ms)."""
+        unpack, data, at, end = _U64.unpack_from, self.data, self.at, self.end
+        for _ in range(count):
+            if at + 8 > end:
+                raise self.incomplete()
+            at += 8 + unpack(data, at)[0]
+        if at > end:
+            raise self.incomplete()
+        self.at = at
 
 
 def read_gguf(path: Path) -> GGUFSummary:
@@ -127,8 +177,13 @@ def read_gguf(path: Path) -> GGUFSummary:
         size = path.stat().st_size
         if size < 24:
             raise ModelFileInvalid(f"{path} is not a GGUF model file ({size} bytes)", hint=_HINT)
-        with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return _summarize(_Header(data, path), size)
+        with path.open("rb") as handle:
+            try:
+                data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError as exc:  # emptied since its size was read
+                raise ModelFileInvalid(f"cannot read {path}: {exc}", hint="is it being written? try again") from exc
+            with data:
+                return _summarize(_Header(data, path), size)
     except OSError as exc:
         raise ModelFileInvalid(f"cannot read {path}: {exc.strerror or exc}",
                                hint="check the path and the file's permissions") from exc
@@ -145,61 +200,109 @@ def _summarize(h: _Header, size: int) -> GGUFSummary:
                                hint="convert it again with a current llama.cpp")
     tensor_count, kv_count = h.take("<Q"), h.take("<Q")
     if tensor_count > MOST_ENTRIES or kv_count > MOST_ENTRIES:
-        raise ModelFileInvalid(f"{h.path}: its header claims {tensor_count:,} tensors and {kv_count:,} metadata "
-                               "entries, which no model has", hint=_HINT)
-    meta: dict[str, Any] = {}
-    for _ in range(kv_count):
-        key = h.string()
-        keep = key in _WANTED or key.endswith(_WANTED_SUFFIXES)
-        meta[key] = h.value(h.take("<I"), keep)
-    tensors = [_tensor_info(h) for _ in range(tensor_count)]
-    alignment = int(meta.get("general.alignment") or 32)
-    start = -(-h.at // alignment) * alignment
-    parameters = 0
-    for name, elements, kind, offset in tensors:
-        end = start + offset + _tensor_bytes(h.path, name, elements, kind)
-        if end > size:
-            raise _incomplete(h.path, f"tensor {name!r} ends at byte {end:,} of a {size:,}-byte file")
+        raise h.invalid(f"its header claims {tensor_count:,} tensors and {kv_count:,} metadata entries, which no "
+                        "model has")
+    if kv_count * _LEAST_ENTRY + tensor_count * _LEAST_TENSOR > h.end - h.at:
+        raise h.incomplete(f"the file ends inside its header ({tensor_count:,} tensors and {kv_count:,} metadata "
+                           f"entries claimed, more than its {size:,} bytes can hold)")
+    meta = _metadata(h, kv_count)
+    arch = _typed(h, meta, "general.architecture") or "unknown"
+    alignment = _typed(h, meta, "general.alignment", 32)
+    if alignment == 0 or alignment & (alignment - 1):
+        raise h.invalid(f"its general.alignment {alignment:,} is not a power of two, which llama.cpp requires")
+    # One pass, keeping only the sum and the furthest end: a header of millions of tensors takes no memory.
+    parameters, furthest, reaches = 0, 0, ""
+    for _ in range(tensor_count):
+        name, elements, block, offset = _tensor_info(h)
         parameters += elements
-    arch = str(meta.get("general.architecture") or "unknown")
+        end = offset + elements * block[1] // block[0]
+        if end > furthest:
+            furthest, reaches = end, name
+    start = -(-h.at // alignment) * alignment  # the tensor data starts after the header, aligned
+    if start + furthest > size:
+        raise h.incomplete(f"tensor {reaches!r} ends at byte {start + furthest:,} of a {size:,}-byte file")
     return GGUFSummary(
-        path=h.path, size=size, version=version, architecture=arch,
-        name=meta.get("general.name"), parameters=parameters,
-        quantization=_quantization(meta.get("general.file_type")),
-        context_length=meta.get(f"{arch}.context_length"),
-        chat_template=bool(meta.get("tokenizer.chat_template")),
-        pooling=_pooling(meta.get(f"{arch}.pooling_type")), tensors=len(tensors))
+        path=h.path, size=size, version=version, architecture=arch, name=_typed(h, meta, "general.name"),
+        parameters=parameters, quantization=_quantization(_typed(h, meta, "general.file_type")),
+        context_length=_typed(h, meta, f"{arch}.context_length") or None,
+        chat_template=bool(_typed(h, meta, "tokenizer.chat_template")),
+        pooling=_pooling(_typed(h, meta, f"{arch}.pooling_type")), tensors=tensor_count)
 
 
-def _tensor_info(h: _Header) -> tuple[str, int, int, int]:
-    name = h.string()
+def _metadata(h: _Header, kv_count: int) -> dict[str, tuple[int, Any]]:
+    """The wanted keys' types and values (a number, a short text; the chat template as whether it has any
+    text: it can be long, and only that is shown); the rest skipped. ``_typed`` checks a type once it is known
+    to matter: ``llama.rope.scaling.original_context_length`` is not the context length of a ``bert``."""
+    meta: dict[str, tuple[int, Any]] = {}
+    candidates = 0
+    for _ in range(kv_count):
+        key = h.string("a metadata key")
+        kind = h.take("<I")
+        wanted = key in _WANTED
+        if not wanted and key.endswith(_WANTED_SUFFIXES) and candidates < MOST_CANDIDATES:
+            wanted, candidates = True, candidates + 1
+        if not wanted:
+            h.skip_value(key, kind)
+        elif kind in _INTS:
+            meta[key] = kind, h.take(_INTS[kind])
+        elif kind == _STRING and key in ("general.architecture", "general.name"):
+            meta[key] = kind, h.string(f"its metadata {key!r}")
+        elif kind == _STRING:
+            length = h.take("<Q")
+            h.skip(length)
+            meta[key] = kind, length > 0
+        else:
+            h.skip_value(key, kind)
+            meta[key] = kind, None
+    return meta
+
+
+def _typed(h: _Header, meta: dict[str, tuple[int, Any]], key: str, default: Any = None) -> Any:
+    """``key``'s value, if it is of the one type llama.cpp reads it as (another fails llama.cpp's load)."""
+    if key not in meta:
+        return default
+    kind, value = meta[key]
+    wanted = _WANTED.get(key, _UINT32)
+    if kind != wanted:
+        raise h.invalid(f"its metadata {key!r} is {_TYPE_NAMES.get(kind, f'of unknown type {kind}')}, where "
+                        f"llama.cpp reads a {_TYPE_NAMES[wanted]}")
+    return value
+
+
+def _tensor_info(h: _Header) -> tuple[str, int, tuple[int, int], int]:
+    """Name, element count, (block size, bytes per block) of its type, offset; refused as gguf.cpp refuses."""
+    name = h.string("a tensor name", MOST_NAME_BYTES)
     dims = h.take("<I")
-    if dims > 8:
-        raise ModelFileInvalid(f"{h.path}: tensor {name!r} claims {dims} dimensions", hint=_HINT)
+    if dims > MOST_DIMS:
+        raise h.invalid(f"tensor {name!r} claims {dims} dimensions; llama.cpp reads at most {MOST_DIMS}")
+    shape = [h.take("<Q") for _ in range(dims)]
+    kind = h.take("<I")
+    try:
+        block = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(kind)]
+    except (ValueError, KeyError):
+        raise h.invalid(f"tensor {name!r} has type {kind}, unknown to this llama.cpp",
+                        hint="upgrade Lyra, or pick a model quantized for an older llama.cpp") from None
+    if shape and shape[0] % block[0]:
+        raise h.invalid(f"tensor {name!r} has {shape[0]:,} elements per row, not a multiple of its type's block "
+                        f"of {block[0]}")
     elements = 1
-    for _ in range(dims):
-        elements *= h.take("<Q")
-    return name, elements, h.take("<I"), h.take("<Q")
+    for n in shape:
+        elements *= n
+    return name, elements, block, h.take("<Q")
 
 
-def _tensor_bytes(path: Path, name: str, elements: int, kind: int) -> int:
+def _quantization(file_type: int | None) -> str | None:
+    """The file type's name; ``None`` when absent, or a number newer than this gguf package knows."""
+    if file_type is None:
+        return None
     try:
-        block, type_size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(kind)]
-    except (ValueError, KeyError) as exc:
-        raise ModelFileInvalid(f"{path}: tensor {name!r} has type {kind}, unknown to this llama.cpp",
-                               hint="upgrade Lyra, or pick a model quantized for an older llama.cpp") from exc
-    return elements * type_size // block
-
-
-def _quantization(file_type: Any) -> str | None:
-    try:
-        return gguf.LlamaFileType(int(file_type)).name.removeprefix("MOSTLY_").removeprefix("ALL_")
-    except (TypeError, ValueError):
+        return gguf.LlamaFileType(file_type).name.removeprefix("MOSTLY_").removeprefix("ALL_")
+    except ValueError:
         return None
 
 
-def _pooling(value: Any) -> str | None:
+def _pooling(value: int | None) -> str | None:
     try:
-        return gguf.PoolingType(int(value)).name if value is not None else None
+        return gguf.PoolingType(value).name if value is not None else None
     except ValueError:
         return None
