@@ -1,18 +1,16 @@
 """A forced dream with the default models over real conversation (LoCoMo): nothing it writes is invented.
 
-The first four sessions of the first conversation of ``../shared/data/locomo-dev.json``
-(written outside this project; not copied into it), imported as
-``../shared/data/README.md`` says. The checks here are the test's own, simpler
-than the dream's: a transcript line, or a name or number that no source says.
+The first four sessions of LoCoMo's first conversation (``tests/data/locomo/conv-26.json``: a slice
+written outside this project, shipped with the suite under its own licence; its README says what was
+cut), imported as the recall evaluation imports LoCoMo (``scripts/recall_sets.py``). The checks here are
+the test's own, simpler than the dream's: a transcript line, or a name or number that no source says.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -26,7 +24,7 @@ from lyra_local.transfer.sources import open_source
 from .conftest import MODELS_DIR, REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
-LOCOMO = Path(os.environ.get("LYRA_LOCOMO", REPO.parent / "shared" / "data" / "locomo-dev.json"))
+LOCOMO = REPO / "tests" / "data" / "locomo" / "conv-26.json"  # a slice shipped with the suite
 TRANSCRIPT_LINE = re.compile(r"(?:^|[.!?\"“]\s*)([A-Z][a-z]+|[Uu]ser|[Aa]ssistant|Lyra)\s*:\s", re.M)
 NAME_OR_NUMBER = re.compile(r"\b(?:[A-Z][a-z]+|\w*\d\w*)\b")
 SENTENCE_START = re.compile(r"(?:^|[.!?…“”\"’)]\s+)([A-Z][a-z]+)", re.M)  # also after a closing quote
@@ -48,8 +46,6 @@ def invented(text: str, sources: list[str]) -> set[str]:
 
 @pytest.fixture(scope="module")
 def dreamt(tmp_path_factory: pytest.TempPathFactory):
-    if not LOCOMO.exists():  # like a missing model, missing data fails (conftest: never a skip)
-        pytest.fail(f"LoCoMo's dev half is not at {LOCOMO} (set LYRA_LOCOMO to its path)")
     sys.path.insert(0, str(REPO / "scripts"))
     from recall_sets import locomo  # the conversion the recall evaluation uses
 

@@ -1,9 +1,10 @@
 """The Memory panel and search on a real history, in a real headless Chromium against a real ``lyra serve``
-with the real tiny models: the first 19 sessions of LoCoMo's first conversation (``../shared/data/locomo-dev.json``,
-written outside this project; not copied into it), imported through the web API as ``../shared/data/README.md``
-says, then one forced dream pass. Each session keeps its first 8 turns: the dream drafts a summary per session,
-and whole sessions (22 turns on average) made the pass take 5 minutes on 2 CPUs, 15 on a busy machine; 19
-sessions over six months is what the panel is measured on.
+with the real tiny models: the first 19 sessions of LoCoMo's first conversation
+(``tests/data/locomo/conv-26.json``: a slice written outside this project, shipped with the suite under its own
+licence), imported through the web API as the recall evaluation imports LoCoMo (``scripts/recall_sets.py``), then
+one forced dream pass. Each session keeps its first 8 turns: the dream drafts a summary per session, and whole
+sessions (22 turns on average) made the pass take 5 minutes on 2 CPUs, 15 on a busy machine; 19 sessions over six
+months is what the panel is measured on.
 
 The panel reads like memory: the timeline folded by month with human dates, texts a few lines long with "more",
 the operations report and the drives' numbers folded away in Advanced, one reading of the drives in Memory and
@@ -13,7 +14,6 @@ Screenshots go to test-output/screenshots/.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -28,7 +28,7 @@ from .conftest import REPO, Served
 from .test_web_ui import CONFIG, browser, shot, start  # noqa: F401  (the browser fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
-LOCOMO = Path(os.environ.get("LYRA_LOCOMO", REPO.parent / "shared" / "data" / "locomo-dev.json"))
+LOCOMO = REPO / "tests" / "data" / "locomo" / "conv-26.json"  # a slice shipped with the suite
 SESSIONS = 19
 TURNS = 8  # of each session
 DREAM_S = 900
@@ -38,8 +38,6 @@ DAY_OR_WEEK = re.compile(r"^((Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{1,2}|week of \d{1,
 
 
 def history_jsonl(tmp: Path) -> Path:
-    if not LOCOMO.exists():  # like a missing model, missing data fails (conftest: never a skip)
-        pytest.fail(f"LoCoMo's dev half is not at {LOCOMO} (set LYRA_LOCOMO to its path)")
     sys.path.insert(0, str(REPO / "scripts"))
     from recall_sets import locomo  # the conversion the recall evaluation uses
 
