@@ -31,7 +31,8 @@ from pydantic import (
 )
 
 from .errors import ConfigError
-from .modelfiles.gguf_header import ModelFileInvalid, read_gguf
+from .modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
+from .modelfiles.roles import ROLE_HINT, header_refusal
 
 ENV_PREFIX = "LYRA_"
 CONFIG_ENV = "LYRA_CONFIG"
@@ -481,26 +482,34 @@ def _drop_union_tags(loc: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def model_file_problems(settings: Settings, roles: tuple[str, ...] | None = None) -> list[str]:
-    """One actionable line per configured local model (of ``roles``, default all) whose file is missing, or
-    that llama.cpp could not load: not GGUF, a version it does not read, a download cut short (its header says)."""
+    """One actionable line per configured local model (of ``roles``, default all) whose file is missing, that
+    llama.cpp could not load (not GGUF, a version it does not read, a download cut short), or whose header shows it
+    cannot serve its role (an embedding model chosen to chat: ``modelfiles/roles.py``). Reads headers only."""
     problems = []
-    seen: set[Path] = set()
+    headers: dict[Path, GGUFSummary | None] = {}  # each file read once
+    judged: set[tuple[Path, str]] = set()
     for role in settings.roles() if roles is None else roles:
         spec = settings.role_spec(role)
         if not isinstance(spec, LocalModel):
             continue
         path = settings.model_path(spec)
-        if path in seen:
+        if path not in headers:
+            headers[path] = None
+            default = spec.path.name in (DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE)
+            if not path.is_file():
+                hint = FETCH_HINT if default else f"put the GGUF there or fix models.{role}.path"
+                problems.append(f"models.{role}: model file not found: {path} — {hint}")
+                continue
+            try:
+                headers[path] = read_gguf(path)
+            except ModelFileInvalid as exc:
+                again = "`lyra models fetch --force` fetches the defaults again" if default else exc.hint
+                problems.append(f"models.{role}: {exc.message} — {again}")
+        work = (path, "chat" if role == "summary" else role)  # a summary on chat's file was judged with chat
+        if work in judged:
             continue
-        seen.add(path)
-        default = spec.path.name in (DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE)
-        if not path.is_file():
-            hint = FETCH_HINT if default else f"put the GGUF there or fix models.{role}.path"
-            problems.append(f"models.{role}: model file not found: {path} — {hint}")
-            continue
-        try:
-            read_gguf(path)
-        except ModelFileInvalid as exc:
-            again = "`lyra models fetch --force` fetches the defaults again" if default else exc.hint
-            problems.append(f"models.{role}: {exc.message} — {again}")
+        judged.add(work)
+        refused = header_refusal(headers[path], role, path.name if path.parent == settings.models_dir else str(path))
+        if refused is not None:
+            problems.append(f"models.{role}: {refused} — {ROLE_HINT}")
     return problems

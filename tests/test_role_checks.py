@@ -26,12 +26,14 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from lyra_local.config import Settings, load_settings
-from lyra_local.errors import ModelUnavailable
+from lyra_local.cli.serve import check_can_serve
+from lyra_local.config import Settings, load_settings, model_file_problems
+from lyra_local.errors import ConfigError, ModelUnavailable
 from lyra_local.llm.base import Completion, GenerationOptions, Message, Vectors
 from lyra_local.llm.registry import Models
 from lyra_local.llm.role_check import chat_problem, embed_problem, rerank_problem, vector_problem
 from lyra_local.memory import Memory
+from lyra_local.modelfiles.roles import ROLE_HINT
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 from lyra_local.web import create_app
@@ -108,6 +110,25 @@ def test_a_chat_model_that_generates_nothing_and_a_reranker_that_miscounts_are_r
     assert rerank_problem(Scores([0.5, -1.0])) is None  # type: ignore[arg-type]
     assert rerank_problem(Scores([0.5])) == "it returned 1 scores for two pairs"  # type: ignore[arg-type]
     assert "not all numbers" in (rerank_problem(Scores([0.5, float("nan")])) or "")  # type: ignore[arg-type]
+
+
+@pytest.mark.models
+def test_a_file_whose_header_rules_out_its_role_stops_every_command_before_llama_cpp_runs_it(
+        make_settings: Callable[..., Settings], rank_gguf: Path) -> None:  # noqa: F811
+    """`lyra serve`, `dream`, `import`, `doctor`, `models list` and a reload all start from these lines."""
+    settings = make_settings(f'[models.chat]\npath = "{EMBED}"\n[models.rerank]\npath = "{CHAT}"\n'
+                             f'[models.embed]\npath = "{rank_gguf}"\n')
+    problems = model_file_problems(settings)
+    assert problems == [
+        f"models.chat: {EMBED} cannot be the chat model: it is an encoder (bert), which cannot generate text (its "
+        f"pooling is MEAN; it is an embedding model) — {ROLE_HINT}",
+        f"models.embed: {rank_gguf} cannot be the embedding model: its header declares rank pooling: it scores "
+        f"pairs, one number each, instead of embedding texts (its pooling is RANK; it is a re-ranker) — {ROLE_HINT}",
+        f"models.rerank: {CHAT} cannot be the re-ranker: its header declares no rank pooling, so it has no head to "
+        f"score a pair with (it has no pooling; it is a chat model) — {ROLE_HINT}"]  # the summary, chat's: once
+    with pytest.raises(ConfigError, match=f"cannot start:\n  models.chat: {EMBED} cannot be the chat model"):
+        check_can_serve(settings, "127.0.0.1")
+    assert model_file_problems(make_settings(f'[models.rerank]\npath = "{rank_gguf}"\n')) == []
 
 
 # -- PUT /api/models/choice with the real tiny models --------------------------------------------------------

@@ -16,12 +16,9 @@ A model that fails is refused with ``WrongModelForRole``, in words a person
 acts on, and, for a local file, what its header says it is made for. What
 cannot be the model's fault (a server that does not answer, a file missing)
 passes through as its own error. Some local files are refused from their
-header alone, before llama.cpp runs them: an encoder cannot generate
-(llama-cpp-python fails an assertion), and llama.cpp forces rank pooling on
-any file it is asked to re-rank with, so an embedding or chat model would
-return scores that mean nothing (finite, one per pair: no run tells them
-apart); a re-ranker's header declares rank pooling. This module writes nothing
-and swaps nothing: its callers decide what a refusal leaves as it was.
+header alone, before llama.cpp runs them (``modelfiles/roles.py`` says which
+and why). This module writes nothing and swaps nothing: its callers decide
+what a refusal leaves as it was.
 """
 
 from __future__ import annotations
@@ -32,15 +29,9 @@ import numpy as np
 
 from ..errors import LyraError, ModelRequestError
 from ..modelfiles.gguf_header import GGUFSummary
+from ..modelfiles.roles import ROLE_HINT, header_note, header_problem, refusal
 from .base import ChatModel, Embedder, GenerationOptions, Message, Reranker
 from .local import PerTokenVectors
-
-ROLE_WORDS = {"chat": "the chat model", "summary": "the summary model", "embed": "the embedding model",
-              "rerank": "the re-ranker"}
-MADE_FOR = {"chat": "a chat model", "embed": "an embedding model", "rerank": "a re-ranker"}
-ENCODERS = frozenset({"bert", "nomic-bert", "jina-bert-v2", "jina-bert-v3", "modern-bert", "neo-bert", "t5encoder"})
-HINT = ("choose a GGUF made for this role: Settings → Models (GET /api/models/files) says what each file looks "
-        "made for")
 
 PROBE_TEXTS = ("The cat slept on the warm windowsill all afternoon.",
                "Quarterly revenue grew by twelve percent in March.")
@@ -57,8 +48,7 @@ class WrongModelForRole(LyraError):
     def __init__(self, what: str, role: str, reason: str, *, note: str | None = None) -> None:
         """``what``: the file or server, as a person knows it; ``reason``: what it did wrong; ``note``: what its
         header says it is, when that explains the failure."""
-        said = f"{what} cannot be {ROLE_WORDS.get(role, f'the {role} model')}: {reason}"
-        super().__init__(said + (f" ({note})" if note else ""), hint=HINT)
+        super().__init__(refusal(what, role, reason, note), hint=ROLE_HINT)
         self.role = role
         self.reason = reason
 
@@ -128,33 +118,8 @@ def rerank_problem(model: Reranker) -> str | None:
     return None
 
 
-def header_note(summary: GGUFSummary | None, role: str) -> str | None:
-    """What a file's header says it is, when that is not what ``role`` needs (a note for the refusal)."""
-    if summary is None:
-        return None
-    wanted = "chat" if role in ("chat", "summary") else role
-    made_for = summary.role_hint
-    if made_for == wanted:
-        return None
-    pooling = "it has no pooling" if summary.pooling is None else f"its pooling is {summary.pooling}"
-    return f"{pooling}; it is {MADE_FOR[made_for]}"
-
-
-def header_problem(summary: GGUFSummary | None, role: str) -> str | None:
-    """Why a local file cannot serve ``role``, from its header alone (see the module's docstring), or None."""
-    if summary is None:
-        return None
-    if role in ("chat", "summary") and summary.architecture in ENCODERS:
-        return f"it is an encoder ({summary.architecture}), which cannot generate text"
-    if role == "rerank" and summary.pooling != "RANK":
-        return "its header declares no rank pooling, so it has no head to score a pair with"
-    if role == "embed" and summary.pooling == "RANK":
-        return "its header declares rank pooling: it scores pairs, one number each, instead of embedding texts"
-    return None
-
-
 def problem_for(model: object, role: str) -> str | None:
-    """The role's check on ``model`` (one of ``ROLE_WORDS``'s roles)."""
+    """The role's check on ``model`` (chat, summary, embed or rerank)."""
     if role == "embed":
         return embed_problem(model)  # type: ignore[arg-type]
     if role == "rerank":
