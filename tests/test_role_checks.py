@@ -37,6 +37,7 @@ from lyra_local.modelfiles.roles import ROLE_HINT
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 from lyra_local.web import create_app
+from lyra_local.web.app import retry_failed_re_embedding
 
 from .conftest import CHAT_GGUF, EMBED_GGUF, free_port, require_file, wait_until_up
 from .fakes import FakeChatModel, FakeEmbedder
@@ -378,3 +379,52 @@ def test_the_chat_gguf_configured_by_hand_as_embedder_fails_the_re_embedding_wit
         assert shown["state"] == "failed" and "only one per token" in shown["error"], shown
         assert shown["in_use"] == "old-embed" and shown["missing"] == len(TURNS)
     assert died == []
+
+
+class Outage(FakeEmbedder):
+    """An embedder behind a server that goes down after the first batch, until ``back`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(name="new-embed")
+        self.back = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if self.calls and not self.back.is_set():
+            self.calls.append(list(texts))
+            raise ModelUnavailable("embedding model server http://gpu-box:8081 failed 3 times")
+        return super().embed(texts)
+
+
+def test_a_failed_re_embedding_is_tried_again_said_once_and_switches_once_the_model_is_back(
+        make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture) -> None:
+    settings = make_settings()
+    store = Store(settings.data_dir)
+    session = store.sessions.create("chat")
+    Memory(store, FakeEmbedder(name="old-embed")).remember_many(
+        [NewExchange(session.id, "user", f"turn {n} about hiking") for n in range(100)])
+    store.close()
+    embedder = Outage()
+    models = Models(settings, chat=FakeChatModel(), embed=embedder)  # type: ignore[arg-type]
+
+    def settles(client: TestClient, calls: int) -> dict[str, Any]:
+        deadline = time.monotonic() + 30
+        while (len(embedder.calls) < calls or embedding(client)["state"] == "running") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return embedding(client)
+
+    with caplog.at_level(logging.INFO), \
+            TestClient(create_app(settings, models=models), base_url="http://127.0.0.1") as client:
+        state = client.app.state.lyra  # type: ignore[attr-defined]
+        assert settles(client, 2)["state"] == "failed"
+        retry_failed_re_embedding(state)  # as the server does every REEMBED_RETRY_S
+        shown = settles(client, 3)
+        assert shown["state"] == "failed" and shown["in_use"] == "old-embed" and shown["missing"] == 100 - 64
+        embedder.back.set()
+        retry_failed_re_embedding(state)
+        deadline = time.monotonic() + 30
+        while embedding(client)["state"] != "done" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert embedding(client) == {"model": "new-embed", "in_use": "new-embed", "missing": 0, "state": "done",
+                                     "error": None, "embedded": 100 - 64}
+    said = [r for r in caplog.records if r.levelno == logging.ERROR and "re-embedding with new-embed" in r.getMessage()]
+    assert len(said) == 1  # the second failure, alike, is not said again

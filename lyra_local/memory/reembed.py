@@ -9,7 +9,8 @@ A model that cannot embed (the wrong file chosen, a server gone) fails the run
 at the batch where it failed: nothing of that batch is stored, the active
 model stays what it was, and ``catch_up`` (the server's background run)
 records why in ``ReembedStatus`` for GET /api/models/embedding and logs it
-once, instead of dying with a traceback.
+once, instead of dying with a traceback. The server tries a failed run again
+now and then (a model server that was down may be back).
 """
 
 from __future__ import annotations
@@ -52,12 +53,27 @@ class ReembedStatus:
         self._state = "idle"
         self._reason: str | None = None
         self._done = 0
+        self._logged: str | None = None  # the last failure said in the log: a retry failing alike is not said again
 
-    def set(self, state: str, reason: str | None = None, done: int | None = None) -> None:
+    def begin(self) -> bool:
+        """Mark a run started; False (and nothing changes) if one is running already: two runs would race to
+        switch the active model."""
+        with self._lock:
+            if self._state == "running":
+                return False
+            self._state, self._reason, self._done = "running", None, 0
+            return True
+
+    def set(self, state: str, reason: str | None = None) -> None:
         with self._lock:
             self._state, self._reason = state, reason
-            if done is not None:
-                self._done = done
+
+    def fail(self, reason: str) -> bool:
+        """Record a failed run; True if the log has not said this reason yet."""
+        with self._lock:
+            self._state, self._reason = "failed", reason
+            new, self._logged = reason != self._logged, reason
+            return new
 
     def progress(self, done: int) -> None:
         with self._lock:
@@ -111,11 +127,13 @@ def reembed(memory: Memory, progress: Progress | None = None, stop: Callable[[],
 
 def catch_up(memory: Memory, stop: Callable[[], bool] | None = None) -> None:
     """Re-embed what lacks a vector of the configured model, as a background thread's whole work: it never
-    raises. A failure is logged once, with its reason, and kept in ``memory.reembedding`` (what
-    GET /api/models/embedding shows); the active model, and so recall, stays as it was."""
+    raises, and returns at once if a run is already going. A failure is logged once, with its reason (a retry
+    failing alike is not said again), and kept in ``memory.reembedding`` (what GET /api/models/embedding
+    shows); the active model, and so recall, stays as it was."""
     status = memory.reembedding
     model = memory.embedder.name
-    status.set("running", done=0)
+    if not status.begin():
+        return
     try:
         memory.reembed(progress=lambda done, _total: status.progress(done), stop=stop)
     except Superseded as exc:
@@ -133,5 +151,5 @@ def catch_up(memory: Memory, stop: Callable[[], bool] | None = None) -> None:
 
 
 def _failed(status: ReembedStatus, model: str, reason: str) -> None:
-    status.set("failed", reason)
-    log.error("background re-embedding with %s stopped, recall keeps the vectors it has: %s", model, reason)
+    level = logging.ERROR if status.fail(reason) else logging.DEBUG
+    log.log(level, "background re-embedding with %s stopped, recall keeps the vectors it has: %s", model, reason)

@@ -60,9 +60,11 @@ class DreamScheduler:
                                     next_run_time=first)
         self._scheduler.start()
 
-    def every(self, seconds: float, job: Callable[[], None]) -> None:
-        """Another small periodic job on the same scheduler (the server's heartbeat)."""
-        self._scheduler.add_job(job, "interval", seconds=seconds, next_run_time=datetime.now())
+    def every(self, seconds: float, job: Callable[[], None], *, at_once: bool = True) -> None:
+        """Another small periodic job on the same scheduler (the server's heartbeat): first now, or with
+        ``at_once=False`` after ``seconds`` (a retry, which must not race the first try)."""
+        first = datetime.now() + (timedelta() if at_once else timedelta(seconds=seconds))
+        self._scheduler.add_job(job, "interval", seconds=seconds, next_run_time=first)
 
     def shutdown(self) -> None:
         self.stop.set()  # a pass in progress ends "deferred" at its next model call

@@ -58,6 +58,7 @@ OPEN_PATHS = {"/health"}
 HEARTBEAT_S = 30.0  # `lyra restore` refuses while a server heartbeats
 OFF_THE_RECORD_CHECK_S = 300.0  # how often idle off-the-record conversations are looked for (and at start-up)
 CATCH_UP_WAIT_S = 600.0  # how long a new catch-up waits for the one it replaces to let go
+REEMBED_RETRY_S = 300.0  # how often a failed re-embedding is tried again (a model server may be back)
 REFUSED = "reload refused, still serving the running configuration"
 
 
@@ -215,6 +216,7 @@ def create_app(
         state.dreams = DreamScheduler(state.dreamer, state.settings.dream, state.last_chat)
         state.dreams.every(HEARTBEAT_S, lambda: state.store.coord.heartbeat(state.instance_id))
         state.dreams.every(OFF_THE_RECORD_CHECK_S, lambda: expire_off_the_record(state))
+        state.dreams.every(REEMBED_RETRY_S, lambda: retry_failed_re_embedding(state), at_once=False)
         state.dreams.start()
         try:
             yield
@@ -273,6 +275,12 @@ def error_body(exc: LyraError) -> dict[str, dict[str, str | None]]:
 def start_catch_up(state: AppState, *, after: Models | None = None) -> None:
     """Re-embed in the background what lacks a vector of the configured model (once ``after`` has closed)."""
     threading.Thread(target=_catch_up_embeddings, args=(state, after), name="reembed", daemon=True).start()
+
+
+def retry_failed_re_embedding(state: AppState) -> None:
+    """Start the re-embedding again if the current models' last run failed (it resumes where it stopped)."""
+    if state.memory.reembedding.state == "failed":
+        start_catch_up(state)
 
 
 def _catch_up_embeddings(state: AppState, after: Models | None) -> None:
