@@ -11,6 +11,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 from fastapi.testclient import TestClient
@@ -19,9 +20,10 @@ from lyra_local.cli import main
 from lyra_local.errors import LyraError
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
+from lyra_local.store.files import unexplained_files
 from lyra_local.store.forget import forget
 from lyra_local.store.forget_plan import plan_forget
-from lyra_local.transfer.backup import backup, restore
+from lyra_local.transfer.backup import backup, backup_file, restore
 from lyra_local.transfer.importer import import_conversations
 from lyra_local.transfer.records import ImportedConversation, ImportedMessage
 
@@ -216,21 +218,26 @@ def test_a_restore_refuses_to_keep_the_replaced_memory_inside_the_data_directory
     assert done.kept == (tmp_path / "elsewhere.db").resolve() and done.kept.is_file()
 
 
-def test_a_backup_downloaded_from_the_server_is_never_written_into_the_data_directory(
+def test_a_backup_downloaded_from_the_server_leaves_no_copy_in_the_data_directory(
         client, chat, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copy is written as a declared temporary (``.backup-*``, store/files.py: swept after a crash) and is
+    gone from the data directory once the download has it open (issue 35 moved it there from the system's
+    temporary folder, where a crash left it for good)."""
     session = client.post("/api/sessions", json={}).json()["id"]
     chat.enqueue("ok")
     say(client, session, "remember the gannetfold")
     from lyra_local.web import transfer_api
     written: list[Path] = []
 
-    def watched(store: Store, dest: Path) -> int:
-        written.append(dest)
-        return backup(store, dest)
+    def watched(store: Store) -> BinaryIO:
+        copy = backup_file(store)
+        written.append(Path(copy.name))
+        return copy
 
-    monkeypatch.setattr(transfer_api, "backup", watched)
+    monkeypatch.setattr(transfer_api, "backup_file", watched)
     assert b"gannetfold" in client.get("/api/backup").content
-    assert written and not written[0].resolve().is_relative_to(data_dir(client).resolve())
+    assert written and written[0].name.startswith(".backup-") and not written[0].exists()
+    assert unexplained_files(data_dir(client)) == []
 
 
 # -- 7: a correction of the self-state is built from the version it copies ------------------------------

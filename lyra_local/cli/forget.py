@@ -42,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     with open_runtime(settings) as runtime:
         store = runtime.store
+        if not args.dry_run:  # refused while another process imports: what it brings could not be planned for
+            store.uploads.settle()
         plan = plan_forget(store, sessions=args.session or (), before=before, matching=args.matching)
         if plan.empty:
             if plan.matching and not args.dry_run:

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..config import load_settings, model_file_problems
-from ..errors import ConfigError
+from ..errors import ConfigError, LyraError
 from ..runtime import open_runtime
 from ..transfer.backup import backup, restore
 from ..transfer.importer import ImportReport, import_source
@@ -104,6 +104,9 @@ def _print_report(console: Console, report: ImportReport, fmt: str) -> None:
 def run_export(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     folder: Path = args.path.expanduser()
+    if folder.resolve().is_relative_to(settings.data_dir.expanduser().resolve()):
+        raise LyraError(f"{folder} is inside the data directory",
+                        hint="export to a folder outside it: later forgets never reach a copy kept there")
     folder.mkdir(parents=True, exist_ok=True)
     with open_runtime(settings) as runtime:
         sessions_tmp = folder / f".{SESSIONS_FILE}.partial"

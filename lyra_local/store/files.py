@@ -106,8 +106,8 @@ FILES: tuple[Place, ...] = (
           "unlinked as soon as the copy is whole and open for the download; swept once its server ended", "dead"),
     # -- written by a person's tools, holding no words -------------------------------------------------------
     Place("the configuration, kept in the data directory", "lyra.toml", "data_dir",
-          "the person; Settings -> Models (web/model_choice.py)", False, "never: the person's settings (model choices, names they chose), "
-          "not what was said"),
+          "the person; Settings -> Models (web/model_choice.py)", False,
+          "never: the person's settings (model choices, names they chose), not what was said"),
     Place("the configuration being rewritten", ".lyra.toml.*.tmp", "data_dir", "fsutil.replace_text", False,
           "renamed over lyra.toml at once, unlinked if the write fails"),
     Place("model files, where models_dir is inside the data directory", "models/**", "data_dir",

@@ -84,8 +84,14 @@ def note(store: Store, *, session_ids: Sequence[int] = (), turn_ids: Sequence[in
          memories: Mapping[str, Sequence[int]] | None = None, renamed: Sequence[int] = (),
          unsourced: Sequence[int] = (), dismissed: Sequence[tuple[str, str, str]] = (), by_text: bool = False) -> None:
     """One forget's line of the ledger, before anything goes: ids, and the portable ids an import must not bring
-    back. Off-the-record conversations are left out: no backup or export ever held them."""
+    back. Off-the-record conversations are left out: no backup or export ever held them.
+
+    Before anything goes, no upload may hold words this forget cannot reach (``store/uploads.py``): this
+    process's imports stop and their files go; another process's import makes it refuse. Expiring
+    off-the-record conversations alone needs no such care: no upload brings those."""
     remembered = store.sessions.remembered(session_ids)
+    if remembered or turn_ids or memories or renamed or unsourced or dismissed or by_text:
+        store.uploads.settle()
     on_path, aside = _doomed(store.conn(), turn_ids)
     ledger.record(store, sessions=store.sessions.uids(remembered), turns=turn_ids, memories=memories,
                   renamed=store.sessions.uids(renamed), unsourced=store.sessions.uids(unsourced),

@@ -4,7 +4,9 @@ SQLite is the truth; every FAISS index is a cache that can be rebuilt from it.
 One connection per thread (sqlite3 connections must not be shared between
 threads mid-transaction), closed when its thread ends; the schema is migrated
 when the store opens. While a store is open its process holds the data
-directory's lock shared, so `lyra restore` can tell the memory is in use.
+directory's lock shared, so `lyra restore` can tell the memory is in use;
+before it takes it, the recovery step removes what a process that ended left
+in the data directory (``store/files.py``).
 Never a module-level global: the app factory or a CLI command creates one and
 passes it.
 """
@@ -29,7 +31,9 @@ from .derived import Derived
 from .dirlock import DirLock
 from .dreams import DreamLog
 from .exchanges import Exchanges
+from .files import sweep_leftovers
 from .sessions import Sessions
+from .uploads import Uploads
 from .vectors import IndexSettings, VectorIndex
 
 DB_FILENAME = "lyra.db"
@@ -50,6 +54,8 @@ class Store:
         self.path = data_dir / DB_FILENAME
         self.index_dir = data_dir / INDEX_DIRNAME
         self.index_settings = index_settings or IndexSettings()
+        sweep_leftovers(data_dir, lock)  # what a process that ended left (store/files.py), under the lock
+        self.uploads = Uploads(data_dir)
         self._own_lock = lock is None
         if lock is None:
             lock = DirLock(data_dir)
@@ -131,6 +137,7 @@ class Store:
         """Save the indexes, close every thread's connection and release the data-directory lock."""
         if self._conns.closed:
             return
+        self.uploads.stop_all("the memory was closed", wait_s=0)  # an upload is not kept past its server
         self.save_indexes(wait=True)
         self._release()
 

@@ -7,9 +7,10 @@ catches up by replaying the log after *h* — including rows another process
 wrote since our last query, at the cost of one indexed ``max(seq)`` lookup.
 
 Snapshots are written with ``faiss.write_index`` (never pickle) to a temporary
-file and renamed, next to a JSON sidecar holding the high-water mark, the count
-and the file's sha256. A missing, stale, truncated or garbled snapshot is
-detected on open and the index is rebuilt from SQLite. A failed save raises.
+file (declared in ``store/files.py``, swept after a crash) and renamed, next to
+a JSON sidecar holding the high-water mark, the count and the file's sha256.
+A missing, stale, truncated or garbled snapshot is detected on open and the
+index is rebuilt from SQLite. A failed save raises.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import re
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..fsutil import atomic_write_text, sha256_file
+from .files import locked_file
 
 if TYPE_CHECKING:
     from .store import Store
@@ -231,11 +234,13 @@ class VectorIndex:
                 if self._tombstones:
                     return  # saved by the compaction when it is done
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            faiss.write_index(self._index, str(tmp))
-            with tmp.open("rb") as fh:
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
+            # a name of its own (two processes may save one index at once) and a flock while it is written, so
+            # the recovery step tells a dead writer's half-written file from a live one's (store/files.py)
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+            with locked_file(tmp) as held:
+                faiss.write_index(self._index, str(tmp))
+                os.fsync(held.fileno())
+                os.replace(tmp, self.path)
             meta = {"format": FORMAT_VERSION, "tier": self.tier, "model": self.model, "hwm": self._hwm,
                     "count": int(self._index.ntotal), "dim": int(self._index.d), "kind": self.kind,
                     "sha256": sha256_file(self.path)}

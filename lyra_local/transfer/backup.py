@@ -8,24 +8,35 @@ replaces **outside** the data directory (beside the backup, unless told
 where: a copy inside would be a second memory that later forgets never
 reach), and then forgets again, from the forget ledger, everything forgotten
 after the backup was made (``store/ledger.py``), saying so.
+
+Every copy this module writes inside the data directory is a place declared in
+``store/files.py``: the restore's staging folder (removed when the restore
+ends, or by the recovery step after a restore that was killed) and a backup
+being written for a download (unlinked once open). A backup or a kept memory
+is never written inside the data directory.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import LyraError
+from ..pause_points import pause_point
 from ..store import Store
 from ..store.backups import check, copy_into, live_servers, raise_sequences, sequences
 from ..store.dirlock import DataDirBusy, DirLock, find_holders
+from ..store.files import locked_file, sweep_leftovers
 from ..store.forget import Reforgotten, forget_again
 from ..store.store import DB_FILENAME, INDEX_DIRNAME
 
 STAGING = ".restoring"  # where a backup is made ready inside the data directory, removed whatever happens
+DOWNLOAD_PREFIX = ".backup-"  # a backup being written for a download, inside the data directory
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,9 @@ def backup(store: Store, dest: Path) -> int:
     dest = dest.expanduser().resolve()
     if dest.exists():
         raise LyraError(f"{dest} already exists", hint="choose a new file name; a backup never overwrites")
+    if dest.is_relative_to(store.data_dir.expanduser().resolve()):
+        raise LyraError(f"{dest} is inside the data directory",
+                        hint="write the backup outside it: later forgets never reach a copy kept there")
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".partial")
     tmp.unlink(missing_ok=True)
@@ -51,6 +65,20 @@ def backup(store: Store, dest: Path) -> int:
     finally:
         tmp.unlink(missing_ok=True)
     return dest.stat().st_size
+
+
+def backup_file(store: Store) -> BinaryIO:
+    """A consistent copy of the database, as an open file no path names any more (a download streams it).
+
+    It is written in the data directory (``.backup-*``, a ``locked_file``: a server killed meanwhile leaves it
+    to the recovery step, where a copy in the system's temporary folder would stay for good) and unlinked as
+    soon as it is whole and open.
+    """
+    path = store.data_dir / f"{DOWNLOAD_PREFIX}{uuid.uuid4().hex}.db"
+    with locked_file(path):
+        copy_into(store, path)  # VACUUM INTO takes the empty file locked_file made
+        check(path)
+        return path.open("rb")  # locked_file unlinks it on the way out
 
 
 def restore(source: Path, data_dir: Path, *, force: bool = False, keep: Path | None = None) -> Restored:
@@ -77,6 +105,7 @@ def restore(source: Path, data_dir: Path, *, force: bool = False, keep: Path | N
                           hint="stop those processes (`lyra serve`, `lyra dream --loop`, ...) first: a restore "
                                "never replaces a database another process has open; --force does not override this")
     try:
+        sweep_leftovers(data_dir, lock)  # a restore killed earlier left its staging: it goes first
         handed_out: dict[str, int] = {}
         if kept is not None:
             store = Store(data_dir, lock=lock)  # under our exclusive hold: it must not take the lock shared
@@ -90,6 +119,7 @@ def restore(source: Path, data_dir: Path, *, force: bool = False, keep: Path | N
             finally:
                 store.close()
         again = _forget_again_staged(source, data_dir, handed_out)
+        pause_point("restore-staged")
         for suffix in ("-wal", "-shm"):
             (data_dir / f"{DB_FILENAME}{suffix}").unlink(missing_ok=True)
         os.replace(data_dir / STAGING / DB_FILENAME, target)

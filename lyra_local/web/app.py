@@ -179,7 +179,9 @@ class AppState:
 
     def close(self, wait_s: float = 10.0) -> None:
         """At shutdown: let the work still leasing the models end (briefly), then close the companion, the
-        models and, with the first runtime (whose models a reload may have retired), the store."""
+        models and, with the first runtime (whose models a reload may have retired), the store. Imports stop
+        first (after the batch they are writing) and their uploads go at once (``store/uploads.py``)."""
+        self.store.uploads.stop_all("the server stopped", wait_s)
         self._runtime.close(wait_s)
         self._first.close()  # after a reload: work still on its retired models has had its time
 

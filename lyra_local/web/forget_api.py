@@ -1,7 +1,8 @@
 """``POST /api/forget``: the same forget as ``lyra forget``, by session, date or text, with a dry run.
 
 It returns once the forgotten text is gone from the database file, the WAL,
-the full-text segments and the index snapshots; it works in short
+the full-text segments, the index snapshots and the uploads waiting to be
+imported (an import running here stops first); it works in short
 transactions, so chat goes on meanwhile.
 """
 
@@ -48,6 +49,8 @@ def forget_route(body: ForgetRequest, request: Request) -> dict[str, Any]:
         raise BadRequest(f"memories of kind {', '.join(map(repr, wrong))} cannot be forgotten by id",
                          hint=f"kinds: {', '.join(FORGETTABLE)}; turns go by exchange_ids")
     state = app_state(request)
+    if not body.dry_run:  # an import stops first, so what it brought is planned for too (store/uploads.py)
+        state.store.uploads.settle()
     before = time_bound(body.before, "before")  # the store's UTC text, as `lyra forget --before` writes it
     sessions = [f"#{ref}" if isinstance(ref, int) else ref for ref in body.sessions]
     plan: ForgetPlan = plan_forget(state.store, sessions=sessions, before=before, matching=body.matching,

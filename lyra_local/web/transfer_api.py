@@ -1,8 +1,11 @@
 """Import (upload with progress), export and backup over HTTP, for the web UI.
 
 An upload is streamed to ``<data_dir>/imports/`` (never a path the request
-names), imported in a background thread, and deleted afterwards; its progress
-is read as JSON or as server-sent events. Export and backup are downloads.
+names: ``store/uploads.py``), imported in a background thread, and deleted
+when the import ends, when the server stops, or when a forget stops it (the
+job then says so); a server killed meanwhile leaves it to the recovery step
+at the next open (``store/files.py``). Progress is read as JSON or as
+server-sent events. Export and backup are downloads.
 """
 
 from __future__ import annotations
@@ -11,8 +14,6 @@ import asyncio
 import io
 import json
 import os
-import re
-import tempfile
 import threading
 import time
 import uuid
@@ -20,7 +21,6 @@ import zipfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -30,8 +30,10 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import BadRequest, LyraError, NotFound
 from ..llm.base import Embedder
+from ..pause_points import pause_point
 from ..store import Store
-from ..transfer.backup import backup
+from ..store.uploads import Upload
+from ..transfer.backup import backup_file
 from ..transfer.importer import import_source
 from ..transfer.lyra_format import write_sessions
 from ..transfer.memory_file import memory_json
@@ -63,31 +65,35 @@ class ImportJobs:
         self.jobs: dict[str, ImportJob] = {}
         self._one = threading.Lock()
 
-    def start(self, path: Path, filename: str, fmt: str, store: Store, embedder: Embedder,
+    def start(self, upload: Upload, filename: str, fmt: str, store: Store, embedder: Embedder,
               release: Callable[[], None] = lambda: None) -> ImportJob:
         """Import in a thread; ``release`` (the lease on the embedder's models) is called when it ends."""
         job = ImportJob(uuid.uuid4().hex[:12], filename)
         self.jobs[job.id] = job
-        threading.Thread(target=self._run, args=(job, path, fmt, store, embedder, release), name=f"import-{job.id}",
-                         daemon=True).start()
+        threading.Thread(target=self._run, args=(job, upload, fmt, store, embedder, release),
+                         name=f"import-{job.id}", daemon=True).start()
         return job
 
-    def _run(self, job: ImportJob, path: Path, fmt: str, store: Store, embedder: Embedder,
+    def _run(self, job: ImportJob, upload: Upload, fmt: str, store: Store, embedder: Embedder,
              release: Callable[[], None]) -> None:
         def progress(done: int, total: int) -> None:
             job.done, job.total = done, total
+            if done:
+                pause_point("import-batch")
+            upload.check()  # stopped (a forget, the server stopping): end after the batch just committed
 
         try:
             with self._one:
-                source = open_source(path, fmt)  # type: ignore[arg-type]
+                upload.check()
+                source = open_source(upload.path, fmt)  # type: ignore[arg-type]
                 report, memory_note = import_source(store, embedder, source, progress=progress)
             job.report, job.status = {**report.summary(), "memory": memory_note}, "done"
-        except LyraError as exc:
-            job.error, job.status = str(exc), "failed"
         except Exception as exc:  # the thread must report, not vanish
-            job.error, job.status = f"{type(exc).__name__}: {exc}", "failed"
+            why = upload.stopped() or exc  # whatever a stopped import ran into (its file gone), the stop is why
+            job.error = str(why) if isinstance(why, LyraError) else f"{type(why).__name__}: {why}"
+            job.status = "failed"
         finally:
-            path.unlink(missing_ok=True)  # the upload is not kept: the memory is
+            store.uploads.end(upload)  # the upload is not kept: the memory is
             release()
 
 
@@ -96,25 +102,25 @@ async def upload(request: Request, filename: str = Query(min_length=1, max_lengt
                  format: Literal["auto", "chatgpt", "lyra"] = "auto") -> dict[str, Any]:
     """The request body is the file (a ChatGPT export .zip/.json, or Lyra .jsonl / export .zip)."""
     state = app_state(request)
-    folder = state.store.data_dir / "imports"
-    folder.mkdir(exist_ok=True)
-    safe = re.sub(r"[^\w.-]", "_", Path(filename).name).lstrip(".")[-120:] or "upload"
-    dest = folder / f"{uuid.uuid4().hex}-{safe}"
+    uploads = state.store.uploads
+    received = uploads.create(filename)
     size = 0
     try:
-        with dest.open("wb") as out:
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > MAX_UPLOAD:
-                    raise BadRequest("the upload is larger than 2 GiB", hint="use `lyra import PATH` instead")
-                out.write(chunk)
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_UPLOAD:
+                raise BadRequest("the upload is larger than 2 GiB", hint="use `lyra import PATH` instead")
+            received.check()  # a forget stopped it: keep nothing of it
+            received.file.write(chunk)
+        received.file.flush()
+        if size == 0:
+            raise BadRequest("the upload is empty", hint="choose the export file again")
+        uploads.begin_import(received)  # refused if a forget stopped it while it was uploading
+        job = state.imports.start(received, filename, format, state.store, state.models.embed,
+                                  release=state.hold())
     except BaseException:
-        dest.unlink(missing_ok=True)
+        uploads.end(received)
         raise
-    if size == 0:
-        dest.unlink(missing_ok=True)
-        raise BadRequest("the upload is empty", hint="choose the export file again")
-    job = state.imports.start(dest, filename, format, state.store, state.models.embed, release=state.hold())
     return {"job": job.id}
 
 
@@ -164,19 +170,14 @@ async def export(request: Request) -> Response:
 
 @router.get("/backup")
 async def download_backup(request: Request) -> StreamingResponse:
-    """A consistent copy of the database, taken now (safe while chatting and dreaming). It is written to the
-    system's temporary folder (never into the data directory) and unlinked as soon as it is open, so no copy of
-    the memory stays on disk behind the download, however the download ends."""
+    """A consistent copy of the database, taken now (safe while chatting and dreaming). It is written in the
+    data directory as a declared temporary and unlinked as soon as it is open (``transfer/backup.py``), so no
+    copy of the memory stays on disk behind the download, however the download ends; a server killed while it
+    is written leaves it to the recovery step at the next open."""
     store = app_state(request).store
-    folder = Path(tempfile.mkdtemp(prefix="lyra-backup-"))
-    path = folder / f"lyra-backup-{datetime.now():%Y%m%d-%H%M}.db"
-    try:
-        await run_in_threadpool(backup, store, path)
-        copy = path.open("rb")
-    finally:
-        path.unlink(missing_ok=True)
-        folder.rmdir()
+    copy = await run_in_threadpool(backup_file, store)
     size = os.fstat(copy.fileno()).st_size
+    name = f"lyra-backup-{datetime.now():%Y%m%d-%H%M}.db"
 
     def chunks() -> Iterator[bytes]:
         with copy:
@@ -184,7 +185,7 @@ async def download_backup(request: Request) -> StreamingResponse:
                 yield block
 
     return StreamingResponse(chunks(), media_type="application/vnd.sqlite3",
-                             headers={"Content-Disposition": f'attachment; filename="{path.name}"',
+                             headers={"Content-Disposition": f'attachment; filename="{name}"',
                                       "Content-Length": str(size)})
 
 
