@@ -14,6 +14,7 @@ from typing import Any
 
 from ..llm.base import Embedder
 from ..store import Store, memory_dump
+from .memory_schema import checked
 
 FORMAT = "lyra-memory"
 VERSION = 2  # 2: how each summary, digest and arc was written (``method``), and the person's deletions
@@ -41,6 +42,7 @@ def restore_memory(store: Store, embedder: Embedder, data: dict[str, Any]) -> di
     """Write a dumped memory into ``store`` (in one transaction), embedding gists and digests again."""
     if data.get("format") != FORMAT or data.get("version") not in READS:
         raise ValueError(f"not a {FORMAT} file of version {' or '.join(map(str, READS))}")
+    data = checked(data)  # a ValueError naming what is wrong, before anything is embedded or written
     gists = memory_dump.restorable_gists(store, data)
     gist_vectors = embedder.embed([g["content"] for g in gists])
     digest_vectors = embedder.embed([d["content"] for d in data["digests"]])

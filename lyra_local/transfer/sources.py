@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .archive import check_members, open_member, read_member
+from .archive import MEMBER_ERRORS, check_members, open_member, read_member
 from .chatgpt import conversations_member, read_chatgpt
 from .lyra_format import read_lyra_jsonl, read_lyra_lines
 from .records import ImportedConversation, ImportFormatError, ImportProblem
@@ -59,7 +59,7 @@ class Source:
             with zipfile.ZipFile(self.path) as archive, open_member(archive, SESSIONS_FILE) as raw:
                 yield from read_lyra_lines(io.TextIOWrapper(raw, encoding="utf-8"),
                                            f"{self.path.name}:{SESSIONS_FILE}")
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:  # a damaged member (CRC) shows only as it is read
+        except MEMBER_ERRORS as exc:  # a damaged member (CRC, a broken stream) shows only as it is read
             raise ImportFormatError(f"{self.path} is a damaged zip file: {exc}",
                                     hint="export again; nothing was imported from it") from exc
 
