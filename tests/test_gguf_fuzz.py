@@ -147,3 +147,18 @@ def test_a_mutated_real_header_gives_a_summary_or_the_readers_error(tmp_path_fac
         check_gguf(path, case[0], case[1], trace=False)
 
     mutate()
+
+
+def test_a_file_removed_while_the_folder_is_listed_is_listed_as_unreadable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lyra_local.modelfiles import catalog
+
+    folder = models_dir(tmp_path)
+
+    def removed_meanwhile(path: Path) -> object:  # a person deleting the file as the Settings page loads
+        path.unlink()
+        return read_gguf(path)
+
+    monkeypatch.setattr(catalog, "read_gguf", removed_meanwhile)
+    entries = {e.name: e for e in catalog.catalog(folder)}  # FileNotFoundError from its size, before
+    assert entries["embed.gguf"].size == 0 and "cannot read" in (entries["embed.gguf"].problem or "")

@@ -28,7 +28,16 @@ def catalog(models_dir: Path) -> list[CatalogEntry]:
         if not path.is_file():
             continue
         try:
-            entries.append(CatalogEntry(path.name, path.stat().st_size, read_gguf(path), None))
-        except ModelFileInvalid as exc:
-            entries.append(CatalogEntry(path.name, path.stat().st_size, None, exc.message))
+            summary = read_gguf(path)
+            entries.append(CatalogEntry(path.name, summary.size, summary, None))
+        except ModelFileInvalid as exc:  # the reader raises nothing else, whatever the file holds
+            entries.append(CatalogEntry(path.name, _size(path), None, exc.message))
     return entries
+
+
+def _size(path: Path) -> int:
+    """0 for a file removed since it was listed (its entry says it cannot be read)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
