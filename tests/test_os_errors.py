@@ -49,7 +49,10 @@ def tmpfs(where: Path, size: str = "4m") -> Iterator[Path]:
     """A real tmpfs of ``size`` mounted at ``where`` for the block."""
     need_root()
     where.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(where)], check=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(where)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.fail(f"cannot mount a tmpfs (root needs CAP_SYS_ADMIN, as CI has): {mounted.stderr.strip()}")
     try:
         yield where
     finally:
