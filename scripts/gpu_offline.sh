@@ -173,7 +173,7 @@ install() {
   done
   rm -rf "$WORK/rest" && mkdir -p "$WORK/rest"
   cat "$WORK"/parts/p*/rest.tar.* | tar xf - -C "$WORK/rest"
-  "$VPY" -m pip install -q --no-index --no-deps "$WORK"/rest/wheels/*.whl "$WORK"/wheelhouse/llama_cpp_python-*.whl
+  "$VPY" -m pip install -q --no-index --no-deps --no-compile "$WORK"/rest/wheels/*.whl "$WORK"/wheelhouse/llama_cpp_python-*.whl
   "$VPY" -m pip install -q --no-index --no-deps --no-build-isolation -e "$WORK/src"
   "$VPY" -m pip check || say "pip check: see above (the linters and playwright are left out on purpose)"
   mkdir -p "$WORK/src/models" && cp -r "$WORK"/rest/models/* "$WORK/src/models/"
@@ -246,8 +246,10 @@ for name, extra in (("SmolLM2-135M-Instruct.Q4_1.gguf", ""), ("all-MiniLM-L6-v2.
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stderr
     found = re.search(r"offloaded (\d+)/(\d+) layers to GPU", err)
     devices = sorted(set(re.findall(r"using device (\S+) \(([^)]*)\)", err)))
+    layers = re.findall(r"layer +\d+ assigned to device (\w+)", err)
     assert found and found[1] == found[2], f"{name}: {found and found[0]}\n{err[-3000:]}"
-    print(f"offload: {name}: {found[0]}; {devices}")
+    assert layers and all(d.startswith("CUDA") for d in layers), f"{name}: layers on {sorted(set(layers))}"
+    print(f"offload: {name}: {found[0]}, {len(layers)} layers on {sorted(set(layers))}; {devices}")
 EOF
   ) | tee "$OUT/offload.txt"
 }
@@ -289,7 +291,7 @@ run_tests() {
 bench() {
   cd "$WORK/src"
   mkdir -p "$OUT/bench"
-  local layers name
+  local layers name hide
   for layers in 0 -1; do
     for name in models recall import; do
       local args=()
@@ -302,14 +304,17 @@ bench() {
         say "skipped $name at $layers: the call's time is nearly spent" 2>&1 | tee "$OUT/bench/$name$layers.txt"; continue
       fi
       say "$name, n_gpu_layers=$layers"
-      LYRA_MODELS__CHAT__N_GPU_LAYERS=$layers LYRA_MODELS__EMBED__N_GPU_LAYERS=$layers \
+      # At 0 the CUDA build would still send large batches' matrix products to the GPU (llama.cpp's
+      # op offload): no device visible makes the CPU run all CPU.
+      hide=(); [[ $layers != 0 ]] || hide=(CUDA_VISIBLE_DEVICES=)
+      env "${hide[@]}" LYRA_MODELS__CHAT__N_GPU_LAYERS=$layers LYRA_MODELS__EMBED__N_GPU_LAYERS=$layers \
         GPU_CHECK_N_GPU_LAYERS=$layers PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT:-120}" \
         "$VPY" "${args[@]}" > "$OUT/bench/$name$layers.txt" 2>&1 || say "$name at $layers failed: see $OUT/bench/$name$layers.txt"
     done
   done
   {
     echo "# GPU check (offline), $(date -u +%Y-%m-%d), source $(cat "$WORK/parts/p1/src.commit")"
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/device: /'
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/device: /' || true
     echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs; CUDA $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
     for name in models recall import; do
       echo; "$VPY" scripts/side_by_side.py "$OUT/bench/${name}0.txt" "$OUT/bench/${name}-1.txt" --labels CPU GPU || true
