@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from . import __version__
 from .config import LocalModel, Settings, model_file_problems
-from .errors import LyraError
+from .errors import LyraError, StorageError
 from .llm.local import GPU_LAYERS_IGNORED, gpu_offload_supported
 from .llm.registry import Models
+from .oserrors import storage_error
 from .runtime import Runtime
 from .store import context_view
 
@@ -79,6 +80,9 @@ def _data_dir_check(settings: Settings) -> Check:
         probe.write_text("ok")
         probe.unlink()
     except OSError as exc:
+        named = storage_error(exc, settings.data_dir)  # full, read-only, not allowed, missing: said as such
+        if named is not None:
+            return Check("data dir", False, named.message, named.hint)
         return Check("data dir", False, f"{settings.data_dir}: {exc}",
                      "set data_dir or $LYRA_DATA_DIR to a writable folder")
     return Check("data dir", True, str(settings.data_dir))
@@ -88,6 +92,8 @@ def _memory_check(runtime: Runtime) -> Check:
     """How much is remembered, and with which embedding model (opens the store, loads no model)."""
     try:
         store = runtime.store
+    except StorageError as exc:
+        return Check("memory", False, f"cannot open {runtime.settings.data_dir / 'lyra.db'}: {exc.message}", exc.hint)
     except (LyraError, sqlite3.Error) as exc:
         return Check("memory", False, f"cannot open {runtime.settings.data_dir / 'lyra.db'}: {exc}",
                      "`sqlite3 lyra.db 'PRAGMA integrity_check'` in the data directory tells if it is damaged")
