@@ -7,7 +7,11 @@ import`` and ``PUT /api/import`` of small Lyra JSONL files), a forgetter (``lyra
 forget --matching`` and ``DELETE /api/sessions/{id}``) and several chat clients
 (streamed turns, the OpenAI route, recall and every listing), for a given time.
 Chat turns and imported files carry distinct marker words; about half are
-forgotten, some while a dream pass runs. Half way, and at the end, it prints one
+forgotten, some while a dream pass runs. With ``--kill-every`` the server is
+SIGKILLed during the load that often and started again on the same port: a
+request cut by the kill is sent again by its client once the server is back
+(counted as retried, not as an error), and every turn answered before a kill
+must still be recalled at the end. Half way, and at the end, it prints one
 table: requests served by route, errors by kind, lock errors, server 5xx, the
 server's and the worker's open file descriptors and RSS, and every place a
 forgotten marker can still be found (each byte of each file in the data
@@ -16,7 +20,8 @@ term; vectors of forgotten turns; every API response; a ``lyra export`` and a
 ``lyra backup`` made afterwards). Kept markers must still be recalled, so a
 "0 found" means the search works.
 
-    python scripts/soak.py [--minutes 10 | --seconds 45] [--clients 3] [--data-dir DIR] [--json FILE]
+    python scripts/soak.py [--minutes 10 | --seconds 45] [--clients 3] [--kill-every 60] [--data-dir DIR]
+                           [--json FILE]
 
 Exit code 1 when any error, lock error, server 5xx, forgotten marker found,
 kept marker not recalled, or descriptor growth beyond ``--fd-margin`` was seen.
@@ -47,8 +52,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from soak_client import REPO, Api, Cli, Outage, Tally
 from soak_find import Sightings, kept_recalled, orphan_vectors, scan_api, scan_database, scan_tree
-from soak_client import REPO, Api, Cli, Tally
 from soak_load import Markers, chat_client, forgetter, importer
 from soak_report import Phase, log_problems, print_table, report, verdict
 
@@ -114,8 +119,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--settle", type=float, default=6.0, help="a marker's age before it is forgotten or kept")
     p.add_argument("--idle", type=float, default=15.0,
                    help="quiet seconds before descriptors are counted, so idle worker threads retire (> 10)")
-    p.add_argument("--fd-margin", type=int, default=8, help="descriptors the end count may exceed the start, or the mid-run count after "
-                   "the burst, by")
+    p.add_argument("--fd-margin", type=int, default=8,
+                   help="descriptors the end count may exceed the start, or the mid-run count after the burst, by")
+    p.add_argument("--kill-every", type=float, default=0.0, metavar="SECONDS",
+                   help="SIGKILL the server this often during the load (give or take a quarter), then start it again "
+                        "(default 0: never)")
     p.add_argument("--json", type=Path, help="also write the report as JSON here")
     p.add_argument("--stacks", action="store_true",
                    help="when the load ends, write every thread's stack of the server and worker to their logs")
@@ -213,14 +221,17 @@ class Soak:
         self.cli = Cli(self.config, self.env, self.tally)
         self.procs: dict[str, subprocess.Popen[str]] = {}
         self.base = ""
+        self.port = 0
+        self.outage = Outage()
+        self.logs = {"server": "server.log"}
 
     def api(self) -> Api:
-        return Api(self.base, self.token, self.tally)
+        return Api(self.base, self.token, self.tally, outage=self.outage)
 
     def run(self, duration: float) -> list[Phase]:
-        port = free_port()
-        self.base = f"http://127.0.0.1:{port}"
-        self.spawn("server", "serve", "--host", "127.0.0.1", "--port", str(port))
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.spawn("server", "serve", "--host", "127.0.0.1", "--port", str(self.port))
         self.wait_healthy()
         self.spawn("dream worker", "dream", "--loop", str(self.args.dream_loop))
         self.warm_up()
@@ -235,13 +246,14 @@ class Soak:
         return phases
 
     def spawn(self, name: str, *args: str) -> None:
-        with (self.work / f"{name.replace(' ', '-')}.log").open("w") as out:  # the child keeps its own handle
+        log = self.logs.get(name, f"{name.replace(' ', '-')}.log")
+        with (self.work / log).open("w") as out:  # the child keeps its own handle
             self.procs[name] = subprocess.Popen([sys.executable, "-c", BOOT, "--config", str(self.config), *args],
                                                 env=self.env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
                                                 text=True)
 
     def wait_healthy(self, timeout: float = 120.0) -> None:
-        proc, log = self.procs["server"], self.work / "server.log"
+        proc, log = self.procs["server"], self.work / self.logs["server"]
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -293,8 +305,13 @@ class Soak:
         began = time.monotonic()
         phases: list[Phase] = []
         worker_counted = False
+        rng = random.Random(7)
+        next_kill = self.next_kill(began, rng)
         try:
             while time.monotonic() - began < duration:
+                if time.monotonic() >= next_kill and time.monotonic() - began < duration - self.args.kill_every / 4:
+                    self.kill_round(time.monotonic() - began)
+                    next_kill = self.next_kill(time.monotonic(), rng)
                 dead = [name for name, proc in self.procs.items() if proc.poll() is not None]
                 if dead:
                     for name in dead:
@@ -316,6 +333,28 @@ class Soak:
             for client in clients:
                 client.close()
         return phases
+
+    def next_kill(self, after: float, rng: random.Random) -> float:
+        every = self.args.kill_every
+        return after + rng.uniform(0.75 * every, 1.25 * every) if every > 0 else float("inf")
+
+    def kill_round(self, at: float) -> None:
+        """SIGKILL the server under the load, then the same command on the same port until /health answers; the
+        clients wait meanwhile and send again what the kill cut."""
+        proc = self.procs["server"]
+        inflight = Path(f"/proc/{proc.pid}/fd")
+        sockets = sum(1 for fd in os.listdir(inflight) if (fd_target(inflight / fd) or "").startswith("socket:"))
+        self.outage.down()  # before the kill: a request failing from now on was cut by it
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        self.tally.killed(f"at {at:.0f}s, {sockets} sockets open")
+        self.logs["server"] = f"server-{len(self.tally.kills) + 1}.log"
+        try:
+            self.spawn("server", "serve", "--host", "127.0.0.1", "--port", str(self.port))
+            self.wait_healthy()
+        finally:
+            self.outage.back()  # a server that does not come back fails the clients' requests: counted as errors
+        print(f"  killed the server (SIGKILL) at {at:.0f}s of the load; it answered again", flush=True)
 
     def burst(self, width: int = 16, each: int = 4) -> None:
         """``width`` clients at once, so the server's thread pool grows; those threads retire in the idle gap

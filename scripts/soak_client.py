@@ -1,5 +1,10 @@
 """The soak's instruments (see soak.py): an HTTP client and a ``lyra`` command runner that count every
-request by route and every failure by kind, lock errors and 5xx apart."""
+request by route and every failure by kind, lock errors and 5xx apart.
+
+With kill rounds (``--kill-every``), a request that fails because the server
+was killed under it is sent again once the server is back, as a client
+would, and counted apart ("retried after a server kill"), never as an error.
+"""
 
 from __future__ import annotations
 
@@ -35,12 +40,22 @@ class Tally:
         self.server_5xx = 0
         self.examples: dict[str, str] = {}
         self.chat_s: list[float] = []
+        self.retried: Counter[str] = Counter()
+        self.kills: list[str] = []  # one line per server kill: when, and what was in flight
 
     def ok(self, route: str, seconds: float | None = None) -> None:
         with self._lock:
             self.served[route] += 1
             if seconds is not None:
                 self.chat_s.append(seconds)
+
+    def retry(self, route: str) -> None:
+        with self._lock:
+            self.retried[route] += 1
+
+    def killed(self, what: str) -> None:
+        with self._lock:
+            self.kills.append(what)
 
     def error(self, kind: str, detail: str = "", *, status: int | None = None) -> None:
         lock = status == 503 or is_lock_text(detail) or is_lock_text(kind)
@@ -55,7 +70,35 @@ class Tally:
     def copy(self) -> dict[str, Any]:
         with self._lock:
             return {"served": Counter(self.served), "errors": Counter(self.errors), "locks": Counter(self.locks),
-                    "server_5xx": self.server_5xx, "examples": dict(self.examples), "chat_s": list(self.chat_s)}
+                    "server_5xx": self.server_5xx, "examples": dict(self.examples), "chat_s": list(self.chat_s),
+                    "retried": Counter(self.retried), "kills": list(self.kills)}
+
+
+class Outage:
+    """The server's kill rounds, as the clients see them: ``down`` is called *before* the kill, ``back`` once the
+    new server answers; a request that failed after a ``down`` (or while the server is down) is sent again."""
+
+    def __init__(self) -> None:
+        self.epoch = 0
+        self._up = threading.Event()
+        self._up.set()
+
+    def down(self) -> None:
+        self._up.clear()
+        self.epoch += 1
+
+    def back(self) -> None:
+        self._up.set()
+
+    def killed_since(self, epoch: int) -> bool:
+        return self.epoch != epoch or not self._up.is_set()
+
+    def wait(self, timeout: float = 600.0) -> bool:
+        return self._up.wait(timeout)
+
+
+class _CutByKill(Exception):
+    """A streamed turn cut because the server was killed: the turn is sent again once it is back."""
 
 
 class ConversationGone(Exception):
@@ -65,11 +108,24 @@ class ConversationGone(Exception):
 class Api:
     """An httpx client on the server that records every answer in a ``Tally``; one per thread."""
 
-    def __init__(self, base: str, token: str, tally: Tally, timeout: float = 180.0) -> None:
+    def __init__(self, base: str, token: str, tally: Tally, timeout: float = 180.0,
+                 outage: Outage | None = None) -> None:
         # Origin as the web UI sends it: a same-origin request is what a hardened server must still accept.
         self.client = httpx.Client(base_url=base, timeout=httpx.Timeout(timeout, connect=10.0),
                                    headers={"Authorization": f"Bearer {token}", "Origin": base})
         self.tally = tally
+        self.outage = outage
+
+    def epoch(self) -> int:
+        return self.outage.epoch if self.outage is not None else 0
+
+    def cut_by_a_kill(self, epoch: int, route: str) -> bool:
+        """Whether a failure of a request sent at ``epoch`` was the server being killed: then it is counted as
+        retried, and this returns once the server is back (the caller sends it again)."""
+        if self.outage is None or not self.outage.killed_since(epoch):
+            return False
+        self.tally.retry(route)
+        return self.outage.wait()
 
     def close(self) -> None:
         self.client.close()
@@ -78,11 +134,21 @@ class Api:
              **kwargs: Any) -> httpx.Response | None:
         """The response when its status is in ``ok``, else None (and the failure counted)."""
         route = route or f"{method} {path.split('?')[0]}"
-        try:
-            response = self.client.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            self.tally.error(f"{route}: {type(exc).__name__}", str(exc))
-            return None
+        retried = False
+        while True:
+            epoch = self.epoch()
+            try:
+                response = self.client.request(method, path, **kwargs)
+                break
+            except httpx.HTTPError as exc:
+                if self.cut_by_a_kill(epoch, route):
+                    retried = True
+                    continue
+                self.tally.error(f"{route}: {type(exc).__name__}", str(exc))
+                return None
+        if retried and method == "DELETE" and response.status_code == 404:
+            self.tally.ok(f"{route} (sent again after a kill: already gone)")  # the first one went through
+            return response
         if response.status_code not in ok:
             self.tally.error(f"{route}: HTTP {response.status_code}", response.text, status=response.status_code)
             return None
@@ -93,7 +159,17 @@ class Api:
         """One streamed turn; (the user turn's id, the reply's id) when it ended with ``done`` and no ``error``;
         ``ConversationGone`` when the conversation was forgotten whole meanwhile."""
         route = "POST /api/sessions/{id}/chat"
+        while True:
+            epoch = self.epoch()
+            try:
+                return self._chat(session_id, text, route)
+            except _CutByKill:
+                if not self.cut_by_a_kill(epoch, route):
+                    return None, None
+
+    def _chat(self, session_id: int, text: str, route: str) -> tuple[int | None, int | None]:
         started = time.monotonic()
+        epoch = self.epoch()
         events: list[tuple[str, dict[str, Any]]] = []
         try:
             with self.client.stream("POST", f"/api/sessions/{session_id}/chat", json={"message": text}) as r:
@@ -113,8 +189,13 @@ class Api:
                         events.append((kind, json.loads(line[5:].strip())))
                         kind = None
         except (httpx.HTTPError, json.JSONDecodeError) as exc:
+            if self.outage is not None and self.outage.killed_since(epoch):
+                raise _CutByKill from exc
             self.tally.error(f"{route}: {type(exc).__name__}", str(exc))
             return None, None
+        if not any(kind == "done" for kind, _ in events) and self.outage is not None \
+                and self.outage.killed_since(epoch):
+            raise _CutByKill  # the stream ended early because the server died
         errors = [data.get("text", "") for kind, data in events if kind == "error"]
         for message in errors:
             self.tally.error(f"{route}: SSE error event", message)

@@ -181,7 +181,8 @@ def lyra_jsonl(rng: random.Random, n: int) -> tuple[str, list[tuple[str, str]]]:
         messages = []
         for i in range(6):
             marker = new_marker() if i in (0, 3) else None
-            text = chat_message(rng, marker) if i % 2 == 0 else f"That sounds like a lot. How did {rng.choice(TOPICS)} go?"
+            text = (chat_message(rng, marker) if i % 2 == 0
+                    else f"That sounds like a lot. How did {rng.choice(TOPICS)} go?")
             if marker and i % 2:
                 text = f"{text} I noted {marker.capitalize()} for you."
             messages.append({"role": "user" if i % 2 == 0 else "assistant", "content": text,
@@ -209,21 +210,33 @@ def importer(api: Api, cli: Cli, markers: Markers, folder: Path, stop: threading
 
 
 def _http_import(api: Api, path: Path, stop: threading.Event) -> bool:
-    r = api.call("PUT", "/api/import", params={"filename": path.name, "format": "lyra"}, content=path.read_bytes())
-    if r is None:
-        return False
-    job = r.json()["job"]
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        status = api.call("GET", f"/api/import/{job}", "GET /api/import/{job}")
-        if status is not None and status.json()["status"] != "running":
-            state = status.json()
-            if state["status"] != "done" or (state.get("report") or {}).get("problems"):
-                api.tally.error(f"import job {state['status']}", str(state.get("error") or state.get("report")))
+    """The upload, then its job to the end; a job the server lost to a kill round (its status 404 once the new
+    server is up) is uploaded again, as a person would: the import resumes without duplicates."""
+    for _ in range(5):
+        epoch = api.epoch()
+        r = api.call("PUT", "/api/import", params={"filename": path.name, "format": "lyra"}, content=path.read_bytes())
+        if r is None:
+            return False
+        job = r.json()["job"]
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            status = api.call("GET", f"/api/import/{job}", "GET /api/import/{job}", ok=(200, 404))
+            if status is not None and status.status_code == 404:
+                if api.cut_by_a_kill(epoch, "PUT /api/import (its job died with the server)"):
+                    break
+                api.tally.error("GET /api/import/{job}: HTTP 404", status.text, status=404)
                 return False
-            return True
-        time.sleep(0.5)
-    api.tally.error("import job: still running after 300s")
+            if status is not None and status.json()["status"] != "running":
+                state = status.json()
+                if state["status"] != "done" or (state.get("report") or {}).get("problems"):
+                    api.tally.error(f"import job {state['status']}", str(state.get("error") or state.get("report")))
+                    return False
+                return True
+            time.sleep(0.5)
+        else:
+            api.tally.error("import job: still running after 300s")
+            return False
+    api.tally.error("import job: lost to a kill five times over")
     return False
 
 

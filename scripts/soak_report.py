@@ -10,8 +10,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from soak_find import Sightings
 from soak_client import is_lock_text
+from soak_find import Sightings
 from soak_load import Markers
 
 PROCESSES = ("server", "dream worker")
@@ -71,6 +71,11 @@ def report(name: str, tally: dict[str, Any], markers: Markers, forgotten: set[st
         example = next((" ".join(v.split()) for k, v in tally["examples"].items() if _kind(k) == kind),
                        next((" ".join(p.split()) for p in problems if _kind(p) == kind), kind))
         notes.append(f"error {kind}: e.g. {example}")
+    if tally["kills"]:
+        rows["server kills (SIGKILL during the load)"] = str(len(tally["kills"]))
+        rows["requests sent again after a kill (not errors)"] = str(sum(tally["retried"].values()))
+        notes.append("server kills: " + "; ".join(tally["kills"]))
+        notes.append("sent again after a kill: " + ", ".join(f"{r} {n}" for r, n in tally["retried"].most_common()))
     rows["lock errors (locked, StoreBusy, 503)"] = str(locks)
     rows["server 5xx"] = str(tally["server_5xx"])
     chat = sorted(tally["chat_s"])
@@ -122,7 +127,7 @@ def report(name: str, tally: dict[str, Any], markers: Markers, forgotten: set[st
     rows["dream log events by kind"] = ", ".join(f"{k} {n}" for k, n in sorted(dream.items())) or "none"
     facts.update(served=sum(tally["served"].values()), errors=sum(errors.values()), locks=locks,
                  server_5xx=tally["server_5xx"], found=len(leaked), kept=len(kept), forgotten=len(gone),
-                 planted=len(every), kept_missing=len(missing), exits=exits,
+                 planted=len(every), kept_missing=len(missing), exits=exits, kills=len(tally["kills"]),
                  fds={p: (start.get(p, NOWHERE)["fds"], now.get(p, NOWHERE)["fds"]) for p in PROCESSES},
                  shutdown=shutdown,
                  found_places={p: sorted(s) for p, s in found.items()})
