@@ -48,7 +48,7 @@ def storage_error(exc: BaseException, path: Path | str | None = None) -> Storage
         where = Path(os.fsdecode(exc.filename)) if exc.filename else _as_path(path)
         cause = _OS_CAUSES.get(exc.errno or 0)
         detail = exc.strerror or str(exc)
-        if cause == "full" and where is not None:  # the file's own disk said so, whatever it has free by now
+        if cause == "full" and exc.filename:  # the file's own disk said so, whatever it has free by now
             return named("full", where, detail, sure=True)
     elif isinstance(exc, sqlite3.Error):
         where = _as_path(path)

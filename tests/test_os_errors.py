@@ -158,6 +158,17 @@ def test_on_a_full_disk_every_command_says_so_and_reads_and_backups_still_work(t
         store.close()
 
 
+def test_an_export_onto_a_full_disk_says_so_and_leaves_no_half_written_file(tmp_path: Path, disk: Path) -> None:
+    data = tmp_path / "data"  # the memory's own disk has room
+    seeded(data)
+    (disk / "export").mkdir()
+    fill(disk)
+    exported = lyra(tmp_path, data, "export", str(disk / "export"))
+    assert exported.returncode == 2, exported.stderr
+    said_cleanly(exported, "error: a disk is full", f"not the one holding {data}", "the destination you gave")
+    assert list((disk / "export").iterdir()) == []
+
+
 def test_a_full_disk_in_a_running_server_is_said_by_the_api_and_a_chat_turn(
         make_settings: Callable[..., Settings], disk: Path) -> None:
     settings = make_settings("", LYRA_DATA_DIR=str(disk / "data"))

@@ -108,14 +108,17 @@ def run_export(args: argparse.Namespace) -> int:
         raise LyraError(f"{folder} is inside the data directory",
                         hint="export to a folder outside it: later forgets never reach a copy kept there")
     folder.mkdir(parents=True, exist_ok=True)
-    with open_runtime(settings) as runtime:
-        sessions_tmp = folder / f".{SESSIONS_FILE}.partial"
-        with sessions_tmp.open("w", encoding="utf-8") as out:
-            sessions, messages = write_sessions(runtime.store, out)
-        memory_tmp = folder / f".{MEMORY_FILE}.partial"
-        write_memory(runtime.store, memory_tmp)
-        os.replace(sessions_tmp, folder / SESSIONS_FILE)
-        os.replace(memory_tmp, folder / MEMORY_FILE)
+    sessions_tmp, memory_tmp = folder / f".{SESSIONS_FILE}.partial", folder / f".{MEMORY_FILE}.partial"
+    try:
+        with open_runtime(settings) as runtime:
+            with sessions_tmp.open("w", encoding="utf-8") as out:
+                sessions, messages = write_sessions(runtime.store, out)
+            write_memory(runtime.store, memory_tmp)
+            os.replace(sessions_tmp, folder / SESSIONS_FILE)
+            os.replace(memory_tmp, folder / MEMORY_FILE)
+    finally:  # a full or vanished destination leaves no half-written copy of the memory behind
+        sessions_tmp.unlink(missing_ok=True)
+        memory_tmp.unlink(missing_ok=True)
     print(f"exported {sessions} session(s), {messages} message(s) and the derived memory to {folder}")
     return 0
 
