@@ -4,12 +4,17 @@ Off the record, the conversation is a new one that is never remembered, and it
 is deleted when the command ends (however it ends: /quit, end of input, Ctrl-C,
 the terminal closing with SIGHUP, or SIGTERM). Those two signals would
 otherwise kill the process before its cleanup; here they end it through it.
+
+On a terminal a reply owns the screen while it streams (``terminal.py``): log
+records wait until it has ended, and what is typed meanwhile is not echoed into
+it but kept for the next prompt.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import logging
 import signal
 import sys
@@ -22,6 +27,7 @@ from ..config import load_settings
 from ..errors import LyraError
 from ..runtime import open_runtime
 from ..textsafe import well_formed
+from .terminal import HeldLogs, Keyboard
 
 log = logging.getLogger(__name__)
 QUIT = {"/quit", "/exit", ":q"}
@@ -82,6 +88,26 @@ def ended_by_signals() -> Iterator[Ending]:
             signal.signal(sig, handler)
 
 
+@contextlib.contextmanager
+def interrupt_deferred() -> Iterator[None]:
+    """A Ctrl-C (SIGINT) during the block raises ``KeyboardInterrupt`` after it, not inside it.
+
+    Storing the person's message embeds it first (the embedding model may still be loading): a Ctrl-C
+    meant to stop the reply would otherwise lose the message itself.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+    if pressed:
+        raise KeyboardInterrupt
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("chat", help="chat in the terminal")
     parser.add_argument("--session", default="Terminal", help="session name (created if new; default Terminal)")
@@ -92,7 +118,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    with ended_by_signals() as ending, open_runtime(settings) as runtime:
+    with HeldLogs.installed() as logs, ended_by_signals() as ending, open_runtime(settings) as runtime:
         store, companion = runtime.store, runtime.companion
         session = None
         try:
@@ -103,20 +129,24 @@ def run(args: argparse.Namespace) -> int:
                     session = (store.sessions.find(name=args.session)
                                or store.sessions.create(args.session, source="cli"))
             interactive = sys.stdin.isatty()
+            keyboard = Keyboard.of_stdin() if interactive else None
             if interactive:
                 record = " (off the record: nothing is remembered, and it is deleted when you leave)" \
                     if args.off_the_record else ""
                 print(f"{settings.companion.name} — session '{session.name}'{record}. Ctrl-C stops a reply, "
                       "/quit leaves.")
             while True:
+                logs.write_held()  # between lines: after the banner or a reply, before the prompt
                 try:
-                    line = input("you> " if interactive else "")
+                    line = keyboard.ask("you> ") if keyboard else input("")
                 except EOFError:
                     break
+                logs.write_held()  # what was logged while the person typed, before the reply begins
                 if line.strip() in QUIT:
                     break
                 if line.strip():
-                    _reply(companion, session.id, line, settings.companion.name)
+                    with keyboard.quiet() if keyboard else contextlib.nullcontext():
+                        _reply(companion, session.id, line, settings.companion.name)
         finally:
             ending.cleaning_up()
             runtime.close_companion()  # the replies' background embedding ends before anything is forgotten
@@ -129,7 +159,9 @@ def _reply(companion: Companion, session_id: int, message: str, name: str) -> No
     turn = companion.turn(session_id, well_formed(message))  # a terminal may hand over undecodable bytes
     print(f"{name.lower()}> ", end="", flush=True)
     try:
-        for event in turn:
+        with interrupt_deferred():  # the person's message is stored whole before a Ctrl-C stops the turn
+            stored = next(turn)
+        for event in itertools.chain([stored], turn):
             if event.type == "delta":
                 print(event.text, end="", flush=True)
             elif event.type in ("error", "notice"):
