@@ -28,6 +28,7 @@ from lyra_local.config import Settings
 from lyra_local.errors import DiskFull, ReadOnlyStorage, StorageMissing, StoragePermission
 from lyra_local.store import Store, db
 from lyra_local.store.db import StoreBusy
+from lyra_local.store.dirlock import DirLock
 from lyra_local.store.exchanges import NewExchange
 
 from .conftest import MODELS_DIR, base_env, fake_client, serve_lyra
@@ -174,6 +175,7 @@ def test_a_full_disk_in_a_running_server_is_said_by_the_api_and_a_chat_turn(
     settings = make_settings("", LYRA_DATA_DIR=str(disk / "data"))
     with fake_client(settings) as client:
         session = client.post("/api/sessions", json={"name": NAME}).json()
+        hello = {"messages": [{"role": "user", "content": "Hello"}]}
         filler = fill(disk)
         refused = client.post("/api/sessions", json={"name": "Another"})
         assert refused.status_code == 507, refused.text
@@ -192,9 +194,11 @@ def test_a_full_disk_in_a_running_server_is_said_by_the_api_and_a_chat_turn(
         assert errors[0]["status"] == 507
         assert "try again" not in errors[0]["text"].split("hint")[0]  # the cause, not "(OperationalError)"
 
-        openai = client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "Hello"}]})
+        openai = client.post("/v1/chat/completions", json=hello)
         assert openai.status_code == 507, openai.text
         assert openai.json()["error"]["type"] == "DiskFull"
+        streamed = client.post("/v1/chat/completions", json={**hello, "stream": True})
+        assert streamed.status_code == 507 and streamed.json()["error"]["type"] == "DiskFull"  # before any chunk
 
         filler.unlink()  # the same connections write again: none was left inside a failed transaction
         again = client.post("/api/sessions", json={"name": "Another"})
@@ -202,6 +206,10 @@ def test_a_full_disk_in_a_running_server_is_said_by_the_api_and_a_chat_turn(
         with client.stream("POST", f"/api/sessions/{session['id']}/chat",
                            json={"message": "Remind me to water the basil"}) as stream:
             assert "stored" in [event for event, _ in _events(stream.iter_lines())]
+        fill(disk)  # a server that stops on a full disk (its index snapshot refused) still closes the memory
+    lock = DirLock(disk / "data")
+    assert lock.try_exclusive(), "the stopped server still holds the memory"
+    lock.release()
 
 
 def _events(lines: Iterator[str]) -> list[tuple[str, dict[str, object]]]:

@@ -137,9 +137,12 @@ class Store:
         """Save the indexes, close every thread's connection and release the data-directory lock."""
         if self._conns.closed:
             return
-        self.uploads.stop_all("the memory was closed", wait_s=0)  # an upload is not kept past its server
-        self.save_indexes(wait=True)
-        self._release()
+        try:
+            self.uploads.stop_all("the memory was closed", wait_s=0)  # an upload is not kept past its server
+            with named_os_errors(self.data_dir):  # a full disk refuses a snapshot: said, and rebuilt next time
+                self.save_indexes(wait=True)
+        finally:  # whatever the save did, the connections close and the lock goes
+            self._release()
 
     def _release(self) -> None:
         self._conns.close_all()

@@ -224,8 +224,15 @@ def create_app(
             yield
         finally:
             await run_in_threadpool(state.dreams.shutdown)
-            await run_in_threadpool(state.store.coord.complete, state.instance_id, "stopped")
-            await run_in_threadpool(state.close)
+            try:
+                await run_in_threadpool(state.store.coord.complete, state.instance_id, "stopped")
+            except LyraError as exc:  # a full disk: the instance reads as running until its heartbeat is stale
+                log.error("could not record that this server stopped: %s", exc)
+            finally:
+                try:
+                    await run_in_threadpool(state.close)
+                except LyraError as exc:  # an index snapshot a full disk refused: rebuilt from SQLite next time
+                    log.error("closing the memory: %s", exc)
 
     app = FastAPI(title="Lyra", version=__version__, lifespan=lifespan)
     app.state.lyra = state
