@@ -39,6 +39,9 @@ pack() {
   local py="${PYTHON:-.venv/bin/python}" tmp wheels
   [[ -f models/manifest.json ]] || { echo "error: models/ is not fetched: run make setup first" >&2; exit 1; }
   git diff --quiet HEAD -- lyra_local tests scripts pyproject.toml || say "note: uncommitted changes are NOT packed (HEAD is)"
+  # Untracked files travel with each call: the bundle must be ignored, or the first call carries it all.
+  local exclude; exclude="$(git rev-parse --git-path info/exclude)"
+  mkdir -p "$(dirname "$exclude")"; grep -qxF /.gpu-bundle/ "$exclude" 2>/dev/null || echo /.gpu-bundle/ >> "$exclude"
   rm -rf "$BUNDLE"; mkdir -p "$BUNDLE/p1/build-wheels"
   tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' RETURN
   # The sdist without what is never compiled: its git pack, vocab test models, docs, media,
