@@ -25,7 +25,9 @@ found; exit 1 if any. Writes only temporary folders (each example's own).
 from __future__ import annotations
 
 import argparse
+import atexit
 import collections
+import shutil
 import signal
 import sys
 import time
@@ -102,6 +104,7 @@ def gguf_target(corpus: Path) -> tuple[st.SearchStrategy[Any], Callable[[Any], s
     seeds += [real_seed(p) for p in (EMBED_GGUF, CHAT_GGUF) if p.is_file()]
     print("seeds: " + ", ".join(f"{s.name} ({len(s.head):,} header bytes)" for s in seeds))
     folder = Path(tempfile.mkdtemp(prefix="lyra-fuzz-gguf-"))
+    atexit.register(shutil.rmtree, folder, True)
 
     def prop(case: tuple[bytes, int, list[str]]) -> str:
         summary = check_gguf(folder / "fuzz.gguf", case[0], case[1])
