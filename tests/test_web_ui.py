@@ -226,9 +226,11 @@ def test_a_deleted_conversation_is_forgotten_when_its_undo_runs_out(page: Page, 
     expect(page.locator(".session-list .session-name", has_text="Left behind")).to_have_count(0)
     assert httpx.get(f"{served.url}/api/sessions/{second['id']}/messages").status_code == 404
 
-    # a page killed before it could (no pagehide) forgets it when it next opens
+    # what a tab killed before it could (no pagehide) left in its trash is forgotten by the next load: that tab
+    # is gone (the lock it held while alive is free); tests/test_web_tabs.py kills a real one
     third = httpx.post(f"{served.url}/api/sessions", json={"name": "Killed tab"}).json()
-    page.evaluate("id => localStorage.setItem('lyra-trash', JSON.stringify([id]))", third["id"])
+    page.evaluate("id => localStorage.setItem('lyra-tab:killed', JSON.stringify({trash: {[id]: Date.now() + 10000},"
+                  " open: null, at: Date.now()}))", third["id"])
     page.reload()
     expect(page.locator(".session-list .session-name", has_text="Killed tab")).to_have_count(0)
     assert httpx.get(f"{served.url}/api/sessions/{third['id']}/messages").status_code == 404

@@ -6,7 +6,8 @@ function headers(extra = {}) {
   return token ? { ...extra, Authorization: `Bearer ${token}` } : extra;
 }
 
-/* One JSON call; an answer that is not 2xx throws an Error carrying the server's message and hint. */
+/* One JSON call; an answer that is not 2xx throws an Error carrying the server's message and hint, and
+ * its HTTP ``status`` (a 404: what it names is gone, perhaps forgotten in another tab). */
 export async function api(path, options = {}) {
   const init = { ...options, headers: headers(options.body ? { "Content-Type": "application/json" } : {}) };
   if (options.body && typeof options.body !== "string") init.body = JSON.stringify(options.body);
@@ -14,8 +15,12 @@ export async function api(path, options = {}) {
   if (resp.status === 401 && await askToken()) return api(path, options);
   const type = resp.headers.get("content-type") || "";
   const data = type.includes("json") ? await resp.json() : type.startsWith("text/plain") ? await resp.text() : null;
-  if (!resp.ok) throw new Error(describe(data, resp));
+  if (!resp.ok) throw failure(data, resp);
   return data;
+}
+
+function failure(data, resp) {
+  return Object.assign(new Error(describe(data, resp)), { status: resp.status });
 }
 
 function describe(data, resp) {
@@ -29,7 +34,7 @@ function describe(data, resp) {
 export async function sse(path, init, onEvent) {
   const resp = await fetch(path, { ...init, headers: headers(init.body ? { "Content-Type": "application/json" } : {}) });
   if (resp.status === 401 && await askToken()) return sse(path, init, onEvent);
-  if (!resp.ok) throw new Error(describe(await resp.json().catch(() => null), resp));
+  if (!resp.ok) throw failure(await resp.json().catch(() => null), resp);
   const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   for (;;) {

@@ -1,16 +1,18 @@
 /* Talking: the composer, a reply streamed token by token, Stop, Regenerate, Edit and a turn's versions. */
 import { api, sse } from "./api.js";
 import { emit, on } from "./bus.js";
-import { currentId, endReply, pendingOpen, replying, setCurrent, startReply, stopReply } from "./conversation.js";
+import { currentId, currentRemembered, endReply, pendingOpen, replying, setCurrent, startReply,
+         stopReply } from "./conversation.js";
 import { $, clip, el } from "./dom.js";
 import { showError, showNotice } from "./feedback.js";
 import { appendMessage, markCut, markUnsent, messageItem, rememberCut, reloadMessages, renderMessages, scrollDown,
          setContent } from "./messages.js";
-import { newSession } from "./sessions.js";
+import { conversationGone, newSession } from "./sessions.js";
 
 /* Sends the person's message. A message the server never stored stays on the page marked "Not sent",
  * with Retry, and its text goes back into the message box: what was typed is never lost. A conversation
- * this send created is not kept when its first message was refused. */
+ * this send created is not kept when its first message was refused. A conversation deleted meanwhile (in
+ * another tab, by another client) is closed: Retry sends the message in a new one, off the record if it was. */
 async function send(text) {
   if (!text.trim() || replying()) return;
   showError("");
@@ -21,7 +23,8 @@ async function send(text) {
   let sessionId = currentId();
   const creating = !sessionId;
   try {
-    if (creating) sessionId = (await newSession(clip(text.trim(), 48, 200))).id;  // the server takes 200 at most
+    // the server takes 200 characters of a name at most
+    if (creating) sessionId = (await newSession(clip(text.trim(), 48, 200), currentRemembered())).id;
   } catch (e) {
     appendMessage(userItem);
     return notSent(userItem, e);
@@ -29,10 +32,15 @@ async function send(text) {
   appendMessage(userItem);
   const outcome = await streamReply(sessionId, `/api/sessions/${sessionId}/chat`, { message: text }, userItem);
   if (outcome.stored) return;
+  if (!creating && outcome.error?.status === 404) {
+    notSent(userItem, new Error("this conversation was deleted meanwhile (in another tab?); Retry sends it in "
+                                + "a new one"));
+    return conversationGone(sessionId);
+  }
   notSent(userItem, outcome.error);
   if (creating && outcome.error && outcome.error.name !== "TypeError") {  // the server answered: drop the empty one
     api(`/api/sessions/${sessionId}`, { method: "DELETE" }).then(() => emit("sessions-changed"), () => {});
-    if (currentId() === sessionId) setCurrent(null);
+    if (currentId() === sessionId) setCurrent(null, currentRemembered());  // still off the record if it was
   }
 }
 

@@ -1,6 +1,7 @@
 /* The conversation on screen and the reply streaming into it: the one piece of state the chat and the
  * conversation list both need. Everything else that changes is told through bus.js. */
 import { emit } from "./bus.js";
+import { holdOpen } from "./tabs.js";
 
 export const people = { user: "You", companion: "Lyra" };  // as the server's settings name them
 
@@ -12,10 +13,12 @@ let opening = null;  // a new conversation being created: a message sent meanwhi
 export const currentId = () => openId;
 export const currentRemembered = () => remembered;
 
-/* Opens conversation ``id`` (null: none); ``remember`` false for an off-the-record one. */
+/* Opens conversation ``id`` (null: none); ``remember`` false for an off-the-record one (with none open: the
+ * next message starts an off-the-record one). Another tab does not delete an off-the-record one open here. */
 export function setCurrent(id, remember = true) {
   openId = id;
   remembered = remember;
+  holdOpen(id !== null && !remember ? id : null);
   emit("conversation-opened", id);
 }
 

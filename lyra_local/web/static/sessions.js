@@ -1,38 +1,74 @@
 /* The conversation list: grouped by date, searched by title; open, start, rename, delete (to a trash with
- * Undo); off the record; links that open a conversation. */
+ * Undo, trash.js); off the record; links that open a conversation. Other tabs of the page are respected
+ * (tabs.js): what one tab deleted is not listed in another, and leaving an off-the-record conversation
+ * deletes it only when no other tab has it open. */
 import { api } from "./api.js";
 import { on } from "./bus.js";
-import { currentId, replying, setCurrent, stopReplyAndWait, trackOpening } from "./conversation.js";
+import { currentId, currentRemembered, replying, setCurrent, stopReplyAndWait, trackOpening } from "./conversation.js";
 import { $, el, fragment } from "./dom.js";
-import { confirmForget, showError } from "./feedback.js";
-import { reloadMessages, renderMessages } from "./messages.js";
+import { confirmForget, showError, showNotice } from "./feedback.js";
+import { appendMessage, reloadMessages, renderMessages } from "./messages.js";
+import { alive, lastToLeave, onOthersChanged, trashedElsewhere } from "./tabs.js";
+import { forgetOnServer, inTrash, putInTrash, sweepOtherTabs, takeOut, wireTrash } from "./trash.js";
 
 const D = window.LyraDates;
 
 const LISTED = 1000;  // conversations the list loads (and its title search looks through)
-const TRASH_S = 10;  // seconds a deleted conversation waits in the trash, with Undo, before it is forgotten
-const TRASH_KEY = "lyra-trash";  // the ids waiting in the trash, in the browser's storage
 
 let sessions = [];
-const trash = new Map();  // id -> {session, timer}: deleted, not yet forgotten
 
 const currentSession = () => sessions.find((s) => s.id === currentId()) || null;
 
+/* The list as the server has it, once what other tabs left to forget is forgotten. */
 export async function loadSessions() {
-  if (localStorage.getItem(TRASH_KEY) && !trash.size) await forgetLeftovers();
+  await alive;
+  await sweepOtherTabs();
+  const open = currentSession();
   sessions = (await api(`/api/sessions?limit=${LISTED}`)).sessions;
   renderSessions();
+  if (open && currentId() === open.id) await closeIfDeleted(open);
+}
+
+/* The conversation open here went to another tab's trash, or is gone from the server (deleted in another tab
+ * or by another client): closed here too, as the person asked there (a message sent here meanwhile would be
+ * forgotten with it, or refused). */
+async function closeIfDeleted(open) {
+  const trashed = trashedElsewhere().has(open.id);
+  if (!trashed && (sessions.some((s) => s.id === open.id) || sessions.length >= LISTED)) return;
+  // not listed: perhaps only not yet (a conversation just created here); the server says whether it is gone
+  if (!trashed && await api(`/api/sessions/${open.id}/messages?limit=1`).then(() => true, (e) => e.status !== 404)) {
+    return;
+  }
+  await stopReplyAndWait();
+  if (currentId() === open.id) closeDeleted(open.name, trashed ? "was deleted in another tab" : "was deleted");
+}
+
+/* Conversation ``id``, open here, is gone from the server (a message to it was refused with a 404). */
+export function conversationGone(id) {
+  if (currentId() === id) closeDeleted(currentSession()?.name || "This conversation", "was deleted");
+}
+
+/* The conversation open here was deleted elsewhere: none is open now, in the same record mode (the next
+ * message starts a new one, off the record if it was). A message not sent stays on the page with Retry, and
+ * what is in the message box stays. */
+function closeDeleted(name, what) {
+  const remember = currentRemembered();
+  const unsent = [...document.querySelectorAll("#messages .message.unsent")];
+  sessions = sessions.filter((s) => s.id !== currentId());
+  showBlank(remember);
+  for (const item of unsent) appendMessage(item);
+  showNotice(`“${name}” ${what}.`);
 }
 
 /* The list grouped by last activity (Today, Yesterday, Previous 7 days, then by month), filtered by the
- * title search; a conversation in the trash is not listed. */
+ * title search; a conversation in a trash (this tab's or another's) is not listed. */
 function renderSessions() {
   const list = $("session-list");
   $("conversation-title").textContent = currentSession()?.name || "";
   // A rename in progress keeps its field: it re-renders the list itself when it ends.
   if (list.querySelector("li[data-renaming]")) return;
   const query = $("session-filter").value.trim().toLocaleLowerCase();
-  const shown = sessions.filter((s) => !trash.has(s.id) && (!query || s.name.toLocaleLowerCase().includes(query)));
+  const shown = sessions.filter((s) => !inTrash(s.id) && (!query || s.name.toLocaleLowerCase().includes(query)));
   const groups = new Map();
   for (const s of shown) {
     const group = D.recencyGroup(s.updated_at);
@@ -84,8 +120,7 @@ function startRename(item, session) {
 }
 
 /* Delete: an off-the-record conversation goes at once (nothing of it was remembered), after a question; any
- * other goes to the trash for TRASH_S seconds with Undo, then is forgotten (rows, vectors, what was built
- * from it) through the same DELETE. "Forget now" does not wait; leaving the page forgets what waits. */
+ * other goes to this tab's trash, with Undo (trash.js). */
 async function deleteSession(session) {
   if (session.remember === false) {
     if (!await confirmForget("Forget this conversation?", `“${session.name}”: Nothing of it was remembered.`)) return;
@@ -96,58 +131,12 @@ async function deleteSession(session) {
     await stopReplyAndWait();
     showBlank();
   }
-  const row = el("div", { class: "trash-row", "data-id": session.id },
-    el("span", { text: `“${session.name}” deleted.` }),
-    el("button", { class: "link-button", text: "Undo", "aria-label": `Undo deleting ${session.name}`,
-                   onclick: () => restore(session.id) }),
-    el("button", { class: "link-button danger-link", text: "Forget now", "aria-label": `Forget ${session.name} now`,
-                   onclick: () => emptyTrash(session.id) }));
-  trash.set(session.id, { session, row, timer: setTimeout(() => emptyTrash(session.id), TRASH_S * 1000) });
-  keepTrashList();
-  $("trash").append(row);
-  $("trash").hidden = false;
-  renderSessions();
+  putInTrash(session);
 }
 
-function restore(id) {
-  const held = trash.get(id);
-  if (!held) return;
-  clearTimeout(held.timer);
-  held.row.remove();
-  trash.delete(id);
-  keepTrashList();
-  $("trash").hidden = trash.size === 0;
-  renderSessions();
-}
-
-/* What waits in the trash is also written to the browser's storage (TRASH_KEY): a page killed before its
- * timers ran (a phone closing the tab, a crash) forgets it when it next opens, as it said it would. */
-function keepTrashList() {
-  if (trash.size) localStorage.setItem(TRASH_KEY, JSON.stringify([...trash.keys()]));
-  else localStorage.removeItem(TRASH_KEY);
-}
-
-async function forgetLeftovers() {
-  let ids = [];
-  try { ids = JSON.parse(localStorage.getItem(TRASH_KEY) || "[]"); } catch { ids = []; }
-  localStorage.removeItem(TRASH_KEY);
-  for (const id of ids.filter(Number.isInteger)) {
-    await api(`/api/sessions/${id}`, { method: "DELETE" }).catch(() => {});  // gone already: nothing to do
-  }
-}
-
-async function emptyTrash(id) {
-  const held = trash.get(id);
-  if (!held) return;
-  restore(id);  // off the trash's list; the forget below takes it off the conversations' list
-  sessions = sessions.filter((s) => s.id !== id);
-  renderSessions();
-  await forgetSession(held.session);
-}
-
-async function forgetSession(session, keepalive = false) {
+async function forgetSession(session) {
   try {
-    await api(`/api/sessions/${session.id}`, { method: "DELETE", keepalive });
+    await forgetOnServer(session.id);
     if (currentId() === session.id) showBlank();
     await loadSessions();
   } catch (e) {
@@ -156,35 +145,39 @@ async function forgetSession(session, keepalive = false) {
   }
 }
 
-/* No conversation on screen: the next message starts one, named after it. */
-function showBlank() {
-  setCurrent(null);
+/* No conversation on screen: the next message starts one, named after it (off the record: ``remember`` false). */
+function showBlank(remember = true) {
+  setCurrent(null, remember);
   renderSessions();
   renderMessages([]);
   showOffRecord();
 }
 
-/* Leaving an off-the-record conversation deletes it (the banner says so while it is open). */
+/* Leaving an off-the-record conversation deletes it (the banner says so while it is open), unless another tab
+ * has it open still: that tab deletes it when it leaves it. */
 async function leaveCurrent(nextId) {
   const leaving = currentSession();
   if (!leaving || leaving.remember !== false || leaving.id === nextId) return;
   await stopReplyAndWait();  // its reply stops first, so nothing of it is written after it is deleted
   try {
-    await api(`/api/sessions/${leaving.id}`, { method: "DELETE" });
-    sessions = sessions.filter((s) => s.id !== leaving.id);
+    if (await lastToLeave(leaving.id, () => forgetOnServer(leaving.id))) {
+      sessions = sessions.filter((s) => s.id !== leaving.id);
+    }
   } catch (e) { showError(e.message); }
 }
 
+/* The banner while off the record: an off-the-record conversation is open, or none is and the next message
+ * starts one (its conversation was deleted elsewhere while open here). */
 function showOffRecord() {
   const session = currentSession();
-  const off = Boolean(session && session.remember === false);
+  const off = currentId() === null ? !currentRemembered() : Boolean(session && session.remember === false);
   $("off-record-banner").hidden = !off;
   document.body.classList.toggle("off-record-mode", off);
 }
 
 /* Opens conversation ``id``, at turn ``turnId`` when given (a memory's source). */
 export async function selectSession(id, turnId) {
-  restore(id);  // opened from a link while in the trash: it is not deleted after all
+  takeOut(id);  // opened from a link while in the trash: it is not deleted after all
   await leaveCurrent(id);
   setCurrent(id, sessions.find((s) => s.id === id)?.remember !== false);
   renderSessions();
@@ -249,15 +242,8 @@ export function wireSessions() {
   });
   window.addEventListener("hashchange", () => openFromHash().catch((e) => showError(e.message)));
   $("session-filter").addEventListener("input", renderSessions);
-  window.addEventListener("pagehide", () => {  // what waits in the trash is forgotten, as it said
-    for (const [id, held] of trash) {
-      clearTimeout(held.timer);
-      held.row.remove();
-      trash.delete(id);
-      forgetSession(held.session, true);
-    }
-    $("trash").hidden = true;
-  });
+  wireTrash(renderSessions);
+  onOthersChanged(() => loadSessions().catch(() => {}));  // a delete, an Undo or a forget in another tab
   window.addEventListener("pageshow", (e) => { if (e.persisted) loadSessions().catch(() => {}); });  // back again
   for (const name of ["turn-finished", "sessions-changed"]) on(name, () => loadSessions().catch(() => {}));
 }
