@@ -13,6 +13,10 @@ or the dream wrote: forgetting by text reaches it) or ``plain`` (ids, times,
 states, counts). A table with no words at all is ``Bookkeeping`` and says why.
 The deletion order is derived from ``built_from``, never written by hand.
 
+The files around the tables (the WAL, index snapshots, uploads, a restore's
+staging, temporaries) are declared beside this registry, in ``files.py``:
+who may create each, whether it holds words and how it goes.
+
 This module must never run SQL of its own beyond how a row is removed.
 """
 
