@@ -359,3 +359,32 @@ def test_the_page_keeps_a_message_a_full_disk_refused_and_retry_sends_it(tmp_pat
             expect(unsent).to_contain_text("your message was not saved")
             expect(page.locator("#composer-input")).to_have_value("And the tomatoes on Sunday")
             filler.unlink()
+
+
+def test_an_index_snapshot_that_a_full_disk_cuts_short_is_refused_and_the_old_one_kept(tmp_path: Path,
+                                                                                      disk: Path) -> None:
+    """``faiss.write_index(index, path)`` only prints a failed close: on a full disk the save went on and renamed
+    a truncated snapshot into place with its sha256. Now the write goes through Python's file and raises."""
+    from lyra_local.memory import Memory
+
+    from .fakes import FakeEmbedder
+    from .test_vectors import fill as remember
+
+    data = disk / "data"
+    memory = Memory(Store(data), FakeEmbedder())
+    try:
+        remember(memory, 20)
+        index = memory.store.index("exchange", "fake-embed")
+        index.save()
+        saved = index.path.read_bytes()
+        remember(memory, 400, "more")
+        filler = fill(disk)
+        with pytest.raises(DiskFull, match="is full"):
+            index.save()
+        assert index.path.read_bytes() == saved, "the snapshot on disk was replaced by a cut-short one"
+        assert not list(index.path.parent.glob("*.tmp")), "a half-written snapshot was left behind"
+        filler.unlink()
+        index.save()
+        assert index.path.read_bytes() != saved
+    finally:
+        memory.store.close()

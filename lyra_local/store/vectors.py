@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..fsutil import atomic_write_text, sha256_file
+from ..oserrors import named_os_errors
 from .files import locked_file
 
 if TYPE_CHECKING:
@@ -237,8 +238,11 @@ class VectorIndex:
             # a name of its own (two processes may save one index at once) and a flock while it is written, so
             # the recovery step tells a dead writer's half-written file from a live one's (store/files.py)
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-            with locked_file(tmp) as held:
-                faiss.write_index(self._index, str(tmp))
+            with named_os_errors(self.path.parent), locked_file(tmp) as held:
+                # through our own file object: ``write_index(index, path)`` opens the path itself and only
+                # prints a failed close (a full disk), which would rename a truncated snapshot into place
+                faiss.write_index(self._index, faiss.PyCallbackIOWriter(held.write))  # type: ignore[attr-defined]
+                held.flush()
                 os.fsync(held.fileno())
                 os.replace(tmp, self.path)
             meta = {"format": FORMAT_VERSION, "tier": self.tier, "model": self.model, "hwm": self._hwm,
