@@ -428,3 +428,38 @@ def test_a_failed_re_embedding_is_tried_again_said_once_and_switches_once_the_mo
                                      "error": None, "embedded": 100 - 64}
     said = [r for r in caplog.records if r.levelno == logging.ERROR and "re-embedding with new-embed" in r.getMessage()]
     assert len(said) == 1  # the second failure, alike, is not said again
+
+
+@pytest.mark.slow
+def test_settings_says_a_failed_re_embedding_and_its_reason_in_the_browser(
+        make_settings: Callable[..., Settings], tmp_path: Path) -> None:
+    """The page followed the count every 3 s for ever ("N left"); it now says the run failed, why, and what
+    recall uses meanwhile (a real uvicorn and Chromium over fake models)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from .test_web_ui import chromium
+    from .threaded_server import serve_in_thread
+
+    settings = make_settings()
+    store = Store(settings.data_dir)
+    session = store.sessions.create("chat")
+    Memory(store, FakeEmbedder(name="old-embed")).remember_many(
+        [NewExchange(session.id, "user", f"turn {n} about hiking and carrots") for n in range(100)])
+    store.close()
+    failing = FailsAfter(good=0, fail=raises(ModelUnavailable("embedding model server http://gpu-box:8081 failed "
+                                                              "3 times")))
+    models = Models(settings, chat=FakeChatModel(), embed=failing)  # type: ignore[arg-type]
+    with serve_in_thread(create_app(settings, models=models)) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(url)
+            page.click(".tab[data-panel=settings]")
+            line = page.locator("#embed-progress")
+            expect(line).to_contain_text("Re-embedding your memories with new-embed failed", timeout=30_000)
+            expect(line).to_contain_text("failed 3 times")
+            expect(line).to_contain_text("100 left")
+            expect(line).to_contain_text("recall uses old-embed meanwhile")
+            expect(line).to_have_class("hint warning")
+        finally:
+            browser.close()

@@ -43,11 +43,17 @@ async function followEmbedding() {
     const e = await api("/api/models/embedding");
     if (!isShown("settings")) return;
     line.hidden = e.missing === 0 && e.in_use === e.model;
-    line.textContent = e.missing > 0
+    const failed = e.state === "failed" && e.missing > 0;
+    line.classList.toggle("warning", failed);
+    line.textContent = failed
+      ? `Re-embedding your memories with ${e.model} failed: ${e.error}. ${e.missing.toLocaleString()} left; ` +
+        `Lyra tries again every few minutes, and recall uses ${e.in_use} meanwhile.`
+      : e.missing > 0
       ? `Re-embedding your memories with ${e.model}: ${e.missing.toLocaleString()} left` +
         (e.in_use !== e.model ? `; recall uses ${e.in_use} until then.` : ".")
       : `Every memory has a vector of ${e.model}.`;
-    if (e.missing > 0 || e.in_use !== e.model) watching = setTimeout(followEmbedding, 3000);
+    // a failed run is tried again by the server every few minutes: no need to ask every 3 s meanwhile
+    if (e.missing > 0 || e.in_use !== e.model) watching = setTimeout(followEmbedding, failed ? 30000 : 3000);
   } catch (err) { line.hidden = true; }
 }
 
