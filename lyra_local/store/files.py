@@ -121,7 +121,9 @@ FILES: tuple[Place, ...] = (
           False, "never by Lyra"),
     Place("a tab's own record: its trash and its open off-the-record conversation", "lyra-tab:*", "browser",
           "static/tabs.js (localStorage)", False, "ids and moments only, never words; removed by its tab when "
-          "the trash empties and nothing is open, or by another tab once its owner is provably gone"),
+          "the trash empties and nothing is open, or by another tab once its owner is provably gone (its Web Lock "
+          "is free) or, where the page has no Web Locks (plain http on a LAN), once an entry is 5 s past the "
+          "moment its own tab would have forgotten it"),
     Place("the trash list an older page shared between tabs", "lyra-trash", "browser",
           "static/sessions.js before issue 35 (localStorage)", False, "ids only; removed by the tab that "
           "finishes or restores what it lists"),
