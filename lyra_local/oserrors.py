@@ -37,9 +37,10 @@ SQLITE_READONLY_DBMOVED = SQLITE_READONLY | (4 << 8)
 _OS_CAUSES = {errno.ENOSPC: "full", errno.EDQUOT: "full", errno.EROFS: "read-only", errno.EACCES: "permission",
               errno.EPERM: "permission", errno.ENOENT: "missing", errno.ENOTDIR: "missing"}
 KEPT = "nothing stored was lost"
+DATA_DIR = "data_dir ($LYRA_DATA_DIR)"  # the setting a hint names, unless the folder is another setting's
 
 
-def storage_error(exc: BaseException, path: Path | str | None = None) -> StorageError | None:
+def storage_error(exc: BaseException, path: Path | str | None = None, setting: str = DATA_DIR) -> StorageError | None:
     """What ``exc`` means for the files of the memory at ``path`` (an ``OSError``'s own file name wins), or None
     when it is not a storage cause this module can name (a constraint, a bug, a locked database)."""
     if isinstance(exc, StorageError):
@@ -49,30 +50,31 @@ def storage_error(exc: BaseException, path: Path | str | None = None) -> Storage
         cause = _OS_CAUSES.get(exc.errno or 0)
         detail = exc.strerror or str(exc)
         if cause == "full" and exc.filename:  # the file's own disk said so, whatever it has free by now
-            return named("full", where, detail, sure=True)
+            return named("full", where, detail, sure=True, setting=setting)
     elif isinstance(exc, sqlite3.Error):
         where = _as_path(path)
         cause = _sqlite_cause(exc, where)
         detail = str(exc)
     else:
         return None
-    return None if cause is None else named(cause, where, detail)
+    return None if cause is None else named(cause, where, detail, setting=setting)
 
 
 @contextlib.contextmanager
-def named_os_errors(path: Path | str | None) -> Iterator[None]:
+def named_os_errors(path: Path | str | None, setting: str = DATA_DIR) -> Iterator[None]:
     """Within the block, an OS or SQLite error whose cause ``storage_error`` names is raised as that
-    ``StorageError`` (the original as its ``__cause__``); any other goes up unchanged."""
+    ``StorageError`` (the original as its ``__cause__``); any other goes up unchanged. ``setting``: the setting
+    that names the folder, for the hint (the data directory unless said)."""
     try:
         yield
     except (OSError, sqlite3.Error) as exc:
-        named_error = storage_error(exc, path)
+        named_error = storage_error(exc, path, setting)
         if named_error is None:
             raise
         raise named_error from exc
 
 
-def named(cause: str, where: Path | None, detail: str, *, sure: bool = False) -> StorageError:
+def named(cause: str, where: Path | None, detail: str, *, sure: bool = False, setting: str = DATA_DIR) -> StorageError:
     """The error for ``cause`` ("full", "read-only", "permission", "missing") at ``where``, with what to do;
     ``sure``: ``where``'s own disk is the full one (else a full disk with room left is SQLite's temporary one)."""
     shown = str(where) if where is not None else "a file of the memory"
@@ -89,18 +91,17 @@ def named(cause: str, where: Path | None, detail: str, *, sure: bool = False) ->
     if cause == "read-only":
         return ReadOnlyStorage(f"{shown} is on a read-only file system ({detail})",
                                path=at,
-                               hint=f"remount it read-write, or set data_dir ($LYRA_DATA_DIR) to a writable folder; "
+                               hint=f"remount it read-write, or set {setting} to a writable folder; "
                                     f"{KEPT}")
     if cause == "permission":
         return StoragePermission(f"permission denied on {shown} for {_user()} ({detail})",
-                                 path=at,
-                                 hint="give that user read and write access to it, or set data_dir ($LYRA_DATA_DIR) "
-                                      "to a folder it owns")
+                                 path=at, hint=f"give that user read and write access to it, or set {setting} to a "
+                                               "folder it owns")
     blocker = _file_in_the_way(where)
     said = f"{blocker} is a file where a folder should be" if blocker is not None else f"{shown} does not exist"
     return StorageMissing(f"{said} ({detail})", path=at,
-                          hint="create the folder (or move the file out of the way), or set data_dir "
-                               "($LYRA_DATA_DIR) to a folder that exists")
+                          hint=f"create the folder (or move the file out of the way), or set {setting} to a folder "
+                               "that exists")
 
 
 def disk_is_full(path: Path) -> bool:

@@ -388,3 +388,21 @@ def test_an_index_snapshot_that_a_full_disk_cuts_short_is_refused_and_the_old_on
         assert index.path.read_bytes() != saved
     finally:
         memory.store.close()
+
+
+def test_a_models_folder_this_user_may_not_read_is_said_as_such(tmp_path: Path) -> None:
+    """pathlib's glob took an unreadable models_dir for an empty one ("a GGUF put there appears here")."""
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "my-companion.Q4_1.gguf").write_bytes(b"GGUF")
+    models.chmod(0)
+    env = {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(models)}
+    try:
+        listed = subprocess.run([sys.executable, "-c", "from pathlib import Path\n"
+                                 "from lyra_local.modelfiles.catalog import catalog\n"
+                                 f"catalog(Path({str(models)!r}))"],
+                                env=env, capture_output=True, text=True, timeout=60, preexec_fn=drop_dac_override)
+    finally:
+        models.chmod(0o755)
+    assert f"StoragePermission: permission denied on {models}" in listed.stderr, listed.stderr
+    assert "set models_dir ($LYRA_MODELS_DIR)" in listed.stderr and "data_dir" not in listed.stderr

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..oserrors import named_os_errors
 from .gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
 
 
@@ -23,8 +25,11 @@ def catalog(models_dir: Path) -> list[CatalogEntry]:
     one yet; the unconverted sources in ``sources/`` are not models)."""
     if not models_dir.is_dir():
         return []
+    # scandir, not glob: pathlib's glob takes a folder it may not read for an empty one; this names the cause
+    with named_os_errors(models_dir, "models_dir ($LYRA_MODELS_DIR)"), os.scandir(models_dir) as listing:
+        names = [item.name for item in listing if item.name.endswith(".gguf")]
     entries = []
-    for path in sorted(models_dir.glob("*.gguf"), key=lambda p: p.name.lower()):
+    for path in sorted((models_dir / name for name in names), key=lambda p: p.name.lower()):
         if not path.is_file():
             continue
         try:
