@@ -20,6 +20,9 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
+# A forget refuses while another process imports an upload (store/uploads.py), and a server's own import stops
+# when a forget runs there: both say what to do (wait, or import the same file again), and the soak does it.
+IMPORT_RUNNING = ("ImportInProgress", "an import into this memory is running", "is still finishing the batch")
 LOCK_TEXTS = ("database is locked", "database table is locked", "storebusy", "stayed locked",
               "unable to open database file")
 
@@ -131,8 +134,9 @@ class Api:
         self.client.close()
 
     def call(self, method: str, path: str, route: str | None = None, *, ok: tuple[int, ...] = (200, 201, 202),
-             **kwargs: Any) -> httpx.Response | None:
-        """The response when its status is in ``ok``, else None (and the failure counted)."""
+             refused_ok: bool = False, **kwargs: Any) -> httpx.Response | None:
+        """The response when its status is in ``ok``, else None (and the failure counted); ``refused_ok``: a 409
+        refusal because an import is running is returned as it is, counted apart (the caller tries again)."""
         route = route or f"{method} {path.split('?')[0]}"
         retried = False
         while True:
@@ -148,6 +152,9 @@ class Api:
                 return None
         if retried and method == "DELETE" and response.status_code == 404:
             self.tally.ok(f"{route} (sent again after a kill: already gone)")  # the first one went through
+            return response
+        if refused_ok and response.status_code == 409 and any(t in response.text for t in IMPORT_RUNNING):
+            self.tally.retry(f"{route} (refused while an import ran)")
             return response
         if response.status_code not in ok:
             self.tally.error(f"{route}: HTTP {response.status_code}", response.text, status=response.status_code)
@@ -219,7 +226,10 @@ class Cli:
     def __init__(self, config: Path, env: dict[str, str], tally: Tally) -> None:
         self.config, self.env, self.tally = config, env, tally
 
-    def run(self, *args: str, timeout: float = 300.0) -> subprocess.CompletedProcess[str] | None:
+    def run(self, *args: str, timeout: float = 300.0,
+            refused_ok: bool = False) -> subprocess.CompletedProcess[str] | None:
+        """The finished command, or None (and the failure counted); ``refused_ok``: one that refused because an
+        import is running is returned as it is (exit code not 0), counted apart (the caller tries again)."""
         route = f"cli lyra {args[0]}"
         try:
             proc = subprocess.run([sys.executable, "-m", "lyra_local", "--config", str(self.config), *args],
@@ -227,6 +237,9 @@ class Cli:
         except subprocess.TimeoutExpired as exc:
             self.tally.error(f"{route}: timed out after {timeout:.0f}s", str(exc.stderr or ""))
             return None
+        if proc.returncode != 0 and refused_ok and any(t in proc.stderr for t in IMPORT_RUNNING):
+            self.tally.retry(f"{route} (refused while an import ran)")
+            return proc
         if proc.returncode != 0:
             self.tally.error(f"{route}: exit {proc.returncode}", proc.stderr[-600:] + proc.stdout[-600:])
             return None

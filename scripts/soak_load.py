@@ -228,6 +228,9 @@ def _http_import(api: Api, path: Path, stop: threading.Event) -> bool:
                 return False
             if status is not None and status.json()["status"] != "running":
                 state = status.json()
+                if "a forget ran meanwhile" in str(state.get("error")):  # as its hint says: the same file again
+                    api.tally.retry("PUT /api/import (its job stopped by a forget)")
+                    break
                 if state["status"] != "done" or (state.get("report") or {}).get("problems"):
                     api.tally.error(f"import job {state['status']}", str(state.get("error") or state.get("report")))
                     return False
@@ -273,18 +276,35 @@ def forgetter(api: Api, cli: Cli, markers: Markers, doomed: queue.Queue[tuple[in
             markers.decide(marker, "forgotten" if turns is not None else "forget-failed", how, running)
 
 
+REFUSED_TRIES, REFUSED_WAIT_S = 40, 3.0  # a forget refused while an import runs is tried again, for 2 minutes
+
+
 def _cli_forget(cli: Cli, text: str) -> int | None:
-    """Turns forgotten by ``lyra forget --matching`` (None: it failed)."""
-    proc = cli.run("forget", "--matching", text, "--yes")
-    if proc is None:
-        return None
-    return 0 if "nothing matches" in proc.stdout else 1
+    """Turns forgotten by ``lyra forget --matching`` (None: it failed); refused while an import runs, it waits
+    and tries again, as its message says to."""
+    for _ in range(REFUSED_TRIES):
+        proc = cli.run("forget", "--matching", text, "--yes", refused_ok=True)
+        if proc is None:
+            return None
+        if proc.returncode == 0:
+            return 0 if "nothing matches" in proc.stdout else 1
+        time.sleep(REFUSED_WAIT_S)
+    cli.tally.error("cli lyra forget: refused while an import ran, for two minutes", text)
+    return None
 
 
 def _api_forget(api: Api, text: str) -> int | None:
-    """Turns (and conversations forgotten whole: every turn held it) forgotten by ``POST /api/forget``."""
-    r = api.call("POST", "/api/forget", json={"matching": text})
-    return None if r is None else int(r.json().get("turns", 0)) + len(r.json().get("sessions", []))
+    """Turns (and conversations forgotten whole: every turn held it) forgotten by ``POST /api/forget``; refused
+    while an import runs, it waits and tries again."""
+    for _ in range(REFUSED_TRIES):
+        r = api.call("POST", "/api/forget", json={"matching": text}, refused_ok=True)
+        if r is None:
+            return None
+        if r.status_code == 200:
+            return int(r.json().get("turns", 0)) + len(r.json().get("sessions", []))
+        time.sleep(REFUSED_WAIT_S)
+    api.tally.error("POST /api/forget: refused while an import ran, for two minutes", text)
+    return None
 
 
 def _delete_doomed(api: Api, markers: Markers, doomed: queue.Queue[tuple[int, list[str], float]],
@@ -301,7 +321,13 @@ def _delete_doomed(api: Api, markers: Markers, doomed: queue.Queue[tuple[int, li
         listing = api.call("GET", f"/api/sessions/{session}/messages", "GET /api/sessions/{id}/messages")
         ids = {m["id"] for m in listing.json()["messages"]} if listing is not None else set()
         running = api.dream_running()
-        gone = api.call("DELETE", f"/api/sessions/{session}", "DELETE /api/sessions/{id}") is not None
+        gone = False
+        for _ in range(REFUSED_TRIES):
+            r = api.call("DELETE", f"/api/sessions/{session}", "DELETE /api/sessions/{id}", refused_ok=True)
+            if r is None or r.status_code != 409:
+                gone = r is not None
+                break
+            time.sleep(REFUSED_WAIT_S)
         for text in planted:
             marker = markers.all[text]
             marker.turn_ids |= ids
