@@ -20,13 +20,20 @@ PYTEST_ARGS ?=
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint setup models browser bench clean lock outdated docker-check
+.PHONY: run test test-real-data lint setup models browser bench clean lock outdated docker-check
 
 run: setup
 	$(BIN)/lyra serve
 
 test: setup browser lint $(VENV)/llama-server/bin/llama-server
 	LLAMA_SERVER=$(VENV)/llama-server/bin/llama-server $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The tests on conversations written outside this project (tests/real_data/: LoCoMo's dev half), whose licence
+# is not the project's: the data stays beside the repository, never in it. `make test` leaves them out.
+REAL_DATA ?= ../shared/data
+test-real-data: setup browser
+	@test -f "$(REAL_DATA)/locomo-dev.json" || { echo "error: $(REAL_DATA)/locomo-dev.json is not there: set REAL_DATA to the folder holding LoCoMo's dev half"; exit 1; }
+	LYRA_REAL_DATA="$(abspath $(REAL_DATA))" $(BIN)/python -m pytest tests/real_data $(PYTEST_ARGS)
 
 # Lint (ruff.toml: pycodestyle, pyflakes, import order, bugbear), strict types with
 # pydantic's plugin (mypy.ini), no SQL outside lyra_local/store/, and every import from a locked

@@ -14,7 +14,7 @@ once (``Dreamer.run_pass(force=True)``) with:
 Per kind of memory it reports what was written (abstractive / extractive),
 what the checks refused and why (from the dream's own log), and — on what was
 written — how many carry a name, number or (for facts) a value that no source
-says (the same simple test as ``tests/test_grounded_dream_real.py``; must be 0),
+says (the same simple test as ``tests/real_data/test_grounded_dream.py``; must be 0),
 and which words it counted. What the model is shown besides the turns counts
 as said: each session's name and date, and the two names it is given (the
 companion's and the person's).
@@ -65,7 +65,7 @@ from recall_sets import SHARED, MemorySet, load  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.fakes import FakeChatModel  # noqa: E402  (the scripted model of the tests: enqueue/respond)
-from tests.test_grounded_dream_real import invented  # noqa: E402
+from tests.real_data.test_grounded_dream import invented  # noqa: E402
 
 COVERED = 0.6
 GOLD = observations(SHARED / "locomo-dev.json")  # LoCoMo's gold observations by sample id; MemoryBank has none

@@ -1,24 +1,24 @@
 """The suite stands alone: a clone with nothing beside it, as a person gets it from a git host, runs every test.
 
-The data the tests need ships under ``tests/data/``, with its licence and attribution when it is someone
-else's (LoCoMo: ``tests/data/locomo/``). A read outside the repository needs a path that leaves it: the
-repository's parent (``REPO.parent``, ``parents[2]`` of a test file), a sibling folder (``../shared``, this
-workplace's data), or an absolute path of one machine; the source of the tests is checked for them. The
-recall and consolidation evaluations (``scripts/eval_*.py``) read the full data sets beside the repository:
-they are not tests.
+The data the tests need ships under ``tests/data/`` and is the project's own. Conversations written outside
+this project (LoCoMo) are not the repository's to hold: the tests on them live in ``tests/real_data/``, which
+``make test`` does not collect, and read the folder ``LYRA_REAL_DATA`` names (``make test-real-data``). A read
+outside the repository needs a path that leaves it: the repository's parent (``REPO.parent``, ``parents[2]`` of a
+test file), a sibling folder (``../shared``, this workplace's data), or an absolute path of one machine; the source
+of the tests is checked for them. The recall and consolidation evaluations (``scripts/eval_*.py``) read the full
+data sets beside the repository: they are not tests.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import sys
 from pathlib import Path
+
+import pytest
 
 from .conftest import REPO
 
 TESTS = REPO / "tests"
-LOCOMO = TESTS / "data" / "locomo"
 LEAVES_THE_REPOSITORY = re.compile(
     r"REPO\.parent"                    # the folder the clone sits in
     r"|\.parents\[[2-9]\]"             # of a file in tests/: above the repository
@@ -37,35 +37,43 @@ def test_the_pattern_finds_the_reads_that_once_made_a_bare_clone_fail() -> None:
     assert outside_reads('data = Path(__file__).resolve().parents[2] / "eval"')
     assert outside_reads('json.loads(Path("../shared/data/memorybank-en.json").read_text())')
     assert outside_reads('open("/work/shared/data/locomo-dev.json")')
-    assert not outside_reads('LOCOMO = REPO / "tests" / "data" / "locomo" / "conv-26.json"')
+    assert not outside_reads('LOCOMO = real_data("locomo-dev.json")')
     assert not outside_reads('params={"filename": "../../etc/passwd.zip"}')  # a hostile name sent, not read
 
 
 def test_no_test_reads_outside_the_repository() -> None:
     found = {str(path.relative_to(REPO)): lines for path in sorted(TESTS.rglob("*"))
              if path.is_file() and path.suffix in {".py", ".sh", ".toml", ".ini", ".cfg"}
-             and path != Path(__file__) and LOCOMO not in path.parents
+             and path != Path(__file__)
              and (lines := outside_reads(path.read_text(encoding="utf-8", errors="replace")))}
-    assert found == {}, f"tests that read outside the repository (ship what they need under tests/data/): {found}"
+    assert found == {}, (f"tests that read outside the repository (ship what they need under tests/data/, or read "
+                         f"LYRA_REAL_DATA as tests/real_data/ does): {found}")
 
 
-def test_the_locomo_slice_carries_its_licence_and_what_the_tests_read() -> None:
-    licence = (LOCOMO / "LICENSE").read_text(encoding="utf-8")
-    assert licence.startswith("Attribution-NonCommercial 4.0 International")
-    readme = (LOCOMO / "README.md").read_text(encoding="utf-8")
-    assert "CC BY-NC 4.0" in readme and "snap-research/LoCoMo" in readme and "What was changed" in readme
+def test_make_test_collects_no_test_on_data_written_outside_the_project() -> None:
+    """Without ``LYRA_REAL_DATA`` the real-data tests are not collected (a bare clone has no data for them)."""
+    import os
+    import subprocess
+    import sys
 
-    sys.path.insert(0, str(REPO / "scripts"))
-    from gold import observations
-    from recall_sets import locomo
+    env = {k: v for k, v in os.environ.items() if k != "LYRA_REAL_DATA"}
+    listed = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "tests"],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0 and "tests/real_data/" not in listed.stdout, listed.stdout[-2000:]
+    assert "test_standalone.py::" in listed.stdout  # the rest of the suite is collected
+    given = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/real_data"],
+                           cwd=REPO, env={**env, "LYRA_REAL_DATA": str(REPO / "nowhere")}, capture_output=True,
+                           text=True, timeout=120)
+    assert "test_grounded_dream.py::" in given.stdout and "test_web_memory_panel.py::" in given.stdout, given.stdout
 
-    (conversation,) = locomo(LOCOMO / "conv-26.json")
-    assert conversation.name == "conv-26" and conversation.user == "Caroline"
-    assert len(conversation.sessions) == 19  # the Memory panel's six months, May to October 2023
-    assert all(len(s["messages"]) >= 8 for s in conversation.sessions)
-    whole = {f"D{n}:{i}" for n in range(1, 5) for i in range(1, len(conversation.sessions[n - 1]["messages"]) + 1)}
-    assert {m["source_id"] for s in conversation.sessions[:4] for m in s["messages"]} == whole
-    gold = observations(LOCOMO / "conv-26.json")["conv-26"]
-    assert gold and all(obs.evidence and obs.evidence <= whole for obs in gold)  # the grounded dream's judge
-    raw = json.loads((LOCOMO / "conv-26.json").read_text(encoding="utf-8"))
-    assert [item["sample_id"] for item in raw] == ["conv-26"]
+
+def test_a_real_data_test_without_its_data_fails_saying_what_is_missing(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from .real_data import real_data
+
+    monkeypatch.delenv("LYRA_REAL_DATA", raising=False)
+    with pytest.raises(pytest.fail.Exception, match="LYRA_REAL_DATA is not set"):
+        real_data("locomo-dev.json")
+    monkeypatch.setenv("LYRA_REAL_DATA", str(tmp_path))
+    with pytest.raises(pytest.fail.Exception, match="locomo-dev.json is not there"):  # never a skip
+        real_data("locomo-dev.json")

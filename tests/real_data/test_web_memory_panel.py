@@ -1,7 +1,8 @@
 """The Memory panel and search on a real history, in a real headless Chromium against a real ``lyra serve``
 with the real tiny models: the first 19 sessions of LoCoMo's first conversation
-(``tests/data/locomo/conv-26.json``: a slice written outside this project, shipped with the suite under its own
-licence), imported through the web API as the recall evaluation imports LoCoMo (``scripts/recall_sets.py``), then
+(``locomo-dev.json`` in the folder ``LYRA_REAL_DATA`` names: written outside this project under its own licence,
+never copied into it), imported through the web API as the recall evaluation imports LoCoMo
+(``scripts/recall_sets.py``), then
 one forced dream pass. Each session keeps its first 8 turns: the dream drafts a summary per session, and whole
 sessions (22 turns on average) made the pass take 5 minutes on 2 CPUs, 15 on a busy machine; 19 sessions over six
 months is what the panel is measured on.
@@ -24,11 +25,12 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from .conftest import REPO, Served
-from .test_web_ui import CONFIG, browser, shot, start  # noqa: F401  (the browser fixture)
+from ..conftest import REPO, Served
+from ..test_web_ui import CONFIG, browser, shot, start  # noqa: F401  (the browser fixture)
+from . import real_data
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
-LOCOMO = REPO / "tests" / "data" / "locomo" / "conv-26.json"  # a slice shipped with the suite
+LOCOMO = "locomo-dev.json"  # LoCoMo's dev half, in the folder LYRA_REAL_DATA names: never in the repository
 SESSIONS = 19
 TURNS = 8  # of each session
 DREAM_S = 900
@@ -41,7 +43,7 @@ def history_jsonl(tmp: Path) -> Path:
     sys.path.insert(0, str(REPO / "scripts"))
     from recall_sets import locomo  # the conversion the recall evaluation uses
 
-    first = next(locomo(LOCOMO))
+    first = next(locomo(real_data(LOCOMO)))
     first.sessions = first.sessions[:SESSIONS]
     for session in first.sessions:
         session["messages"] = session["messages"][:TURNS]

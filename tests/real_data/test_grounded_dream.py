@@ -1,8 +1,8 @@
 """A forced dream with the default models over real conversation (LoCoMo): nothing it writes is invented.
 
-The first four sessions of LoCoMo's first conversation (``tests/data/locomo/conv-26.json``: a slice
-written outside this project, shipped with the suite under its own licence; its README says what was
-cut), imported as the recall evaluation imports LoCoMo (``scripts/recall_sets.py``). The checks here are
+The first four sessions of LoCoMo's first conversation (``locomo-dev.json`` in the folder
+``LYRA_REAL_DATA`` names: written outside this project under its own licence, never copied into it),
+imported as the recall evaluation imports LoCoMo (``scripts/recall_sets.py``). The checks here are
 the test's own, simpler than the dream's: a transcript line, or a name or number that no source says.
 """
 
@@ -21,10 +21,11 @@ from lyra_local.store import Store
 from lyra_local.transfer.importer import import_source
 from lyra_local.transfer.sources import open_source
 
-from .conftest import MODELS_DIR, REPO
+from ..conftest import MODELS_DIR, REPO
+from . import real_data
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
-LOCOMO = REPO / "tests" / "data" / "locomo" / "conv-26.json"  # a slice shipped with the suite
+LOCOMO = "locomo-dev.json"  # LoCoMo's dev half, in the folder LYRA_REAL_DATA names: never in the repository
 TRANSCRIPT_LINE = re.compile(r"(?:^|[.!?\"“]\s*)([A-Z][a-z]+|[Uu]ser|[Aa]ssistant|Lyra)\s*:\s", re.M)
 NAME_OR_NUMBER = re.compile(r"\b(?:[A-Z][a-z]+|\w*\d\w*)\b")
 SENTENCE_START = re.compile(r"(?:^|[.!?…“”\"’)]\s+)([A-Z][a-z]+)", re.M)  # also after a closing quote
@@ -49,7 +50,7 @@ def dreamt(tmp_path_factory: pytest.TempPathFactory):
     sys.path.insert(0, str(REPO / "scripts"))
     from recall_sets import locomo  # the conversion the recall evaluation uses
 
-    first = next(locomo(LOCOMO))
+    first = next(locomo(real_data(LOCOMO)))
     first.sessions = first.sessions[:4]
     tmp = tmp_path_factory.mktemp("locomo")
     (tmp / "in.jsonl").write_text(first.jsonl(), encoding="utf-8")
@@ -100,7 +101,7 @@ def test_every_fact_is_one_the_gold_observations_support_and_one_is_learnt(dream
     holds its value (``scripts/gold.py``); the floor learns at least one ("my home country, Sweden")."""
     from gold import fact_supported, observations  # scripts/, on the path since the fixture
 
-    gold = observations(LOCOMO)["conv-26"]
+    gold = observations(real_data(LOCOMO))["conv-26"]
     source_of = {turn_id: source for source, turn_id in dreamt.exchanges.ids_by_source().items()}
     facts = [f for key in {f.key for f in dreamt.derived.profile()} for f in dreamt.derived.fact_history(key)]
     assert facts
