@@ -52,7 +52,8 @@ pack() {
      vendor/llama.cpp/tools/mtmd/test-*.mp4)
   tar cf - -C "$tmp" "llama_cpp_python-$VERSION" | xz -6 -T0 > "$BUNDLE/p1/llama_cpp_python-$VERSION.tar.xz"
   git archive --format=tar.gz -o "$BUNDLE/p1/src.tar.gz" HEAD
-  # The grounded-dream tests read LoCoMo's dev half from ../shared/data (1 MB), outside the repo.
+  # The grounded-dream tests (tests/real_data/) read LoCoMo's dev half from the folder LYRA_REAL_DATA names
+  # (here ../shared/data, 1 MB): never in the repository.
   if [[ -f ../shared/data/locomo-dev.json ]]; then
     mkdir -p "$BUNDLE/p1/shared-data" && cp ../shared/data/locomo-dev.json ../shared/data/locomo-LICENSE.txt "$BUNDLE/p1/shared-data/"
   fi
@@ -290,6 +291,10 @@ run_tests() {
     [[ " $browser tests/test_dream_real.py tests/test_forget_real.py " == *" $f "* ]] || files+=("$f")
   done
   files+=(tests/test_forget_real.py tests/test_dream_real.py)
+  local real_data=()
+  if [[ -f "$WORK/shared/data/locomo-dev.json" ]]; then
+    files+=(tests/real_data/test_grounded_dream.py); real_data=(LYRA_REAL_DATA="$WORK/shared/data")
+  fi
   [[ -z "${TEST_SELECT:-}" ]] || read -ra files <<< "$TEST_SELECT"
   : > "$OUT/loads.txt"
   set +e
@@ -299,7 +304,7 @@ run_tests() {
   [[ -n "${CALL_BUDGET:-}" ]] && limit=$((CALL_BUDGET - SECONDS - 20))
   [[ $limit -ge 30 ]] || { echo "no time left for the tests (${limit}s)" | tee "$OUT/pytest.txt"; return 1; }
   say "pytest -m models, at most ${limit}s"
-  LD_PRELOAD="$(libstdcxx)" GPU_CHECK_N_GPU_LAYERS=-1 GPU_CHECK_LOG="$OUT/loads.txt" PYTHONUNBUFFERED=1 \
+  env "${real_data[@]}" LD_PRELOAD="$(libstdcxx)" GPU_CHECK_N_GPU_LAYERS=-1 GPU_CHECK_LOG="$OUT/loads.txt" PYTHONUNBUFFERED=1 \
     timeout -s INT -k 15 "$limit" \
     "$VPY" -m pytest -m models -p no:cacheprovider -q "${files[@]}" \
     --deselect tests/test_rerank.py::test_llama_server_scores_pairs_as_the_in_process_model_does \
