@@ -30,7 +30,7 @@ from lyra_local.errors import LyraError
 from lyra_local.llm.base import Vectors
 from lyra_local.memory import Memory
 from lyra_local.store import Store, context_view
-from lyra_local.store.files import FILES, explaining, locked_file, sweep_leftovers, unexplained_files
+from lyra_local.store.files import CREATING, FILES, explaining, locked_file, sweep_leftovers, unexplained_files
 from lyra_local.store.forget import forget
 from lyra_local.store.forget_plan import plan_forget
 from lyra_local.store.records import TIERS
@@ -262,19 +262,22 @@ def test_the_next_open_sweeps_what_a_dead_process_left_and_logs_it(tmp_path: Pat
 
 
 def test_a_live_writers_files_are_never_swept(store: Store, tmp_path: Path) -> None:
-    """With the memory open elsewhere, a locked upload stays; an unlocked one goes once it is old enough; a
-    restore's staging goes (no restore holds the lock while a store is open)."""
+    """With the memory open elsewhere, a locked upload stays; an unlocked one under its name goes at once (its
+    name appears only with its flock held, so a free flock there means a writer that ended); one still under
+    its ``.locking`` name (before its flock) goes only once older than the grace; a restore's staging goes (no
+    restore holds the lock while a store is open)."""
     data = store.data_dir
     files = leftovers(data)
+    creating = data / "imports" / f"2ghi-export.zip{CREATING}"
+    creating.write_text(f"words of {SECRET}")
     with uploading_elsewhere(data / "imports" / "1def-live.zip") as _:
-        assert sweep_leftovers(data) == [data / STAGING]  # the rest is younger than its grace
-        old = time.time() - 3600
-        for path in files.values():
-            if path.exists():
-                os.utime(path, (old, old))
-        os.utime(data / "imports" / "1def-live.zip", (old, old))
         swept = sweep_leftovers(data)
-        assert sorted(swept) == sorted([files["upload"], files["snapshot"], files["backup"]])
+        assert sorted(swept) == sorted([files["upload"], files["snapshot"], files["backup"], data / STAGING])
+        assert creating.exists()  # younger than its grace: its writer may be about to lock it
+        old = time.time() - 3600
+        for path in (creating, data / "imports" / "1def-live.zip"):
+            os.utime(path, (old, old))
+        assert sweep_leftovers(data) == [creating]
         assert (data / "imports" / "1def-live.zip").exists()
     assert sweep_leftovers(data) == []  # gone with its writer: ``locked_file`` unlinks before it unlocks
 
@@ -283,8 +286,13 @@ def test_a_locked_file_is_unlinked_before_its_lock_goes(tmp_path: Path) -> None:
     path = tmp_path / "x.tmp"
     with locked_file(path) as out:
         out.write(b"half")
-        assert path.exists()
+        assert path.exists() and not path.with_name(path.name + CREATING).exists()  # named with its flock held
     assert not path.exists()
+    path.write_text("another's")
+    with pytest.raises(FileExistsError), locked_file(path):
+        pass  # never over a file, as O_EXCL
+    assert path.read_text() == "another's" and not path.with_name(path.name + CREATING).exists()
+    path.unlink()
     with locked_file(path) as out:
         os.replace(path, tmp_path / "whole")  # renamed over its target: that file stays
     assert (tmp_path / "whole").exists() and not path.exists()

@@ -16,7 +16,10 @@ and removes what a process that ended left, never what a live one is writing:
   every leftover goes;
 * otherwise a file made by ``locked_file`` goes only when the flock its
   writer held while it lived is free (the kernel drops it when a process dies,
-  however it dies) and it is older than ``GRACE_S``; a restore's staging goes
+  however it dies): its final name appears only once the flock is held, so a
+  free flock under that name always means a writer that ended; under its
+  ``.locking`` name (between its creation and the flock, microseconds) it goes
+  only when older than ``GRACE_S`` as well; a restore's staging goes
   only when no restore holds the lock (a restore holds it exclusively
   throughout).
 
@@ -45,7 +48,8 @@ from .dirlock import LOCK_FILENAME, DataDirBusy, DirLock
 from .ledger import LEDGER_FILENAME
 
 log = logging.getLogger(__name__)
-GRACE_S = 60.0  # a file younger than this may be between its creation and its writer's flock: left alone
+GRACE_S = 60.0  # a ``.locking`` file younger than this may be between its creation and its flock: left alone
+CREATING = ".locking"  # the suffix of a ``locked_file`` before its flock is held and it takes its name
 
 Where = Literal["data_dir", "browser"]
 # What the recovery step does with a place:
@@ -92,6 +96,9 @@ FILES: tuple[Place, ...] = (
     Place("a half-written index snapshot", "index/*.tmp", "data_dir", "VectorIndex.save, through locked_file",
           True, "renamed over the snapshot when whole, unlinked if the write fails; deleted by a forget; "
                 "swept once its writer ended", "dead"),
+    Place("a file being created, before its writer's flock is held", f"**/*{CREATING}", "data_dir",
+          "locked_file (uploads, snapshot temporaries, download backups)", True,
+          "renamed to its name within microseconds; swept once older than GRACE_S with its flock free", "dead"),
     Place("a half-written sidecar", "index/*.json.partial", "data_dir", "VectorIndex.save (fsutil.atomic_write_text)",
           False, "renamed over the sidecar at once; swept when no other process has the memory open", "alone"),
     # -- on their way in or out -----------------------------------------------------------------------------
@@ -135,8 +142,8 @@ BROWSER_KEYS = tuple(p.pattern for p in FILES if p.where == "browser")
 def _pattern_re(pattern: str) -> re.Pattern[str]:
     """A place's glob as a regular expression over a path relative to the data directory (``/`` separated)."""
     out = ""
-    for part in re.split(r"(\*\*|\*|\?)", pattern):
-        out += {"**": ".*", "*": "[^/]*", "?": "[^/]"}.get(part, re.escape(part))
+    for part in re.split(r"(\*\*/|\*\*|\*|\?)", pattern):
+        out += {"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}.get(part, re.escape(part))
     return re.compile(out)
 
 
@@ -170,10 +177,15 @@ def locked_file(path: Path) -> Iterator[BinaryIO]:
     """Create ``path`` (it must not exist) and hold an exclusive flock on it while the block runs, so the
     recovery step can tell a live writer's file from a dead one's. On the way out the file is unlinked (if it
     is still there under that name) before it is closed: a free flock always means its writer ended."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    creating = path.with_name(path.name + CREATING)
+    fd = os.open(creating, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     out = os.fdopen(fd, "wb")
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            _take_name(creating, path)
+        finally:
+            creating.unlink(missing_ok=True)  # renamed away where the file system has no hard links
         yield out
     finally:
         with contextlib.suppress(FileNotFoundError):
@@ -182,9 +194,24 @@ def locked_file(path: Path) -> Iterator[BinaryIO]:
         out.close()
 
 
-def writer_ended(path: Path, *, grace_s: float = GRACE_S) -> bool:
-    """Whether the flock a ``locked_file`` writer holds on ``path`` is free, and the file older than
-    ``grace_s`` (younger, its writer may not have taken the lock yet). False when it is gone."""
+def _take_name(creating: Path, path: Path) -> None:
+    """Give the locked file its name: a hard link never replaces a file (as O_EXCL); on a file system without
+    hard links (exFAT, some FUSE mounts) a rename after a check, whose race only a second writer of the same
+    unique name could lose."""
+    try:
+        os.link(creating, path)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+            raise
+        if path.exists():
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from exc
+        os.rename(creating, path)
+
+
+def writer_ended(path: Path) -> bool:
+    """Whether the flock a ``locked_file`` writer holds on ``path`` is free (for a ``.locking`` name, also older
+    than ``GRACE_S``: younger, its writer may not have taken the lock yet). False when it is gone."""
+    grace_s = GRACE_S if path.name.endswith(CREATING) else 0.0
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
