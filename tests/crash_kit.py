@@ -12,7 +12,6 @@ Nothing here decides what must hold: the state machine does.
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import signal
@@ -359,16 +358,3 @@ def import_file(path: Path, conversations: int, messages: int) -> list[str]:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return texts
 
-
-def pids_on(data: Path) -> list[int]:
-    """Processes with a file under ``data`` open (none may be left when a step ends)."""
-    out = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            if any(os.readlink(fd).startswith(str(data)) for fd in (proc / "fd").iterdir()):
-                out.append(int(proc.name))
-        except OSError:
-            continue
-    return out

@@ -25,7 +25,7 @@ After every step (the server running again, its recovery done):
   explain, and none is an upload or a restore's staging (a killed process's,
   which the recovery step removes).
 
-``make test`` runs one short example; ``PROMISES_EXAMPLES`` and
+``make test`` runs two short examples; ``PROMISES_EXAMPLES`` and
 ``PROMISES_STEPS`` (as for test_promises_stateful.py) run more, and
 ``PROMISES_REPORT=FILE`` appends each example's kills as a JSON line.
 """
