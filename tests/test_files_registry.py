@@ -87,7 +87,10 @@ def test_every_storage_key_the_page_uses_is_declared() -> None:
 def test_patterns_explain_what_they_say_and_nothing_else(tmp_path: Path) -> None:
     cases = {"lyra.db": "the database", "lyra.db-wal": "the database's write-ahead log",
              "imports/0a1b-export.zip": "an upload", ".restoring/lyra.db-wal": "a restore's staging",
-             "index/exchange--m.faiss.12-ab.tmp": "a half-written index snapshot", ".backup-ab12.db": None}
+             "index/exchange--m.faiss.12-ab.tmp": "a half-written index snapshot", ".backup-ab12.db": None,
+             ".backup-ab12.db-journal": "the rollback journal of a backup being written",
+             "imports/0a1b-export.zip.locking": None, ".backup-ab12.db.locking": None,
+             "index/x.faiss.1-ab.tmp.locking": "a file being created, before its writer's flock is held"}
     for rel, name in cases.items():
         place = explaining(tmp_path, tmp_path / rel)
         assert place is not None and (name is None or place.name == name), rel
@@ -280,6 +283,21 @@ def test_a_live_writers_files_are_never_swept(store: Store, tmp_path: Path) -> N
         assert sweep_leftovers(data) == [creating]
         assert (data / "imports" / "1def-live.zip").exists()
     assert sweep_leftovers(data) == []  # gone with its writer: ``locked_file`` unlinks before it unlocks
+
+
+def test_a_live_backups_journal_is_not_swept_while_the_memory_is_open_elsewhere(store: Store) -> None:
+    """``.backup-*`` once matched the journal SQLite keeps beside a backup being written (no flock of ours on
+    it): another process opening the memory unlinked it, and the download's commit failed."""
+    data = store.data_dir
+    with uploading_elsewhere(data / ".backup-cd34.db"):
+        journal = data / ".backup-cd34.db-journal"
+        journal.write_bytes(b"pages of the backup being written")
+        old = time.time() - 3600
+        os.utime(journal, (old, old))
+        assert sweep_leftovers(data) == [] and journal.exists()
+    assert sweep_leftovers(data) == []  # the memory still open here (the store): a journal is left alone
+    store.close()
+    assert sweep_leftovers(data) == [journal]  # alone on the memory: whatever wrote it has ended
 
 
 def test_a_locked_file_is_unlinked_before_its_lock_goes(tmp_path: Path) -> None:

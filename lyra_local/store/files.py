@@ -108,9 +108,13 @@ FILES: tuple[Place, ...] = (
     Place("a restore's staging", ".restoring/**", "data_dir", "lyra restore (transfer/backup.py), under the "
           "exclusive lock", True, "removed when the restore ends, however it ends; swept at the next open after "
           "a restore that was killed", "unstaged"),
-    Place("a backup being written for a download", ".backup-*", "data_dir",
+    Place("a backup being written for a download", ".backup-*.db", "data_dir",
           "GET /api/backup (transfer/backup.py), through locked_file", True,
           "unlinked as soon as the copy is whole and open for the download; swept once its server ended", "dead"),
+    Place("the rollback journal of a backup being written", ".backup-*.db-journal", "data_dir",
+          "SQLite, while the backup's off-the-record rows are left out (transfer/backup.py)", True,
+          "removed by SQLite when that transaction ends; it carries no flock of ours, so swept only when no other "
+          "process has the memory open (a live writer's journal unlinked would fail its commit)", "alone"),
     # -- written by a person's tools, holding no words -------------------------------------------------------
     Place("the configuration, kept in the data directory", "lyra.toml", "data_dir",
           "the person; Settings -> Models (web/model_choice.py)", False,
