@@ -406,3 +406,35 @@ def test_a_models_folder_this_user_may_not_read_is_said_as_such(tmp_path: Path) 
         models.chmod(0o755)
     assert f"StoragePermission: permission denied on {models}" in listed.stderr, listed.stderr
     assert "set models_dir ($LYRA_MODELS_DIR)" in listed.stderr and "data_dir" not in listed.stderr
+
+
+def test_a_memory_opened_on_a_full_disk_refuses_a_second_thread_at_once(tmp_path: Path, disk: Path) -> None:
+    """Opened so, the memory's one connection holds SQLite's exclusive lock: a second thread's connection
+    waited on it for minutes (32 tries of 10 s) and then blamed another connection. It is refused at once."""
+    import time
+
+    data = disk / "data"
+    seeded(data)
+    filler = fill(disk)
+    store = Store(data)
+    try:
+        assert [s.name for s in store.sessions.list()] == [NAME]  # this thread reads
+        outcome: list[BaseException | None] = []
+
+        def other_thread() -> None:
+            try:
+                store.sessions.list()
+                outcome.append(None)
+            except BaseException as exc:  # noqa: BLE001 - the test reports what the thread met
+                outcome.append(exc)
+
+        began = time.monotonic()
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join(60)
+        assert time.monotonic() - began < 5, "the second thread waited on the first one's lock"
+        assert len(outcome) == 1 and isinstance(outcome[0], DiskFull), outcome
+        assert f"the disk holding {data} is full" in outcome[0].message
+    finally:
+        store.close()
+        filler.unlink()

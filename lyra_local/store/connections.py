@@ -103,7 +103,9 @@ class Opener:
     lock says so), the connection is opened in SQLite's exclusive locking mode instead, which keeps that
     index in memory: reads work, a write fails with "database or disk is full" (named ``DiskFull`` by the
     store), and nothing is lost. The open is said once in the log: other processes cannot open the memory
-    while this one has it so.
+    while this one has it so, nor can a second connection of this one (it would wait on the first's lock for
+    minutes), so a second thread is refused at once with the same ``DiskFull``: a command reads on one thread,
+    and a server started on a full disk answers each request that needs another connection with the cause.
     """
 
     def __init__(self, path: Path) -> None:
@@ -111,15 +113,17 @@ class Opener:
         self.full_disk: DiskFull | None = None  # set once the memory was opened so
 
     def __call__(self) -> sqlite3.Connection:
-        if self.full_disk is None:
-            try:
-                return db.connect(self.path)
-            except sqlite3.OperationalError as exc:
-                full = storage_error(exc, self.path.parent)
-                if (not isinstance(full, DiskFull) or not self.path.is_file()
-                        or find_holders(self.path.parent, exclude_pid=os.getpid())):
-                    raise
-                self.full_disk = full
-                log.warning("%s: the memory is open for reading only, and no other process can open it until "
-                            "this one ends (%s)", full.message, full.hint)
+        full = self.full_disk
+        if full is not None:  # its one connection is out: another would wait minutes on its lock
+            raise DiskFull(full.message, path=full.path, hint=full.hint)
+        try:
+            return db.connect(self.path)
+        except sqlite3.OperationalError as exc:
+            named = storage_error(exc, self.path.parent)
+            if (not isinstance(named, DiskFull) or not self.path.is_file()
+                    or find_holders(self.path.parent, exclude_pid=os.getpid())):
+                raise
+            self.full_disk = named
+            log.warning("%s: the memory is open for reading only, and no other process can open it until "
+                        "this one ends (%s)", named.message, named.hint)
         return db.connect(self.path, exclusive=True)

@@ -20,7 +20,6 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import DiskFull
 from ..oserrors import named_os_errors
 from . import db, migrations
 from .branches import Branches
@@ -83,11 +82,6 @@ class Store:
         """This thread's connection (closed when the thread ends; ``sqlite3.ProgrammingError`` once closed)."""
         with named_os_errors(self.data_dir):
             return self._conns.get()
-
-    @property
-    def full_disk(self) -> DiskFull | None:
-        """Why the memory is open for reading only (its disk was full when it opened), else None."""
-        return self._opener.full_disk
 
     def open_connections(self) -> int:
         """How many per-thread connections are open now: one per live thread that used the store."""
