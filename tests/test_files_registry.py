@@ -236,6 +236,16 @@ def test_a_forget_refuses_while_another_process_imports(store: Store, memory: Me
     assert list((store.data_dir / "imports").iterdir()) == []
 
 
+def test_a_file_still_taking_its_name_does_not_refuse_a_forget(store: Store, memory: Memory) -> None:
+    """An upload between its creation and its flock (``*.locking``, microseconds) is no running import: it once
+    refused the forget as "running in another process", naming no process."""
+    session = store.sessions.create("garden")
+    memory.remember(session.id, "user", "the lavender is blooming")
+    (store.data_dir / "imports").mkdir(exist_ok=True)
+    (store.data_dir / "imports" / f"0abc-export.zip{CREATING}").write_bytes(b"")
+    assert forget(store, plan_forget(store, matching="lavender")).exchanges == 1
+
+
 # -- the recovery step ----------------------------------------------------------------------------------------------
 
 

@@ -139,8 +139,6 @@ FILES: tuple[Place, ...] = (
           "static/sessions.js before issue 35 (localStorage)", False, "ids only; removed by the tab that "
           "finishes or restores what it lists"),
 )
-PLACES: dict[str, Place] = {p.pattern: p for p in FILES}
-BROWSER_KEYS = tuple(p.pattern for p in FILES if p.where == "browser")
 
 
 def _pattern_re(pattern: str) -> re.Pattern[str]:

@@ -31,7 +31,7 @@ from typing import BinaryIO
 
 from ..errors import LyraError
 from .dirlock import holder_pids
-from .files import locked_file, writer_ended
+from .files import CREATING, locked_file, writer_ended
 
 log = logging.getLogger(__name__)
 FOLDER = "imports"
@@ -136,7 +136,7 @@ class Uploads:
             ours = {u.path for u in self._live}  # uploads begun since: not this forget's concern
         busy: list[Path] = []
         for path in sorted(self.folder.iterdir()) if self.folder.is_dir() else []:
-            if path in ours:
+            if path in ours or path.name.endswith(CREATING):  # a name not taken yet (microseconds): no import
                 continue
             if writer_ended(path):
                 path.unlink(missing_ok=True)
