@@ -36,7 +36,12 @@ from ..errors import LyraError
 
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)
-MOST_ENTRIES = 1 << 24  # no real model has more metadata, tensors or array items to walk: beyond, garbage
+# No real model comes near these (a few dozen metadata keys; at most thousands of tensors; a vocabulary and its
+# merges under a million texts); beyond, garbage, and a hostile header could keep the reader busy for seconds
+# (about 1.4 s per million entries walked) in every command that lists the models.
+MOST_KEYS = 1 << 16
+MOST_TENSORS = 1 << 20
+MOST_WALKED = 1 << 21  # texts in arrays, stepped over one by one
 MOST_KEY_BYTES = 1 << 16  # a key or a text value this reader keeps (ggml's own writer allows 65,535)
 MOST_NAME_BYTES = 63  # llama.cpp's GGML_MAX_NAME is 64, with the final NUL
 MOST_DIMS = 4  # GGML_MAX_DIMS
@@ -100,7 +105,7 @@ class _Header:
         self.end = len(data)
         self.path = path
         self.at = 0
-        self.walked = 0  # array items stepped over one by one, against MOST_ENTRIES
+        self.walked = 0  # array items stepped over one by one, against MOST_WALKED
 
     def invalid(self, detail: str, hint: str = _HINT) -> ModelFileInvalid:
         return ModelFileInvalid(f"{self.path}: {detail}", hint=hint)
@@ -154,8 +159,8 @@ class _Header:
             raise self.incomplete(f"the file ends inside its header ({count:,} items to read)")
         else:
             self.walked += count
-            if self.walked > MOST_ENTRIES:
-                raise self.invalid(f"its header holds more than {MOST_ENTRIES:,} texts in arrays, which no "
+            if self.walked > MOST_WALKED:
+                raise self.invalid(f"its header holds more than {MOST_WALKED:,} texts in arrays, which no "
                                    "model has")
             self._skip_strings(count)
 
@@ -199,7 +204,7 @@ def _summarize(h: _Header, size: int) -> GGUFSummary:
         raise ModelFileInvalid(f"{h.path} is GGUF version {version}; llama.cpp reads versions 2 and 3",
                                hint="convert it again with a current llama.cpp")
     tensor_count, kv_count = h.take("<Q"), h.take("<Q")
-    if tensor_count > MOST_ENTRIES or kv_count > MOST_ENTRIES:
+    if tensor_count > MOST_TENSORS or kv_count > MOST_KEYS:
         raise h.invalid(f"its header claims {tensor_count:,} tensors and {kv_count:,} metadata entries, which no "
                         "model has")
     if kv_count * _LEAST_ENTRY + tensor_count * _LEAST_TENSOR > h.end - h.at:
