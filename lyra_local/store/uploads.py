@@ -10,9 +10,15 @@ ends, when the memory closes (a normal stop), and by a forget:
   an import committed stays (whole conversations: ``transfer/importer.py``),
   the forget then removes what it names from it, and importing the same file
   again adds only what is still missing, nothing twice;
-* a forget refuses while another process imports into the same memory: it
-  could neither reach that upload nor keep that import from writing the text
-  again after it.
+* a forget refuses while another process imports an upload into the same
+  memory: it could neither reach that upload nor keep that import from
+  writing the text again after it.
+
+``lyra import PATH`` reads the person's own file where it lies and leaves
+nothing here, so it is not seen: a forget by text while it runs removes what
+it committed so far, and a batch it commits after may hold the text again (the
+forget ledger keeps its turns' portable ids, so a later import does not bring
+back forgotten turns, but new text matching the words is new text).
 
 This module never runs SQL; it decides nothing about what an import stores.
 """
