@@ -38,6 +38,10 @@ CHOICE = {"file": "copy.gguf", "n_ctx": 1024, "n_gpu_layers": 0}
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return persons_folder(tmp_path, monkeypatch)
+
+
+def persons_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A person's folder: models/ with the two default GGUFs, no LYRA_* from the shell, a private config home."""
     models = tmp_path / "models"
     models.mkdir()

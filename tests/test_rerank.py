@@ -40,7 +40,8 @@ from .conftest import EMBED_SOURCE, REPO, free_port, require_file, wait_until_up
 from .fakes import FakeEmbedder
 from .test_bert_gguf import reference_states
 
-LLAMA_SERVER = Path(os.environ.get("LLAMA_SERVER") or REPO / ".venv" / "llama-server" / "bin" / "llama-server")
+LLAMA_SERVER = Path(os.environ.get("LLAMA_SERVER")  # absolute: a test that moves into a folder of its own finds it
+                    or REPO / ".venv" / "llama-server" / "bin" / "llama-server").absolute()
 QUESTION = "Where did Caroline go hiking last summer?"
 PASSAGES = [
     "We went hiking in the Rockies in July, the views were unreal.",
@@ -125,9 +126,10 @@ def test_scores_are_the_head_a_numpy_bert_computes_on_the_pair(reranker: LocalRe
 
 
 class NativeLlamaServer:
-    """llama.cpp's own ``llama-server`` (built by ``make test`` from the pinned sources): it has ``/v1/rerank``."""
+    """llama.cpp's own ``llama-server`` (built by ``make test`` from the pinned sources) serving one GGUF on
+    loopback: ``--reranking`` (it has ``/v1/rerank``) or, for an embedder, ``--embeddings``."""
 
-    def __init__(self, model: Path, log_path: Path) -> None:
+    def __init__(self, model: Path, log_path: Path, mode: str = "--reranking") -> None:
         if not LLAMA_SERVER.is_file():
             pytest.fail(f"{LLAMA_SERVER} is missing: run `make test`, which builds it "
                         "(scripts/build_llama_server.sh)")
@@ -136,7 +138,7 @@ class NativeLlamaServer:
         self.log_path = log_path
         with log_path.open("wb") as log:
             self.proc = subprocess.Popen(
-                [str(LLAMA_SERVER), "-m", str(model), "--reranking", "--host", "127.0.0.1", "--port",
+                [str(LLAMA_SERVER), "-m", str(model), mode, "--host", "127.0.0.1", "--port",
                  str(self.port), "-c", "512", "-b", "512", "-ub", "512", "-t", "2", "--parallel", "1"],
                 stdout=log, stderr=subprocess.STDOUT)
         try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -39,9 +38,10 @@ from lyra_local.store.exchanges import NewExchange
 from lyra_local.web import create_app
 from lyra_local.web.app import retry_failed_re_embedding
 
-from .conftest import CHAT_GGUF, EMBED_GGUF, free_port, require_file, wait_until_up
+from .conftest import CHAT_GGUF, EMBED_GGUF
 from .fakes import FakeChatModel, FakeEmbedder
-from .test_rerank import LLAMA_SERVER, cross_encoder_dir, rank_gguf  # noqa: F401 - its builder, reused
+from .test_model_choice import persons_folder
+from .test_rerank import NativeLlamaServer, cross_encoder_dir, rank_gguf  # noqa: F401 - its builder, reused
 
 CHAT, EMBED = CHAT_GGUF.name, EMBED_GGUF.name
 PERSONS_FILE = f"""\
@@ -55,7 +55,6 @@ n_ctx = 1024
 temperature = 0.0
 max_tokens = 8
 """
-SERVER_BINARY = LLAMA_SERVER.absolute()  # before a test moves into its own folder
 TURNS = ["I went hiking in the Rockies in July with my sister.", "My guinea pig Oscar loves carrots.",
          "I signed up for a pottery class on Tuesdays."]
 
@@ -136,16 +135,8 @@ def test_a_file_whose_header_rules_out_its_role_stops_every_command_before_llama
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A person's folder: models/ with the two default GGUFs, no LYRA_* from the shell, a private config home."""
-    models = tmp_path / "models"
-    models.mkdir()
-    for gguf in (require_file(CHAT_GGUF), require_file(EMBED_GGUF)):
-        (models / gguf.name).symlink_to(gguf)
-    for name in [name for name in os.environ if name.startswith("LYRA_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("LYRA_DREAM__ENABLED", "false")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.chdir(tmp_path)
+    """A person's folder (``test_model_choice.persons_folder``) with their own ``lyra.toml``."""
+    persons_folder(tmp_path, monkeypatch)
     (tmp_path / "lyra.toml").write_text(PERSONS_FILE)
     return tmp_path
 
@@ -169,6 +160,14 @@ def choose(client: TestClient, **roles: Any) -> Any:
 def embedding(client: TestClient) -> dict[str, Any]:
     body: dict[str, Any] = client.get("/api/models/embedding").json()
     return body
+
+
+def embedding_once(client: TestClient, ready: Callable[[dict[str, Any]], bool], seconds: float) -> dict[str, Any]:
+    """GET /api/models/embedding until ``ready`` says so or ``seconds`` pass; the last answer."""
+    deadline = time.monotonic() + seconds
+    while not ready(shown := embedding(client)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return shown
 
 
 def recalls(client: TestClient) -> str:
@@ -229,11 +228,9 @@ def test_the_right_models_are_accepted_and_a_new_embedder_re_embeds_then_switche
     shutil.copyfile(EMBED_GGUF, home / "models" / "minilm-copy.gguf")
     resp = choose(client, embed={"file": "minilm-copy.gguf"}, chat={"file": CHAT, "n_ctx": 2048})
     assert resp.status_code == 200, resp.text
-    deadline = time.monotonic() + 60
-    while embedding(client)["state"] != "done" and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert embedding(client) == {"model": "minilm-copy", "in_use": "minilm-copy", "missing": 0, "state": "done",
-                                 "error": None, "embedded": len(TURNS)}
+    assert embedding_once(client, lambda e: e["state"] == "done", 60) == {
+        "model": "minilm-copy", "in_use": "minilm-copy", "missing": 0, "state": "done", "error": None,
+        "embedded": len(TURNS)}
     assert recalls(client) == TURNS[1]
 
 
@@ -253,49 +250,24 @@ def test_a_reranker_is_checked_for_rank_pooling_and_scores(client: TestClient, h
 
 # -- a role behind a real llama-server on loopback ------------------------------------------------------------
 
-class NativeServer:
-    """llama.cpp's own ``llama-server`` with ``--embeddings``, serving one GGUF on loopback."""
-
-    def __init__(self, model: Path, log_path: Path) -> None:
-        if not SERVER_BINARY.is_file():
-            pytest.fail(f"{SERVER_BINARY} is missing: run `make test`, which builds it")
-        self.url = f"http://127.0.0.1:{free_port()}"
-        with log_path.open("wb") as log:
-            self.proc = subprocess.Popen(
-                [str(SERVER_BINARY), "-m", str(model), "--embeddings", "--host", "127.0.0.1", "--port",
-                 self.url.rsplit(":", 1)[1], "-c", "512", "-b", "512", "-ub", "512", "-t", "2", "--parallel", "1"],
-                stdout=log, stderr=subprocess.STDOUT)
-        try:
-            wait_until_up(self.proc, f"{self.url}/health", log_path)
-        except RuntimeError:
-            self.stop()
-            raise
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=20)
-
-
 @pytest.mark.slow
 @pytest.mark.models
 def test_a_server_backed_embedder_is_checked_the_same_way(client: TestClient, home: Path,
                                                           tmp_path_factory: pytest.TempPathFactory) -> None:
     logs = tmp_path_factory.mktemp("servers")  # not in home, whose files the refusal checks
-    chat = NativeServer(CHAT_GGUF, logs / "chat-server.log")
+    chat = NativeLlamaServer(CHAT_GGUF, logs / "chat-server.log", "--embeddings")
     try:
         refused(client, home, [f"the model 'smollm2' at {chat.url} cannot be the embedding model: it could not "
                                "embed a batch of two texts: model server refused the request: HTTP 400",
                                "Pooling type 'none'"], embed={"base_url": chat.url, "model": "smollm2"})
     finally:
         chat.stop()
-    embed = NativeServer(EMBED_GGUF, logs / "embed-server.log")
+    embed = NativeLlamaServer(EMBED_GGUF, logs / "embed-server.log", "--embeddings")
     try:
         resp = choose(client, embed={"base_url": embed.url, "model": "minilm"})
         assert resp.status_code == 200, resp.text
-        deadline = time.monotonic() + 60
-        while embedding(client)["state"] != "done" and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert embedding(client)["in_use"] == f"minilm@{embed.url}" and embedding(client)["missing"] == 0
+        shown = embedding_once(client, lambda e: e["state"] == "done", 60)
+        assert shown["in_use"] == f"minilm@{embed.url}" and shown["missing"] == 0
         assert recalls(client) == TURNS[1]
     finally:
         embed.stop()
@@ -345,10 +317,7 @@ def test_an_embedder_failing_part_way_is_reported_and_no_thread_dies(
     models = Models(settings, chat=FakeChatModel(), embed=embedder)  # type: ignore[arg-type]
     with caplog.at_level(logging.INFO), \
             TestClient(create_app(settings, models=models), base_url="http://127.0.0.1") as client:
-        deadline = time.monotonic() + 30
-        while embedding(client)["state"] in ("idle", "running") and time.monotonic() < deadline:
-            time.sleep(0.05)
-        shown = embedding(client)
+        shown = embedding_once(client, lambda e: e["state"] not in ("idle", "running"), 30)
         assert shown["state"] == "failed" and says in shown["error"], shown
         assert shown["model"] == "new-embed" and shown["in_use"] == "old-embed"
         assert shown["missing"] == 200 - 64 and shown["embedded"] == 64  # the first batch kept, the rest to do
@@ -372,10 +341,7 @@ def test_the_chat_gguf_configured_by_hand_as_embedder_fails_the_re_embedding_wit
     died: list[BaseException | None] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: died.append(args.exc_value))
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
-        deadline = time.monotonic() + 60
-        while embedding(client)["state"] in ("idle", "running") and time.monotonic() < deadline:
-            time.sleep(0.05)
-        shown = embedding(client)
+        shown = embedding_once(client, lambda e: e["state"] not in ("idle", "running"), 60)
         assert shown["state"] == "failed" and "only one per token" in shown["error"], shown
         assert shown["in_use"] == "old-embed" and shown["missing"] == len(TURNS)
     assert died == []
@@ -407,10 +373,7 @@ def test_a_failed_re_embedding_is_tried_again_said_once_and_switches_once_the_mo
     models = Models(settings, chat=FakeChatModel(), embed=embedder)  # type: ignore[arg-type]
 
     def settles(client: TestClient, calls: int) -> dict[str, Any]:
-        deadline = time.monotonic() + 30
-        while (len(embedder.calls) < calls or embedding(client)["state"] == "running") and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return embedding(client)
+        return embedding_once(client, lambda e: len(embedder.calls) >= calls and e["state"] != "running", 30)
 
     with caplog.at_level(logging.INFO), \
             TestClient(create_app(settings, models=models), base_url="http://127.0.0.1") as client:
@@ -421,11 +384,9 @@ def test_a_failed_re_embedding_is_tried_again_said_once_and_switches_once_the_mo
         assert shown["state"] == "failed" and shown["in_use"] == "old-embed" and shown["missing"] == 100 - 64
         embedder.back.set()
         retry_failed_re_embedding(state)
-        deadline = time.monotonic() + 30
-        while embedding(client)["state"] != "done" and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert embedding(client) == {"model": "new-embed", "in_use": "new-embed", "missing": 0, "state": "done",
-                                     "error": None, "embedded": 100 - 64}
+        assert embedding_once(client, lambda e: e["state"] == "done", 30) == {
+            "model": "new-embed", "in_use": "new-embed", "missing": 0, "state": "done", "error": None,
+            "embedded": 100 - 64}
     said = [r for r in caplog.records if r.levelno == logging.ERROR and "re-embedding with new-embed" in r.getMessage()]
     assert len(said) == 1  # the second failure, alike, is not said again
 
