@@ -58,14 +58,15 @@ def seeds(folder: Path = CORPUS) -> Corpus:
     return Corpus({name: (folder / name).read_bytes() for name in IMPORT_SEEDS})
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+def paths_in(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON value a mutation can hit (also ``tests/test_hostile_imports.py``'s)."""
     out = [prefix]
     if isinstance(value, dict):
         for key, inner in value.items():
-            out += _paths(inner, (*prefix, key))
+            out += paths_in(inner, (*prefix, key))
     elif isinstance(value, list):
         for i, inner in enumerate(value):
-            out += _paths(inner, (*prefix, i))
+            out += paths_in(inner, (*prefix, i))
     return out
 
 
@@ -82,7 +83,7 @@ def _json_mutation(draw: st.DrawFn, text: str, lines: bool) -> str:
     rows = text.splitlines() if lines else [text]
     row = draw(st.integers(0, len(rows) - 1))
     data = json.loads(rows[row])
-    path = draw(st.sampled_from(_paths(data)))
+    path = draw(st.sampled_from(paths_in(data)))
     how = draw(st.sampled_from(["value", "value", "raw", "drop"]))
     if how == "drop" and path:
         parent = data

@@ -34,6 +34,7 @@ from lyra_local.transfer.sources import open_source
 from .chatgpt_export import T0, conversation, message, write_export
 from .conftest import fake_client
 from .fakes import FakeEmbedder
+from .import_mutations import paths_in
 from .test_hostile_input import TEXT, isolated_settings
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats() | st.text(max_size=8),
@@ -169,18 +170,6 @@ def test_a_bad_time_is_named_with_its_message(tmp_path: Path, store: Store) -> N
 def chatgpt_conversation(i: int, texts: list[str]) -> tuple[dict[str, Any], list[str]]:
     turns = [("user" if j % 2 == 0 else "assistant", t) for j, t in enumerate(texts)]
     return conversation(f"c{i}", f"chat {i}", turns, start=T0 + 86_400 * i), [well_formed(t) for t in texts]
-
-
-def paths_in(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every place in a JSON value a mutation can hit."""
-    out = [prefix]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += paths_in(v, (*prefix, k))
-    elif isinstance(value, list):
-        for k, v in enumerate(value):
-            out += paths_in(v, (*prefix, k))
-    return out
 
 
 def replace_at(value: Any, path: tuple[Any, ...], new: Any) -> None:
