@@ -24,6 +24,7 @@ from .folding import fold, fold_json
 
 BUSY_TIMEOUT_MS = 10_000
 WRITE_RETRIES = 8
+MAX_INTEGER = (1 << 63) - 1  # SQLite's INTEGER: a larger number fails an insert with an OverflowError
 
 
 class StoreBusy(LyraError):

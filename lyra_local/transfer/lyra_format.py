@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..store import Store
+from ..store.db import MAX_INTEGER
 from ..store.portable import NewAside, conversations
 from ..textsafe import well_formed
 from .records import ImportedConversation, ImportedMessage, ImportFormatError, ImportProblem
 from .timestamps import utc_timestamp
 
 ROLES = ("user", "assistant")
-MOST_INT = (1 << 63) - 1  # SQLite's INTEGER: a larger number fails the insert with an OverflowError
 
 
 def read_lyra_jsonl(path: Path) -> Iterator[ImportedConversation | ImportProblem]:
@@ -95,7 +95,7 @@ def _parse_aside(raw: Any, i: int) -> NewAside:
         raise ValueError(f"aside {i} needs a role (user or assistant) and a content string")
     source_id = _optional_id(raw.get("source_id"))
     seq = raw.get("set_aside_seq")
-    if source_id is None or isinstance(seq, bool) or not isinstance(seq, int) or not -MOST_INT <= seq <= MOST_INT:
+    if source_id is None or isinstance(seq, bool) or not isinstance(seq, int) or not -MAX_INTEGER <= seq <= MAX_INTEGER:
         raise ValueError(f"aside {i} needs a source_id and a whole set_aside_seq (of at most 63 bits)")
     return NewAside(raw["role"], well_formed(raw["content"]), utc_timestamp(raw.get("created_at"),
                     f"aside {i}: created_at"), source_id, _optional_id(raw.get("parent")), seq)

@@ -20,10 +20,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ..store.db import MAX_INTEGER
 from .timestamps import BadTimestamp, utc_timestamp
 
 Check = Callable[[Any, str], Any]  # (value, where) -> the value to restore, or a ValueError naming ``where``
-MOST_INT = (1 << 63) - 1  # SQLite's INTEGER
 
 
 def _text(value: Any, where: str) -> str:
@@ -33,7 +33,7 @@ def _text(value: Any, where: str) -> str:
 
 
 def _count(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MOST_INT:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INTEGER:
         raise ValueError(f"{where} must be a whole number from 0")
     return value
 

@@ -15,7 +15,9 @@ from typing import Annotated
 
 from annotated_types import Interval
 
-MAX_ROW_ID = 2**63 - 1  # SQLite's largest integer
+from ..store.db import MAX_INTEGER
+
+MAX_ROW_ID = MAX_INTEGER  # SQLite's largest integer
 MAX_PAGE = 100_000  # rows one request may ask for
 MAX_TOKENS = 2**31 - 1  # llama.cpp counts tokens to generate in a 32-bit int
 
