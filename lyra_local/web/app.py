@@ -250,7 +250,7 @@ def create_app(
 
     @app.exception_handler(LyraError)
     async def lyra_error(request: Request, exc: LyraError) -> JSONResponse:
-        return JSONResponse(error_body(exc), status_code=exc.status_code)
+        return JSONResponse(failures.error_body(exc), status_code=exc.status_code)
 
     failures.install(app)  # anything else: a JSON answer for that request, and the server goes on
 
@@ -275,10 +275,6 @@ def create_app(
     # the server keeps the client's kept-alive connection.
     app.add_middleware(failures.AnswerUnexpected)
     return app
-
-
-def error_body(exc: LyraError) -> dict[str, dict[str, str | None]]:
-    return {"error": {"message": exc.message, "type": type(exc).__name__, "hint": exc.hint}}
 
 
 def start_catch_up(state: AppState, *, after: Models | None = None) -> None:

@@ -45,13 +45,17 @@ def describe_failure(exc: BaseException, doing: str) -> tuple[str, int]:
     return f"the server failed on {doing} ({type(exc).__name__}); {HINT}", 500
 
 
+def error_body(exc: LyraError) -> dict[str, dict[str, str | None]]:
+    """The JSON answer of a ``LyraError``: what happened, its kind, and what to do."""
+    return {"error": {"message": exc.message, "type": type(exc).__name__, "hint": exc.hint}}
+
+
 def unexpected_response(method: str, path: str, exc: BaseException) -> JSONResponse:
     """The 500 answer to a request whose failure nothing foresaw (the details are in the server's log); a storage
     cause (``oserrors``) is answered as the ``LyraError`` it names, with its status (507 for a full disk)."""
     named = storage_error(exc)
     if named is not None:
-        return JSONResponse({"error": {"message": named.message, "type": type(named).__name__, "hint": named.hint}},
-                            status_code=named.status_code)
+        return JSONResponse(error_body(named), status_code=named.status_code)
     body: dict[str, Any] = {"error": {"message": f"the server failed on {method} {path} ({type(exc).__name__})",
                                       "type": "InternalError", "hint": HINT}}
     return JSONResponse(body, status_code=500)
