@@ -151,7 +151,7 @@ def test_a_mutated_real_header_gives_a_summary_or_the_readers_error(tmp_path_fac
 
 def test_a_file_removed_while_the_folder_is_listed_is_listed_as_unreadable(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lyra_local.modelfiles import catalog
+    from lyra_local.modelfiles import on_disk
 
     folder = models_dir(tmp_path)
 
@@ -159,6 +159,6 @@ def test_a_file_removed_while_the_folder_is_listed_is_listed_as_unreadable(
         path.unlink()
         return read_gguf(path)
 
-    monkeypatch.setattr(catalog, "read_gguf", removed_meanwhile)
-    entries = {e.name: e for e in catalog.catalog(folder)}  # FileNotFoundError from its size, before
+    monkeypatch.setattr(on_disk, "read_gguf", removed_meanwhile)
+    entries = {e.name: e for e in on_disk.model_files(folder)}  # FileNotFoundError from its size, before
     assert entries["embed.gguf"].size == 0 and "cannot read" in (entries["embed.gguf"].problem or "")

@@ -399,8 +399,8 @@ def test_a_models_folder_this_user_may_not_read_is_said_as_such(tmp_path: Path) 
     env = {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(models)}
     try:
         listed = subprocess.run([sys.executable, "-c", "from pathlib import Path\n"
-                                 "from lyra_local.modelfiles.catalog import catalog\n"
-                                 f"catalog(Path({str(models)!r}))"],
+                                 "from lyra_local.modelfiles.on_disk import model_files\n"
+                                 f"model_files(Path({str(models)!r}))"],
                                 env=env, capture_output=True, text=True, timeout=60, preexec_fn=drop_dac_override)
     finally:
         models.chmod(0o755)

@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..config import LocalModel, Settings
 from ..config_edit import ModelChoices
-from ..modelfiles.catalog import catalog
+from ..modelfiles.on_disk import model_files as files_on_disk
 from ..store import reembedding
 from .deps import app_state
 from .model_choice import apply_choice
@@ -45,7 +45,7 @@ async def model_files(request: Request) -> dict[str, Any]:
         if isinstance(spec, LocalModel) and settings.model_path(spec).parent == settings.models_dir:
             using.setdefault(settings.model_path(spec).name, []).append(role)
     files = []
-    for entry in await run_in_threadpool(catalog, settings.models_dir):
+    for entry in await run_in_threadpool(files_on_disk, settings.models_dir):
         described: dict[str, Any] = {}
         if entry.summary is not None:
             described = {k: v for k, v in asdict(entry.summary).items() if k not in ("path", "size", "name")}

@@ -11,7 +11,7 @@ from .gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
 
 
 @dataclass(frozen=True)
-class CatalogEntry:
+class ModelFile:
     """One file: its header's summary, or the reason llama.cpp could not load it."""
 
     name: str
@@ -20,7 +20,7 @@ class CatalogEntry:
     problem: str | None
 
 
-def catalog(models_dir: Path) -> list[CatalogEntry]:
+def model_files(models_dir: Path) -> list[ModelFile]:
     """The ``*.gguf`` files directly in ``models_dir``, by name (a download in progress, ``*.partial``, is not
     one yet; the unconverted sources in ``sources/`` are not models)."""
     if not models_dir.is_dir():
@@ -34,9 +34,9 @@ def catalog(models_dir: Path) -> list[CatalogEntry]:
             continue
         try:
             summary = read_gguf(path)
-            entries.append(CatalogEntry(path.name, summary.size, summary, None))
+            entries.append(ModelFile(path.name, summary.size, summary, None))
         except ModelFileInvalid as exc:  # the reader raises nothing else, whatever the file holds
-            entries.append(CatalogEntry(path.name, _size(path), None, exc.message))
+            entries.append(ModelFile(path.name, _size(path), None, exc.message))
     return entries
 
 
