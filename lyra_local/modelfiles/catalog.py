@@ -198,7 +198,7 @@ def _unknown_message(text: str, entries: tuple[CatalogModel, ...]) -> str:
     suggestions = list(dict.fromkeys([*starting, *(short.get(match, match) for match in close)]))[:4]
     if suggestions:
         return f"no model called {text!r} in the catalog; did you mean {', '.join(suggestions)}?"
-    return f"no model called {text!r} in the catalog; it has {', '.join(names)}"
+    return f"no model called {text!r}; the catalog has {', '.join(names)}"
 
 
 # ---------------------------------------------------------------- reading catalog.toml strictly
