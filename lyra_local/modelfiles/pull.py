@@ -1,0 +1,483 @@
+"""Pull one GGUF file from Hugging Face into ``models_dir``, verified before it becomes a model.
+
+Only a person's request reaches this module (``lyra models pull``, the Download
+button in Settings → Models): nothing at start-up or in the background calls it,
+so Lyra never touches the network on its own.
+
+The transfer is huggingface_hub's own: ``get_hf_file_metadata`` for the HEAD
+(size, sha256, the commit, redirects) and ``http_get`` for the bytes (a Range
+request to resume, retries on a dropped connection, ``HF_ENDPOINT``,
+``HF_HUB_OFFLINE`` and the saved token honoured). Not ``hf_hub_download``: from
+huggingface_hub 1.x its download writes to a process-unique ``.incomplete`` file
+that it deletes on any failure (huggingface_hub PR 4228), so a 5 GB download cut
+at 90 % would start again from nothing. Here the partial file is ours, in
+``models_dir/.pull/`` (a dot folder: the model list reads only ``*.gguf`` directly
+in ``models_dir``), named by the sha256 it must end with, so a resume never mixes
+two versions of one file.
+
+The order is the point: the free disk space is checked before a byte is fetched;
+the first bytes must be GGUF's magic, so an HTML page (a captive portal, a proxy's
+error page) is refused at once; the whole file's sha256 (the catalog's, else the
+server's LFS hash) and its GGUF header are checked before it takes its final name.
+A file that fails is deleted and the error says so; a transfer that stops (no
+connection, Ctrl-C, Cancel) keeps its partial file for the next pull to resume.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from types import TracebackType
+from typing import Any, BinaryIO, cast
+from urllib.parse import urlsplit
+
+import filelock
+import httpx2
+from huggingface_hub import constants as hf_constants
+from huggingface_hub import get_hf_file_metadata, hf_hub_url
+from huggingface_hub.errors import (
+    GatedRepoError,
+    HfHubHTTPError,
+    OfflineModeIsEnabled,
+    RemoteEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+from huggingface_hub.file_download import HfFileMetadata, http_get
+from huggingface_hub.utils._headers import build_hf_headers
+
+from .. import __version__
+from ..errors import LyraError
+from ..fsutil import sha256_file
+from .catalog import PullTarget
+from .fetch import _read_manifest, _write_manifest
+from .gguf_header import MAGIC, ModelFileInvalid, read_gguf
+
+STAGING = ".pull"
+DEFAULT_ENDPOINT = "https://huggingface.co"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_HEAD_TIMEOUT_S = 10.0
+
+
+class PullError(LyraError):
+    """A pull that could not finish: the server's answer, a file in the way, a lock held by another pull."""
+
+    status_code = 502
+
+
+class NoConnection(PullError):
+    """Hugging Face (or ``HF_ENDPOINT``) cannot be reached, or ``HF_HUB_OFFLINE`` is set."""
+
+    status_code = 503
+
+
+class NotEnoughSpace(PullError):
+    """The disk holding ``models_dir`` has less free space than the download needs (checked before it starts)."""
+
+    status_code = 507
+
+
+class ChecksumMismatch(PullError):
+    """The file's sha256 is not the one expected: the file was deleted."""
+
+
+class NotAGGUF(PullError):
+    """What came is not a GGUF model (an HTML page, another kind of file): refused, nothing kept."""
+
+
+class PullCancelled(PullError):
+    """The person stopped the download (Cancel, Ctrl-C): the partial file is kept for a resume."""
+
+    status_code = 409
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a download is: bytes done (resumed ones included), of ``total``; ``rate`` in bytes per second."""
+
+    done: int
+    total: int | None
+    rate: float
+    eta_s: float | None
+
+
+Report = Callable[[Progress], None]
+
+
+def pull(target: PullTarget, models_dir: Path, *, progress: Report | None = None,
+         cancel: threading.Event | None = None, endpoint: str | None = None) -> Path:
+    """Download ``target`` into ``models_dir`` (resuming a partial one), verify it, and return its final path.
+
+    A file already there with the expected sha256 is returned without a download (without a connection when the
+    catalog or an earlier pull recorded its sha256). ``endpoint``: the Hugging Face address (None: ``HF_ENDPOINT``
+    read now, else huggingface.co)."""
+    name = _final_name(target)
+    final = models_dir / name
+    host = (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+    url = hf_hub_url(target.repo, target.file, revision=target.revision, endpoint=host)
+    known = target.sha256 or _recorded_sha256(models_dir, target)
+    hashes = _Hashes()
+    if known and final.is_file() and hashes.of(final) == known:
+        return final
+    if _offline():
+        raise _no_connection(target, url, known, "HF_HUB_OFFLINE is set")
+    staging = models_dir / STAGING
+    staging.mkdir(parents=True, exist_ok=True)
+    with _only_pull_of(staging / f"{name}.lock", name):
+        meta = _metadata(target, url, host)
+        expected = _expected_sha256(target, meta, url)
+        if final.is_file():
+            if hashes.of(final) != expected:
+                raise PullError(f"{final} exists and is not the file asked for (its sha256 is {hashes.of(final)}, "
+                                f"{target.repo}:{target.file} has {expected})",
+                                hint="move that file away or delete it, then pull again")
+        else:
+            partial = staging / f"{name}.{expected[:16]}.partial"
+            _drop_other_partials(staging, name, keep=partial)
+            size = meta.size if meta.size is not None else target.size
+            _download(meta, url, partial, size, name, progress, cancel)
+            _verify(partial, expected, name, url)
+            os.replace(partial, final)
+        _record(models_dir, name, target, meta, expected)
+    return final
+
+
+def partial_files(models_dir: Path, file: str) -> list[Path]:
+    """The partial downloads of ``file`` kept in ``models_dir/.pull/`` (what a next pull resumes)."""
+    staging = models_dir / STAGING
+    name = PurePosixPath(file).name
+    return sorted(staging.glob(f"{glob_escape(name)}.*.partial")) if staging.is_dir() else []
+
+
+def glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def _final_name(target: PullTarget) -> str:
+    """The file's name in ``models_dir`` (a repository's subfolder is dropped); only ``.gguf`` is a model."""
+    name = target.local_name
+    if not name.lower().endswith(".gguf") or name.startswith("."):
+        raise NotAGGUF(f"{target.repo}:{target.file} is not a GGUF file (its name does not end in .gguf)",
+                       hint="pick the repository's .gguf file: its Files tab lists them")
+    return name
+
+
+def _offline() -> bool:
+    """``HF_HUB_OFFLINE``, read now (huggingface_hub reads it once, at its import)."""
+    value = os.environ.get("HF_HUB_OFFLINE", "")
+    return hf_constants.is_offline_mode() or value.strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+def _no_connection(target: PullTarget, url: str, sha256: str | None, why: str,
+                   kept: Path | None = None) -> NoConnection:
+    """The message the issue asks for: where to get the file by hand, and how to check it."""
+    host = urlsplit(url).hostname or url
+    sha = sha256 or "not known here (the repository's file page shows it)"
+    resumes = f"; the {_mb(kept.stat().st_size)} already downloaded are kept and a pull resumes them" \
+        if kept is not None and kept.is_file() else ""
+    return NoConnection(
+        f"no connection to {host} ({why}): put the file in models/ by hand — its address is {url}, "
+        f"its sha256 is {sha}{resumes}",
+        hint=f"on a connected machine, download it (a browser, or `curl -L -O {url}`), check `sha256sum "
+             f"{PurePosixPath(target.file).name}`, and copy it into models_dir; or pull again once online")
+
+
+def _metadata(target: PullTarget, url: str, host: str) -> HfFileMetadata:
+    """The HEAD of the file, each failure named for a person: no connection, no such repository, file or revision,
+    a gated repository, or an answer that is not Hugging Face's (a captive portal)."""
+    where = f"{target.repo}:{target.file}"
+    try:
+        meta = get_hf_file_metadata(url, timeout=_HEAD_TIMEOUT_S, endpoint=host, library_name="lyra-local",
+                                    library_version=__version__)
+    except OfflineModeIsEnabled as exc:
+        raise _no_connection(target, url, target.sha256, "HF_HUB_OFFLINE is set") from exc
+    except httpx2.TransportError as exc:
+        raise _no_connection(target, url, target.sha256, type(exc).__name__) from exc
+    except GatedRepoError as exc:
+        raise PullError(f"{target.repo} is gated: its licence must be accepted before a download",
+                        hint="accept it on the repository's page, then log in (`hf auth login`, or set HF_TOKEN) "
+                             "and pull again") from exc
+    except RepositoryNotFoundError as exc:
+        raise PullError(f"no repository {target.repo} at {host} (or it is private)",
+                        hint="check the name (owner/repository, as on its page); a private one needs HF_TOKEN") \
+            from exc
+    except RevisionNotFoundError as exc:
+        raise PullError(f"{target.repo} has no revision {target.revision!r}",
+                        hint="use a branch name or a commit from the repository's history") from exc
+    except RemoteEntryNotFoundError as exc:
+        raise PullError(f"{target.repo} has no file {target.file!r} at {target.revision}",
+                        hint="check the file name in the repository's Files tab (names are case-sensitive)") \
+            from exc
+    except HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else "an error"
+        raise PullError(f"{host} answered {status} for {where}",
+                        hint="try again later; a 5xx is the server's trouble, not yours") from exc
+    if meta.commit_hash is None or meta.etag is None:
+        raise NotAGGUF(f"{host} answered, but not as Hugging Face does (no commit or ETag for {where}): "
+                       "a captive portal or a proxy's page?",
+                       hint="log in to the network in a browser, or set HF_ENDPOINT to a Hugging Face mirror")
+    return meta
+
+
+def _expected_sha256(target: PullTarget, meta: HfFileMetadata, url: str) -> str:
+    """The catalog's sha256, else the server's LFS hash; both known and different refuses before the download."""
+    served = (meta.etag or "").lower()
+    served_sha = served if _SHA256.fullmatch(served) else None
+    if target.sha256 and served_sha and served_sha != target.sha256.lower():
+        raise ChecksumMismatch(
+            f"{url} is not the file the catalog names: the server's sha256 is {served_sha}, the catalog's "
+            f"{target.sha256}; nothing was downloaded",
+            hint="the repository changed that file: pin the catalog's revision, or pull REPO:FILE to take the new one")
+    expected = (target.sha256 or served_sha or "").lower()
+    if not expected:
+        raise PullError(f"{url} comes with no sha256 (not an LFS file) and the catalog has none: it cannot be "
+                        "verified, so it is not downloaded", hint="GGUF files on Hugging Face are LFS files: check "
+                                                                  "the repository and file name")
+    return expected
+
+
+@contextmanager
+def _only_pull_of(lock_path: Path, name: str) -> Iterator[None]:
+    """One pull of a file at a time (the CLI and the server share a models_dir): a second one is refused, not
+    queued, since both would write the same partial file."""
+    lock = filelock.FileLock(str(lock_path), timeout=0)
+    try:
+        lock.acquire()
+    except filelock.Timeout as exc:
+        raise PullError(f"{name} is being downloaded by another pull (lyra models pull, or Settings → Models)",
+                        hint="wait for it to end, or stop it; then pull again") from exc
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _drop_other_partials(staging: Path, name: str, *, keep: Path) -> None:
+    """A partial of another version of the file (the repository changed it) can never be resumed."""
+    for other in staging.glob(f"{glob_escape(name)}.*.partial"):
+        if other != keep:
+            other.unlink(missing_ok=True)
+
+
+def _download(meta: HfFileMetadata, url: str, partial: Path, size: int | None, name: str,
+              progress: Report | None, cancel: threading.Event | None) -> None:
+    """Fetch what ``partial`` lacks (all of it for a new one); disk space first, GGUF's magic at the first bytes."""
+    have = partial.stat().st_size if partial.is_file() else 0
+    if have and (size is not None and have > size or not _starts_as_gguf(partial)):
+        partial.unlink()  # longer than the file, or not its beginning: nothing in it can be resumed
+        have = 0
+    _check_space(partial.parent, (size or 0) - have, name)
+    if cancel is not None and cancel.is_set():
+        raise _cancelled(name, partial, size)
+    headers = build_hf_headers(library_name="lyra-local", library_version=__version__)
+    if urlsplit(meta.location).hostname != urlsplit(url).hostname:
+        headers.pop("authorization", None)  # a CDN's signed address: the person's token stays with the Hub
+    meter = _meter_factory(progress, cancel)
+    try:
+        with partial.open("ab") as raw:
+            http_get(meta.location, cast(BinaryIO, _GGUFOnly(raw, partial)), resume_size=have, headers=headers,
+                     expected_size=size, displayed_filename=name, tqdm_class=cast(Any, meter))
+    except _Stop:
+        raise _cancelled(name, partial, size) from None
+    except _NotGGUF as exc:
+        partial.unlink(missing_ok=True)
+        raise NotAGGUF(f"{meta.location} sent {exc.what}, not a GGUF model: refused, nothing was kept",
+                       hint="a captive portal or a proxy's page: log in to the network in a browser, "
+                            "then pull again") from None
+    except httpx2.TransportError as exc:
+        raise _no_connection_during(meta, partial, name, exc) from exc
+    except HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else "an error"
+        raise PullError(f"{meta.location} answered {status} during the download of {name}",
+                        hint=f"pull again: the {_mb(_size(partial))} already downloaded are kept and resumed") \
+            from exc
+    except OSError as exc:
+        if "Consistency check failed" not in str(exc):
+            raise  # a full disk, a folder it may not write: the caller names it
+        raise PullError(f"the transfer of {name} ended early ({_mb(_size(partial))} of {_mb(size or 0)})",
+                        hint="pull again: what was downloaded is kept and resumed") from exc
+
+
+def _no_connection_during(meta: HfFileMetadata, partial: Path, name: str, exc: Exception) -> NoConnection:
+    return NoConnection(f"the connection dropped during the download of {name} ({type(exc).__name__}) at "
+                        f"{_mb(_size(partial))}: the partial file is kept in {partial.parent}",
+                        hint="pull again once the connection is back: it resumes where it stopped")
+
+
+def _cancelled(name: str, partial: Path, size: int | None) -> PullCancelled:
+    total = f" of {_mb(size)}" if size else ""
+    return PullCancelled(f"the download of {name} stopped at {_mb(_size(partial))}{total}; the partial file is "
+                         f"kept in {partial.parent}", hint="pull it again to resume where it stopped")
+
+
+def _check_space(folder: Path, needed: int, name: str) -> None:
+    free = shutil.disk_usage(folder).free
+    if needed > free:
+        raise NotEnoughSpace(f"{name} needs {_mb(needed)} more on the disk holding {folder.parent}, which has "
+                             f"{_mb(free)} free; nothing was downloaded",
+                             hint="free some space, or set models_dir (LYRA_MODELS_DIR) to a bigger disk")
+
+
+def _verify(partial: Path, expected: str, name: str, url: str) -> None:
+    """The whole file's sha256, then its GGUF header; a file failing either is deleted (resuming it cannot help)."""
+    actual = sha256_file(partial)
+    if actual != expected:
+        partial.unlink(missing_ok=True)
+        raise ChecksumMismatch(f"{name} downloaded with sha256 {actual}, expected {expected}: the file was deleted",
+                               hint=f"pull again (a transfer or disk error?); if it repeats, {url} is not the "
+                                    "file the catalog names")
+    try:
+        read_gguf(partial)
+    except ModelFileInvalid as exc:
+        partial.unlink(missing_ok=True)
+        raise NotAGGUF(f"{name} is not a GGUF model llama.cpp can load ({exc.message}): the file was deleted",
+                       hint="pick another file of the repository") from exc
+
+
+def _record(models_dir: Path, name: str, target: PullTarget, meta: HfFileMetadata, sha256: str) -> None:
+    """The pulled file in ``manifest.json`` (fetch.py's), so a later pull or check verifies it without the network."""
+    manifest = _read_manifest(models_dir)
+    entry: dict[str, object] = {
+        "sha256": sha256, "source": f"huggingface:{target.repo}:{target.file}@{meta.commit_hash}",
+        "source_sha256": sha256, "converter_version": None, "repo": target.repo, "file": target.file,
+        "revision": target.revision, "commit": meta.commit_hash, "size": _size(models_dir / name)}
+    if manifest.get(name) != entry:
+        manifest[name] = entry
+        _write_manifest(models_dir, manifest)
+
+
+def _recorded_sha256(models_dir: Path, target: PullTarget) -> str | None:
+    """The sha256 an earlier pull of the same repository, file and revision recorded."""
+    entry = _read_manifest(models_dir).get(_final_name(target))
+    if not isinstance(entry, dict):
+        return None
+    same = (entry.get("repo"), entry.get("file"), entry.get("revision")) == (target.repo, target.file, target.revision)
+    sha = entry.get("sha256")
+    return sha if same and isinstance(sha, str) else None
+
+
+def _starts_as_gguf(path: Path) -> bool:
+    with path.open("rb") as fh:
+        head = fh.read(len(MAGIC))
+    return MAGIC.startswith(head)
+
+
+class _Hashes:
+    """A file's sha256 computed once per pull (5 GB take seconds)."""
+
+    def __init__(self) -> None:
+        self._known: dict[Path, str] = {}
+
+    def of(self, path: Path) -> str:
+        if path not in self._known:
+            self._known[path] = sha256_file(path)
+        return self._known[path]
+
+
+class _Stop(Exception):
+    """Raised inside the transfer when the person cancels; ``pull`` turns it into ``PullCancelled``."""
+
+
+class _NotGGUF(Exception):
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+class _GGUFOnly:
+    """The partial file as ``http_get`` writes it, refusing at the first bytes what is not GGUF (an HTML page)."""
+
+    def __init__(self, raw: BinaryIO, path: Path) -> None:
+        self._raw = raw
+        self._path = path
+
+    def write(self, data: bytes) -> int:
+        if self._raw.tell() == 0:
+            head = bytes(data[:len(MAGIC)])
+            if not MAGIC.startswith(head):
+                raise _NotGGUF(_what(bytes(data[:512])))
+        return self._raw.write(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def truncate(self, size: int | None = None) -> int:
+        return self._raw.truncate(size)
+
+    def flush(self) -> None:
+        self._raw.flush()
+
+
+def _what(head: bytes) -> str:
+    text = head.lstrip().lower()
+    if text.startswith((b"<!doctype html", b"<html", b"<head", b"<body")) or b"<html" in text:
+        return "an HTML page"
+    return f"a file starting with {head[:8]!r}"
+
+
+class _Meter:
+    """What ``http_get`` takes for a tqdm bar: it counts the bytes, reports ``Progress``, and stops the transfer
+    when ``cancel`` is set (raising between two chunks, so the partial file holds only whole written chunks)."""
+
+    def __init__(self, report: Report | None, cancel: threading.Event | None, *, total: int | None = None,
+                 initial: int = 0, **_tqdm_options: object) -> None:
+        self._report = report
+        self._cancel = cancel
+        self.total = total
+        self.done = initial
+        self._fetched = 0  # in this run, for the rate (resumed bytes came earlier)
+        self._started = time.monotonic()
+        self._emit()
+
+    def update(self, n: int | float | None = 1) -> None:
+        step = int(n or 0)
+        self.done += step
+        self._fetched += max(step, 0)
+        if self._cancel is not None and self._cancel.is_set():
+            raise _Stop()
+        self._emit()
+
+    def _emit(self) -> None:
+        if self._report is None:
+            return
+        elapsed = time.monotonic() - self._started
+        rate = self._fetched / elapsed if elapsed > 0 and self._fetched else 0.0
+        left = self.total - self.done if self.total is not None else None
+        eta = left / rate if left is not None and rate > 0 else None
+        self._report(Progress(self.done, self.total, rate, eta))
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> _Meter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _meter_factory(report: Report | None, cancel: threading.Event | None) -> Callable[..., _Meter]:
+    def make(**options: Any) -> _Meter:
+        return _Meter(report, cancel, **options)
+    return make
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e9:.2f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"
