@@ -33,6 +33,7 @@ from ..memory import Memory
 from ..memory.reembed import catch_up
 from ..mind import Dreamer
 from ..mind.scheduler import DreamScheduler
+from ..modelfiles.pull_jobs import PullJobs
 from ..runtime import Runtime
 from ..store import Store, context_view, reembedding
 from ..store.forget import forget_idle_off_the_record
@@ -78,6 +79,7 @@ class AppState:
         self.reload_lock = threading.Lock()
         self.dreams: DreamScheduler | None = None
         self.imports = transfer_api.ImportJobs()
+        self.pulls = PullJobs()  # downloads a person started in Settings → Models; cancelled at shutdown
         self.instance_id = f"server-{socket.gethostname()}-{os.getpid()}"
         self._first = runtime
         self._runtime = runtime
@@ -180,7 +182,9 @@ class AppState:
     def close(self, wait_s: float = 10.0) -> None:
         """At shutdown: let the work still leasing the models end (briefly), then close the companion, the
         models and, with the first runtime (whose models a reload may have retired), the store. Imports stop
-        first (after the batch they are writing) and their uploads go at once (``store/uploads.py``)."""
+        first (after the batch they are writing) and their uploads go at once (``store/uploads.py``); downloads
+        stop too, keeping their partial files for a pull to resume."""
+        self.pulls.stop_all(wait_s)
         self.store.uploads.stop_all("the server stopped", wait_s)
         self._runtime.close(wait_s)
         self._first.close()  # after a reload: work still on its retired models has had its time
