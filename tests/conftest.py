@@ -10,6 +10,11 @@ Marks say what a test needs (tests/test_markers.py holds every test to them):
 process or a browser, or is long. A test using one of the model fixtures below
 is marked for it here; a test that loads the models another way (``serve_lyra``,
 a ``lyra`` process, ``CHAT_GGUF``) is marked in its own file.
+
+``--gpu-layers N`` (or ``PYTEST_GPU_LAYERS=N`` in the environment) runs the real models of these
+fixtures with N layers on the GPU (-1: all, "auto": as many as fit): the GPU check
+(scripts/gpu_check.sh) runs ``pytest -m models --gpu-layers -1``. Without it nothing changes: the
+fixtures build their settings from a private environment, so the developer's LYRA_* never reach them.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+import tomllib
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import httpx
@@ -30,7 +36,7 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import settings as hypothesis_settings
 
-from lyra_local.config import DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE, Settings, load_settings
+from lyra_local.config import DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE, LocalModel, Settings, load_settings
 from lyra_local.llm.local import LocalChatModel, LocalEmbedder
 from lyra_local.memory import Memory
 from lyra_local.store import Store
@@ -57,6 +63,71 @@ hypothesis_settings.load_profile("lyra")
 # The session fixtures that load the real models, and those of them that are a server process.
 MODEL_FIXTURES = frozenset({"chat_model", "embedder", "chat_server", "embed_server"})
 PROCESS_FIXTURES = frozenset({"chat_server", "embed_server"})
+
+
+# The GPU switch: the option sets the variable (not LYRA_*: `lyra` refuses LYRA_* names it does not know), so
+# that every process the suite starts sees it too.
+GPU_LAYERS_ENV = "PYTEST_GPU_LAYERS"
+LOCAL_ROLES = ("chat", "summary", "embed", "rerank")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--gpu-layers", default=None, metavar="N",
+                     help='n_gpu_layers for every local model the fixtures load (-1 all, "auto"); default: the '
+                          f"settings' own (${GPU_LAYERS_ENV} sets it too)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    layers = config.getoption("--gpu-layers")
+    if layers is not None:
+        try:
+            LocalModel.model_validate({"path": "check.gguf", "n_gpu_layers": layers})
+        except ValueError as exc:
+            raise pytest.UsageError(f"--gpu-layers {layers}: must be -1, 0, a number of layers or auto") from exc
+        os.environ[GPU_LAYERS_ENV] = str(layers)
+
+
+def gpu_layers() -> int | str | None:
+    """The switch's value: None (off), an int, or "auto"."""
+    value = os.environ.get(GPU_LAYERS_ENV)
+    if value is None or value == "auto":
+        return value
+    return int(value)
+
+
+def offloaded(settings: Settings) -> Settings:
+    """``settings`` with the switch's n_gpu_layers on every local role (unchanged when it is off)."""
+    layers = gpu_layers()
+    if layers is None:
+        return settings
+    roles = {name: getattr(settings.models, name) for name in LOCAL_ROLES}
+    update = {name: spec.model_copy(update={"n_gpu_layers": layers})
+              for name, spec in roles.items() if isinstance(spec, LocalModel)}
+    return settings.model_copy(update={"models": settings.models.model_copy(update=update)})
+
+
+def gpu_env(toml: str = "", env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The LYRA_MODELS__<ROLE>__N_GPU_LAYERS variables that carry the switch into a `lyra` process whose
+    config is ``toml`` and environment ``env``: for each local role only (a server role, ``same_as`` or an
+    absent re-ranker would refuse the key). Empty when the switch is off."""
+    layers = gpu_layers()
+    if layers is None:
+        return {}
+    try:
+        tables = tomllib.loads(toml).get("models", {})
+    except tomllib.TOMLDecodeError:  # a test of a broken config: `lyra` refuses it before any model loads
+        tables = {}
+    out = {}
+    for role in LOCAL_ROLES:
+        prefix = f"LYRA_MODELS__{role.upper()}__"
+        table = tables.get(role) if isinstance(tables, dict) else None
+        keys = {**(table if isinstance(table, dict) else {}),
+                **{name.removeprefix(prefix).lower(): value for name, value in (env or {}).items()
+                   if name.startswith(prefix)}}
+        present = role in ("chat", "embed") or "path" in keys  # summary is same_as chat, rerank off, unless given
+        if present and "same_as" not in keys and keys.get("backend", "local") == "local":
+            out[f"{prefix}N_GPU_LAYERS"] = str(layers)
+    return out
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks
@@ -100,7 +171,7 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
         # The scheduled dream cycle stays off unless a test turns it on: it would use the models in the background.
         merged = {"LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR),
                   "LYRA_DREAM__ENABLED": "false", **env}
-        return load_settings(config, env=merged)
+        return offloaded(load_settings(config, env=merged))
 
     return make
 
@@ -121,7 +192,8 @@ def memory(store: Store) -> Memory:
 
 @pytest.fixture(scope="session")
 def chat_model() -> Iterator[LocalChatModel]:
-    settings = load_settings(None, env={"LYRA_MODELS_DIR": str(MODELS_DIR), "LYRA_DATA_DIR": "/tmp/lyra-unused"})
+    settings = offloaded(load_settings(None, env={"LYRA_MODELS_DIR": str(MODELS_DIR),
+                                                  "LYRA_DATA_DIR": "/tmp/lyra-unused"}))
     spec = settings.models.chat
     assert spec.backend == "local"
     model = LocalChatModel(require_file(CHAT_GGUF), spec.model_copy(update={"sampling": spec.sampling.model_copy(
@@ -132,7 +204,8 @@ def chat_model() -> Iterator[LocalChatModel]:
 
 @pytest.fixture(scope="session")
 def embedder() -> Iterator[LocalEmbedder]:
-    settings = load_settings(None, env={"LYRA_MODELS_DIR": str(MODELS_DIR), "LYRA_DATA_DIR": "/tmp/lyra-unused"})
+    settings = offloaded(load_settings(None, env={"LYRA_MODELS_DIR": str(MODELS_DIR),
+                                                  "LYRA_DATA_DIR": "/tmp/lyra-unused"}))
     spec = settings.models.embed
     assert spec.backend == "local"
     model = LocalEmbedder(require_file(EMBED_GGUF), spec)
@@ -164,6 +237,9 @@ class LlamaServer:
         self.alias = alias
         self.log_path = log_path
         self.config_path = log_path.with_suffix(".json")
+        layers = gpu_layers()
+        if isinstance(layers, int):  # llama_cpp.server takes a number only ("auto" is Lyra's)
+            model_settings = {"n_gpu_layers": layers, **model_settings}
         self.config_path.write_text(json.dumps({
             "host": "127.0.0.1", "port": self.port, "interrupt_requests": False,
             "models": [{"model": str(model), "model_alias": alias, "verbose": False, **model_settings}],
@@ -220,6 +296,7 @@ def serve_lyra(tmp_path: Path, env: dict[str, str], toml: str = "") -> Iterator[
     config = tmp_path / "lyra.toml"
     config.write_text(toml)
     log = tmp_path / "serve.log"
+    env = {**env, **gpu_env(toml, env)}
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "lyra_local", "--config", str(config), "serve", "--port",
                                  str(port)], env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
