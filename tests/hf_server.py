@@ -6,14 +6,17 @@ huggingface.co answers for an LFS file: ``X-Repo-Commit``, ``ETag`` and
 ``Accept-Ranges`` and a ``206`` for ``Range: bytes=N-``; an unknown repository,
 revision or file gets Hugging Face's 404 with its ``X-Error-Code``. With
 ``redirect=True`` the resolve address answers 302 to a blob address (as the Hub
-sends a file to its CDN), carrying the metadata on the 302 like the Hub does.
+sends a file to its CDN), carrying the metadata on the 302 like the Hub does; the
+blob address names ``localhost`` (this same server), another host than the
+resolve address's ``127.0.0.1``, so huggingface_hub treats it as the Hub's CDN.
 
 Faults (``HFServer.faults``, changed between requests by a test):
 - ``stop_after``: the next GET sends this many bytes of its body, then closes the connection (once);
 - ``hold_after``: the next GET sends this many bytes, then waits (``held`` is set) until ``release`` or ``stop``;
 - ``flip_at``: the byte at this file offset is served flipped (every GET, until cleared);
 - ``html_get``: GET answers 200 with an HTML error page (HEAD stays right: a CDN's error page);
-- ``portal``: HEAD and GET answer 200 with an HTML login page, no Hub headers at all (a captive portal).
+- ``portal``: HEAD and GET answer 200 with an HTML login page, no Hub headers at all (a captive portal);
+- ``claim_size``: the size the Hub headers claim, instead of the file's (a file bigger than any disk).
 
 Every request is kept in ``requests`` (method, path, Range header), so a test can assert that a pull resumed.
 The server binds 127.0.0.1 on a free port, in a thread; nothing here reaches another machine.
@@ -45,6 +48,7 @@ class Faults:
     flip_at: int | None = None
     html_get: bool = False
     portal: bool = False
+    claim_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,12 @@ class HFServer:
 
     def gets(self) -> list[Seen]:
         return [seen for seen in self.requests if seen.method == "GET"]
+
+    def hold(self, after: int) -> None:
+        """The next GET sends ``after`` bytes, then waits until ``release`` (``held`` is set meanwhile)."""
+        self.held.clear()
+        self._release.clear()
+        self.faults.hold_after = after
 
     def release(self) -> None:
         self._release.set()
@@ -167,7 +177,8 @@ def _handler(hub: HFServer) -> type[BaseHTTPRequestHandler]:
             if hub.redirect:
                 self.send_response(302)
                 self._hub_headers(found)
-                self.send_header("Location", f"/_blobs/{found.sha256}")
+                port = self.server.server_address[1]
+                self.send_header("Location", f"http://localhost:{port}/_blobs/{found.sha256}")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
@@ -177,7 +188,8 @@ def _handler(hub: HFServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("X-Repo-Commit", COMMIT)
             self.send_header("ETag", f'"{served.sha256}"')
             self.send_header("X-Linked-Etag", f'"{served.sha256}"')
-            self.send_header("X-Linked-Size", str(served.size))
+            claimed = hub.faults.claim_size
+            self.send_header("X-Linked-Size", str(served.size if claimed is None else claimed))
 
         def _file(self, served: Served, body: bool, *, hub_headers: bool) -> None:
             start = 0

@@ -127,11 +127,11 @@ def pull(target: PullTarget, models_dir: Path, *, progress: Report | None = None
     if known and final.is_file() and hashes.of(final) == known:
         return final
     if _offline():
-        raise _no_connection(target, url, known, "HF_HUB_OFFLINE is set")
+        raise _no_connection(target, url, known, "HF_HUB_OFFLINE is set", models_dir)
     staging = models_dir / STAGING
     staging.mkdir(parents=True, exist_ok=True)
     with _only_pull_of(staging / f"{name}.lock", name):
-        meta = _metadata(target, url, host)
+        meta = _metadata(target, url, host, lambda why: _no_connection(target, url, known, why, models_dir))
         expected = _expected_sha256(target, meta, url)
         if final.is_file():
             if hashes.of(final) != expected:
@@ -175,31 +175,28 @@ def _offline() -> bool:
     return hf_constants.is_offline_mode() or value.strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
-def _no_connection(target: PullTarget, url: str, sha256: str | None, why: str,
-                   kept: Path | None = None) -> NoConnection:
+def _no_connection(target: PullTarget, url: str, sha256: str | None, why: str, models_dir: Path) -> NoConnection:
     """The message the issue asks for: where to get the file by hand, and how to check it."""
     host = urlsplit(url).hostname or url
     sha = sha256 or "not known here (the repository's file page shows it)"
-    resumes = f"; the {_mb(kept.stat().st_size)} already downloaded are kept and a pull resumes them" \
-        if kept is not None and kept.is_file() else ""
     return NoConnection(
         f"no connection to {host} ({why}): put the file in models/ by hand — its address is {url}, "
-        f"its sha256 is {sha}{resumes}",
+        f"its sha256 is {sha}",
         hint=f"on a connected machine, download it (a browser, or `curl -L -O {url}`), check `sha256sum "
-             f"{PurePosixPath(target.file).name}`, and copy it into models_dir; or pull again once online")
+             f"{target.local_name}`, and copy it into {models_dir}; or pull again once online")
 
 
-def _metadata(target: PullTarget, url: str, host: str) -> HfFileMetadata:
-    """The HEAD of the file, each failure named for a person: no connection, no such repository, file or revision,
-    a gated repository, or an answer that is not Hugging Face's (a captive portal)."""
+def _metadata(target: PullTarget, url: str, host: str, offline: Callable[[str], NoConnection]) -> HfFileMetadata:
+    """The HEAD of the file, each failure named for a person: no connection (``offline(why)``), no such
+    repository, file or revision, a gated repository, or an answer that is not Hugging Face's (a captive portal)."""
     where = f"{target.repo}:{target.file}"
     try:
         meta = get_hf_file_metadata(url, timeout=_HEAD_TIMEOUT_S, endpoint=host, library_name="lyra-local",
                                     library_version=__version__)
     except OfflineModeIsEnabled as exc:
-        raise _no_connection(target, url, target.sha256, "HF_HUB_OFFLINE is set") from exc
+        raise offline("HF_HUB_OFFLINE is set") from exc
     except httpx2.TransportError as exc:
-        raise _no_connection(target, url, target.sha256, type(exc).__name__) from exc
+        raise offline(type(exc).__name__) from exc
     except GatedRepoError as exc:
         raise PullError(f"{target.repo} is gated: its licence must be accepted before a download",
                         hint="accept it on the repository's page, then log in (`hf auth login`, or set HF_TOKEN) "
