@@ -31,11 +31,13 @@ from pydantic import (
 )
 
 from .errors import ConfigError
+from .modelfiles.devices import FAKE_DEVICES_ENV
 from .modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
 from .modelfiles.roles import ROLE_HINT, header_refusal
 
 ENV_PREFIX = "LYRA_"
 CONFIG_ENV = "LYRA_CONFIG"
+NOT_SETTINGS = frozenset({CONFIG_ENV, FAKE_DEVICES_ENV})  # LYRA_* variables that are not a settings key
 CONFIG_FILENAME = "lyra.toml"
 DEFAULT_CHAT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_EMBED_FILE = "all-MiniLM-L6-v2.F16.gguf"
@@ -74,7 +76,9 @@ class LocalModel(_Strict):
     backend: Literal["local"] = "local"
     path: Path = Field(description="GGUF file; relative paths are inside models_dir.")
     n_ctx: int = Field(2048, ge=64, le=1_048_576, description="Context length in tokens.")
-    n_gpu_layers: int = Field(0, ge=-1, description="Layers offloaded to the GPU (-1 = all).")
+    n_gpu_layers: int | Literal["auto"] = Field(
+        "auto", description="Layers offloaded to the GPU: -1 all, 0 none, N that many, 'auto' as many as fit beside "
+                            "the other local roles and the KV cache (`lyra doctor` says what it chose).")
     n_threads: int | None = Field(None, ge=1, le=1024, description="CPU threads (default: all).")
     n_batch: int = Field(512, ge=16, le=65536, description="Prompt batch size in tokens.")
     n_ubatch: int = Field(512, ge=16, le=65536, description="Physical micro-batch in tokens.")
@@ -86,6 +90,16 @@ class LocalModel(_Strict):
     @classmethod
     def _expand_user(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @field_validator("n_gpu_layers", mode="before")
+    @classmethod
+    def _layers(cls, value: Any) -> Any:
+        """One message for every wrong value (the union's two would name pydantic's own types)."""
+        if isinstance(value, str) and value.strip().removeprefix("-").isdigit():
+            value = int(value)  # from the environment
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= -1):
+            return value
+        raise ValueError('must be "auto" (as many layers as fit), -1 (all), 0 (none) or a number of layers')
 
 
 class ServerModel(_Strict):
@@ -429,7 +443,7 @@ def _resolve_relative_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
 def env_locations(env: Mapping[str, str]) -> dict[tuple[str, ...], str]:
     """Where each ``LYRA_A__B__C`` variable lands in the settings, ``("a", "b", "c")``, and its name."""
     return {tuple(part.lower() for part in name[len(ENV_PREFIX):].split("__")): name
-            for name in env if name.startswith(ENV_PREFIX) and name != CONFIG_ENV}
+            for name in env if name.startswith(ENV_PREFIX) and name not in NOT_SETTINGS}
 
 
 def _overlay_env(raw: dict[str, Any], env: Mapping[str, str]) -> dict[tuple[str, ...], str]:

@@ -46,7 +46,8 @@ class LocalChoice(_Choice):
 
     file: str = Field(max_length=255, description="A file name listed by GET /api/models/files.")
     n_ctx: int | None = Field(None, description="Context length in tokens; default: the role's current or default.")
-    n_gpu_layers: int | None = Field(None, description="Layers offloaded to the GPU (-1 = all); default: as now.")
+    n_gpu_layers: int | Literal["auto"] | None = Field(
+        None, description='Layers offloaded to the GPU (-1 all, 0 none, "auto" as many as fit); default: as now.')
 
 
 class ServerChoice(_Choice):

@@ -10,10 +10,12 @@ import time
 from dataclasses import dataclass
 
 from . import __version__
-from .config import LocalModel, Settings, model_file_problems
+from .config import DEFAULT_CHAT_FILE, LocalModel, Settings, model_file_problems
 from .errors import LyraError, StorageError
 from .llm.local import GPU_LAYERS_IGNORED, gpu_offload_supported
-from .llm.registry import Models
+from .llm.registry import Models, offload_plan
+from .modelfiles import devices, fit
+from .modelfiles.catalog import load_catalog
 from .oserrors import storage_error
 from .runtime import Runtime
 from .store import context_view
@@ -37,8 +39,9 @@ def gpu_layers_ignored(settings: Settings, offload: bool) -> list[tuple[str, int
     for role in settings.roles():
         spec = settings.role_spec(role)
         shared = role == "summary" and settings.summary_shares_chat()
-        if isinstance(spec, LocalModel) and spec.n_gpu_layers != 0 and not shared:
-            out.append((role, spec.n_gpu_layers))
+        layers = spec.n_gpu_layers if isinstance(spec, LocalModel) else 0
+        if isinstance(layers, int) and layers != 0 and not shared:  # "auto" says what it chose itself
+            out.append((role, layers))
     return out
 
 
@@ -65,12 +68,56 @@ def run_checks(runtime: Runtime, *, load: bool = True) -> list[Check]:
         role, _, rest = line.partition(": ")
         detail, _, hint = rest.partition(" — ")
         checks.append(Check(role, False, detail, hint or None))
+    failed_roles = {line.split(":")[0].removeprefix("models.") for line in problems}
+    checks.extend(gpu_checks(settings, devices.probe(), failed_roles))
     if load:
-        failed_roles = {line.split(":")[0].removeprefix("models.") for line in problems}
         for role in settings.roles():
             if role not in failed_roles:
                 checks.append(_model_check(settings, runtime.models, role))
     return checks
+
+
+def gpu_checks(settings: Settings, machine: devices.Machine, failed_roles: set[str]) -> list[Check]:
+    """The machine, what ``n_gpu_layers = "auto"`` chose for each role and why, and, while the chat model is the
+    demo model, the catalog's chat model for this machine."""
+    checks = [Check("machine", True, machine.describe())]
+    plan = offload_plan(settings, machine)
+    for role, offload in plan.items():
+        if offload.auto and role not in failed_roles:
+            checks.append(Check(f"models.{role} n_gpu_layers", True, offload.reason))
+    advice = demo_advice(settings, machine, plan)
+    if advice is not None:
+        checks.append(advice)
+    return checks
+
+
+def demo_advice(settings: Settings, machine: devices.Machine, plan: dict[str, fit.Offload]) -> Check | None:
+    """"the chat model is the demo model; `lyra models pull NAME` fits your 12 GB GPU", when it is."""
+    chat = settings.models.chat
+    if not isinstance(chat, LocalModel) or chat.path.name != DEFAULT_CHAT_FILE:
+        return None
+    embed = plan.get("embed")
+    used = embed.placement.gpu_bytes if embed is not None and embed.placement is not None else 0
+    demo = f"the chat model is the demo model ({DEFAULT_CHAT_FILE}), which cannot hold a conversation"
+    try:
+        pick = fit.recommend(load_catalog(), machine, gpu_used=used)
+    except LyraError as exc:
+        return Check("chat model", True, f"{demo}; the catalog cannot be read: {exc.message}", exc.hint, warning=True)
+    if pick is None:
+        return Check("chat model", True, f"{demo}; no model of the catalog fits this machine", warning=True,
+                     hint="put a GGUF chat model in models_dir and choose it in Settings → Models")
+    entry, placement = pick
+    if placement.kind == "gpu":
+        cards = machine.gpus
+        where = (f"fits your {devices.gb(cards[0].total)} GPU" if len(cards) == 1
+                 else f"fits your {len(cards)} GPUs ({devices.gb(machine.vram_total)})")
+    else:
+        where = "runs on this machine's CPU (slowly: a GPU runs it many times faster)"
+    size = devices.gb(entry.size)
+    return Check("chat model", True, f"{demo}; `lyra models pull {entry.name}` {where} ({entry.title}, {size} "
+                 f"download, at {fit.RECOMMEND_CTX:,} tokens of context)", warning=True,
+                 hint=f"`lyra models pull {entry.name}`, then choose it in Settings → Models (`lyra models catalog` "
+                      "lists the others)")
 
 
 def _data_dir_check(settings: Settings) -> Check:

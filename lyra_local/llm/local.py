@@ -24,6 +24,8 @@ import numpy as np
 
 from .. import config
 from ..errors import LyraError, ModelFileMissing, ModelLoadError, ModelRequestError
+from ..modelfiles import devices, fit
+from ..modelfiles.gguf_header import ModelFileInvalid, read_gguf
 from .base import (
     ChatDelta,
     Completion,
@@ -67,6 +69,38 @@ def gpu_offload_supported() -> bool:
     return bool(llama_cpp.llama_supports_gpu_offload())
 
 
+def batches(spec: config.LocalModel, embedding: bool) -> tuple[int, int]:
+    """``n_batch`` and ``n_ubatch`` as the model is loaded with them.
+
+    An encoder must see a whole sequence in one micro-batch, and llama-cpp-python packs sequences up to
+    n_batch tokens: for embeddings they are kept equal (and within the context) so that no input can overrun a
+    micro-batch."""
+    if embedding:
+        both = min(spec.n_batch, spec.n_ubatch, spec.n_ctx)
+        return both, both
+    return spec.n_batch, min(spec.n_ubatch, spec.n_batch)
+
+
+def gpu_ask(role: str, path: Path, spec: config.LocalModel, *, shares: str | None = None) -> fit.Ask:
+    """What the GPU plan (``fit.auto_layers``) needs of one local role: its setting and its model's memory at
+    its context (None when the file's header cannot be read: loading it then says why)."""
+    if shares is not None:
+        return fit.Ask(role, spec.n_gpu_layers, None, shares)
+    try:
+        summary = read_gguf(path)
+    except ModelFileInvalid:
+        return fit.Ask(role, spec.n_gpu_layers, None)
+    ubatch = batches(spec, embedding=role not in ("chat", "summary"))[1]
+    return fit.Ask(role, spec.n_gpu_layers, fit.need_of_file(summary, spec.n_ctx, role=role, n_ubatch=ubatch,
+                                                             flash_attn=spec.flash_attn))
+
+
+def resolve_alone(path: Path, spec: config.LocalModel, role: str) -> fit.Offload:
+    """``n_gpu_layers`` for a model loaded outside a ``Models`` registry (which plans every role together):
+    as if it were the only model on the GPU."""
+    return fit.auto_layers([gpu_ask(role, path, spec)], devices.probe())[role]
+
+
 @contextlib.contextmanager
 def _prompt_errors() -> Iterator[None]:
     """llama-cpp-python says "too many tokens" with a ValueError: make it one of ours."""
@@ -81,13 +115,16 @@ class _LazyLlama:
     """Loads a ``Llama`` on first use, serialises access to it, and frees it once."""
 
     def __init__(self, path: Path, spec: config.LocalModel, role: str, *, embedding: bool,
-                 pooling: int = -1) -> None:
-        """``pooling``: llama.cpp's pooling type; -1 (unspecified) is the GGUF's own (a re-ranker's is rank)."""
+                 pooling: int = -1, offload: fit.Offload | None = None) -> None:
+        """``pooling``: llama.cpp's pooling type; -1 (unspecified) is the GGUF's own (a re-ranker's is rank).
+        ``offload``: what the registry's GPU plan chose for ``n_gpu_layers = "auto"`` (else it is chosen at load,
+        for this model alone)."""
         self.path = path
         self.spec = spec
         self.role = role
         self.embedding = embedding
         self.pooling = pooling
+        self.offload = offload
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._count_lock = threading.Lock()
@@ -150,21 +187,14 @@ class _LazyLlama:
                 hint=config.FETCH_HINT if default else f"put the GGUF there or fix models.{self.role}.path")
         from llama_cpp import Llama
 
-        batch = self.spec.n_batch
-        ubatch = self.spec.n_ubatch
-        if self.embedding:
-            # An encoder must see a whole sequence in one micro-batch, and
-            # llama-cpp-python packs sequences up to n_batch tokens: keep them equal
-            # (and within the context) so that no input can overrun a micro-batch.
-            batch = ubatch = min(self.spec.n_batch, self.spec.n_ubatch, self.spec.n_ctx)
+        batch, ubatch = batches(self.spec, self.embedding)
         threads = self.spec.n_threads or available_cpus()
-        if self.spec.n_gpu_layers != 0 and not gpu_offload_supported():
-            log.warning("models.%s: %s", self.role, GPU_LAYERS_IGNORED.format(layers=self.spec.n_gpu_layers))
+        layers = self.gpu_layers()
         try:
             return Llama(
                 model_path=str(self.path),
                 n_ctx=self.spec.n_ctx,
-                n_gpu_layers=self.spec.n_gpu_layers,
+                n_gpu_layers=layers,
                 n_threads=threads,
                 n_threads_batch=threads,
                 n_batch=batch,
@@ -180,6 +210,17 @@ class _LazyLlama:
             raise ModelLoadError(f"llama.cpp could not load {self.path}: {exc}",
                                  hint="is it a complete GGUF file for this llama.cpp version? "
                                       "`lyra models fetch --force` re-fetches the defaults") from exc
+
+    def gpu_layers(self) -> int:
+        """``n_gpu_layers`` for llama.cpp: "auto" resolved (and said in the log), a number kept (with a warning
+        when this build cannot offload it)."""
+        if self.spec.n_gpu_layers != "auto":
+            if self.spec.n_gpu_layers != 0 and not gpu_offload_supported():
+                log.warning("models.%s: %s", self.role, GPU_LAYERS_IGNORED.format(layers=self.spec.n_gpu_layers))
+            return self.spec.n_gpu_layers
+        offload = self.offload or resolve_alone(self.path, self.spec, self.role)
+        log.info("models.%s: n_gpu_layers %s", self.role, offload.reason)
+        return offload.n_gpu_layers
 
     def count_tokens(self, text: str) -> int:
         # Tokenizing reads only the vocabulary, so it needs no lock and never waits
@@ -210,8 +251,9 @@ class _LazyLlama:
 class LocalChatModel:
     """A chat model in this process."""
 
-    def __init__(self, path: Path, spec: config.LocalModel, role: str = "chat") -> None:
-        self._model = _LazyLlama(path, spec, role, embedding=False)
+    def __init__(self, path: Path, spec: config.LocalModel, role: str = "chat", *,
+                 offload: fit.Offload | None = None) -> None:
+        self._model = _LazyLlama(path, spec, role, embedding=False, offload=offload)
         self.spec = spec
         self.role = role
 
@@ -281,8 +323,9 @@ class LocalEmbedder:
     call and one huge batch.
     """
 
-    def __init__(self, path: Path, spec: config.LocalModel, role: str = "embed") -> None:
-        self._model = _LazyLlama(path, spec, role, embedding=True)
+    def __init__(self, path: Path, spec: config.LocalModel, role: str = "embed", *,
+                 offload: fit.Offload | None = None) -> None:
+        self._model = _LazyLlama(path, spec, role, embedding=True, offload=offload)
         self.spec = spec
         self.role = role
         self._dim: int | None = None
@@ -388,10 +431,12 @@ class LocalReranker:
     to a batch like embeddings, and the score read from each sequence's output.
     """
 
-    def __init__(self, path: Path, spec: config.LocalModel, role: str = "rerank") -> None:
+    def __init__(self, path: Path, spec: config.LocalModel, role: str = "rerank", *,
+                 offload: fit.Offload | None = None) -> None:
         import llama_cpp
 
-        self._model = _LazyLlama(path, spec, role, embedding=True, pooling=llama_cpp.LLAMA_POOLING_TYPE_RANK)
+        self._model = _LazyLlama(path, spec, role, embedding=True, pooling=llama_cpp.LLAMA_POOLING_TYPE_RANK,
+                                 offload=offload)
         self.spec = spec
         self.role = role
 

@@ -21,14 +21,33 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Union
 
 from .. import config
+from ..modelfiles import devices, fit
 from ..modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
 from . import role_check
 from .base import ChatModel, Embedder, ModelInfo, Reranker
-from .local import LocalChatModel, LocalEmbedder, LocalReranker, ModelClosed
+from .local import LocalChatModel, LocalEmbedder, LocalReranker, ModelClosed, gpu_ask
 from .server import ServerBackend
 
 log = logging.getLogger(__name__)
 AnyBackend = Union[LocalChatModel, LocalEmbedder, LocalReranker, ServerBackend]
+
+
+def offload_plan(settings: config.Settings, machine: devices.Machine | None = None) -> dict[str, fit.Offload]:
+    """``n_gpu_layers`` of every local role, ``"auto"`` resolved with the other roles on the same GPU(s), and
+    why: what the models load with, and what `lyra doctor` and Settings → Models say. Reads headers, not models."""
+    asks = []
+    for role in settings.roles():
+        spec = settings.role_spec(role)
+        if isinstance(spec, config.LocalModel):
+            shares = "chat" if role == "summary" and settings.summary_shares_chat() else None
+            asks.append(gpu_ask(role, settings.model_path(spec), spec, shares=shares))
+    return fit.auto_layers(asks, devices.probe() if machine is None else machine)
+
+
+def describe_offload(settings: config.Settings) -> dict[str, str]:
+    """Role -> what its ``n_gpu_layers`` comes to and why ("auto → 33 of 33 layers on the NVIDIA H200 (5.1 GB of
+    139 GB; …)"), for the local roles."""
+    return {role: offload.reason for role, offload in offload_plan(settings).items()}
 
 
 class Models:
@@ -52,6 +71,7 @@ class Models:
         self._closing = False
         self._closed = threading.Event()
         self._close_hooks: list[Callable[[], None]] = []
+        self._plan: dict[str, fit.Offload] | None = None  # the GPU plan, made when the first local model is built
 
     # -- roles --------------------------------------------------------------------------
 
@@ -81,7 +101,8 @@ class Models:
             if self._embed is None:
                 spec = self.settings.models.embed
                 if isinstance(spec, config.LocalModel):
-                    self._embed = LocalEmbedder(self.settings.model_path(spec), spec, "embed")
+                    self._embed = LocalEmbedder(self.settings.model_path(spec), spec, "embed",
+                                                offload=self._offload("embed"))
                 else:
                     self._embed = ServerBackend(spec, "embed")
             return self._embed
@@ -94,7 +115,8 @@ class Models:
             spec = self.settings.models.rerank
             if self._rerank is None and spec is not None:
                 if isinstance(spec, config.LocalModel):
-                    self._rerank = LocalReranker(self.settings.model_path(spec), spec, "rerank")
+                    self._rerank = LocalReranker(self.settings.model_path(spec), spec, "rerank",
+                                                 offload=self._offload("rerank"))
                 else:
                     self._rerank = ServerBackend(spec, "rerank")
             return self._rerank
@@ -245,5 +267,15 @@ class Models:
 
     def _build_chat(self, spec: config.LocalModel | config.ServerModel, role: str) -> ChatModel:
         if isinstance(spec, config.LocalModel):
-            return LocalChatModel(self.settings.model_path(spec), spec, role)
+            return LocalChatModel(self.settings.model_path(spec), spec, role, offload=self._offload(role))
         return ServerBackend(spec, role)
+
+    def _offload(self, role: str) -> fit.Offload | None:
+        """The GPU plan's choice for ``role`` when it is ``"auto"``: every role planned together, once, so that
+        the first model loaded leaves room for the others (called under ``_lock``)."""
+        spec = self.settings.role_spec(role)
+        if not isinstance(spec, config.LocalModel) or spec.n_gpu_layers != "auto":
+            return None
+        if self._plan is None:
+            self._plan = offload_plan(self.settings)
+        return self._plan.get(role)

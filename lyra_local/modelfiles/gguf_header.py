@@ -56,6 +56,12 @@ _TYPE_NAMES = {0: "UINT8", 1: "INT8", 2: "UINT16", 3: "INT16", 4: "UINT32", 5: "
 _WANTED = {"general.architecture": _STRING, "general.name": _STRING, "general.file_type": _UINT32,
            "general.alignment": _UINT32, "tokenizer.chat_template": _STRING}
 _WANTED_SUFFIXES = (".context_length", ".pooling_type")  # of the architecture: "llama.context_length"
+# The architecture's shape, for the memory estimate (``fit.py``). llama.cpp reads some of these as a number or a
+# per-layer array (``head_count_kv`` of OpenELM), so they are taken when they are a number and otherwise left
+# unknown: never a reason to refuse a file.
+_SHAPE_SUFFIXES = (".block_count", ".embedding_length", ".attention.head_count", ".attention.head_count_kv",
+                   ".attention.key_length", ".attention.value_length")
+_VOCABULARY = "tokenizer.ggml.tokens"  # its length is the vocabulary's size (the output layer's width)
 _U64 = struct.Struct("<Q")
 # Each metadata entry takes at least 13 bytes (key length, type, a one-byte value), each tensor 24 (name
 # length, dimension count, type, offset): a count the rest of the file cannot hold is refused before any loop.
@@ -83,6 +89,17 @@ class GGUFSummary:
     chat_template: bool
     pooling: str | None  # embedding and re-ranking models say how they pool ("MEAN", "RANK")
     tensors: int
+    # The architecture's shape (None where the header does not say, or says it per layer) and where the weights'
+    # bytes lie, for the GPU-memory estimate (``fit.py``).
+    block_count: int | None = None
+    embedding_length: int | None = None
+    head_count: int | None = None
+    head_count_kv: int | None = None  # absent: as many as head_count (no grouped-query attention)
+    key_length: int | None = None  # absent: embedding_length / head_count
+    value_length: int | None = None
+    vocabulary: int | None = None
+    block_bytes: int = 0  # the repeating layers ("blk.N.*"), which n_gpu_layers offloads one by one
+    output_bytes: int = 0  # the output layer, offloaded with the last of them (the token embeddings when tied)
 
     @property
     def role_hint(self) -> str:
@@ -215,14 +232,23 @@ def _summarize(h: _Header, size: int) -> GGUFSummary:
     alignment = _typed(h, meta, "general.alignment", 32)
     if alignment == 0 or alignment & (alignment - 1):
         raise h.invalid(f"its general.alignment {alignment:,} is not a power of two, which llama.cpp requires")
-    # One pass, keeping only the sum and the furthest end: a header of millions of tensors takes no memory.
+    # One pass, keeping only sums and the furthest end: a header of millions of tensors takes no memory.
     parameters, furthest, reaches = 0, 0, ""
+    block_bytes, output_bytes, embeddings_bytes, tied = 0, 0, 0, True
     for _ in range(tensor_count):
         name, elements, block, offset = _tensor_info(h)
         parameters += elements
-        end = offset + elements * block[1] // block[0]
+        length = elements * block[1] // block[0]
+        end = offset + length
         if end > furthest:
             furthest, reaches = end, name
+        if name.startswith("blk."):
+            block_bytes += length
+        elif name.startswith("output"):  # output.weight, output_norm.*
+            output_bytes += length
+            tied = tied and name != "output.weight"
+        elif name == "token_embd.weight":
+            embeddings_bytes = length
     start = -(-h.at // alignment) * alignment  # the tensor data starts after the header, aligned
     if start + furthest > size:
         raise h.incomplete(f"tensor {reaches!r} ends at byte {start + furthest:,} of a {size:,}-byte file")
@@ -231,7 +257,22 @@ def _summarize(h: _Header, size: int) -> GGUFSummary:
         parameters=parameters, quantization=_quantization(_typed(h, meta, "general.file_type")),
         context_length=_typed(h, meta, f"{arch}.context_length") or None,
         chat_template=bool(_typed(h, meta, "tokenizer.chat_template")),
-        pooling=_pooling(_typed(h, meta, f"{arch}.pooling_type")), tensors=tensor_count)
+        pooling=_pooling(_typed(h, meta, f"{arch}.pooling_type")), tensors=tensor_count,
+        **_shape(meta, arch), vocabulary=_number(meta, _VOCABULARY), block_bytes=block_bytes,
+        # A decoder (it has an output norm) without output.weight ties its output to the token embeddings, and
+        # llama.cpp puts a copy of them on the output's device; an encoder has no output layer.
+        output_bytes=output_bytes + (embeddings_bytes if tied and output_bytes else 0))
+
+
+def _shape(meta: dict[str, tuple[int, Any]], arch: str) -> dict[str, int | None]:
+    """The architecture's shape keys that hold a number (a per-layer array, or none, is unknown: None)."""
+    names = ("block_count", "embedding_length", "head_count", "head_count_kv", "key_length", "value_length")
+    return {name: _number(meta, f"{arch}.{suffix[1:]}") for name, suffix in zip(names, _SHAPE_SUFFIXES, strict=True)}
+
+
+def _number(meta: dict[str, tuple[int, Any]], key: str) -> int | None:
+    kind, value = meta.get(key, (None, None))
+    return value if kind in _INTS and isinstance(value, int) and value > 0 else None
 
 
 def _metadata(h: _Header, kv_count: int) -> dict[str, tuple[int, Any]]:
@@ -244,9 +285,12 @@ def _metadata(h: _Header, kv_count: int) -> dict[str, tuple[int, Any]]:
         key = h.string("a metadata key")
         kind = h.take("<I")
         wanted = key in _WANTED
-        if not wanted and key.endswith(_WANTED_SUFFIXES) and candidates < MOST_CANDIDATES:
+        if not wanted and key.endswith(_WANTED_SUFFIXES + _SHAPE_SUFFIXES) and candidates < MOST_CANDIDATES:
             wanted, candidates = True, candidates + 1
-        if not wanted:
+        if key == _VOCABULARY and kind == _ARRAY and h.at + 12 <= h.end:
+            meta[key] = 10, struct.unpack_from("<Q", h.data, h.at + 4)[0]  # its count (UINT64), read before skipping
+            h.skip_value(key, kind)
+        elif not wanted:
             h.skip_value(key, kind)
         elif kind in _INTS:
             meta[key] = kind, h.take(_INTS[kind])

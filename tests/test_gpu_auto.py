@@ -1,0 +1,139 @@
+"""``n_gpu_layers = "auto"``, the default of the local roles: resolved for every role together when a model
+loads, said in the log and by `lyra doctor`; -1/0/N keep their meaning; Settings → Models keeps "auto"."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lyra_local.config import ConfigError, LocalModel, settings_from_text
+from lyra_local.config_edit import ModelChoices, edit_models
+from lyra_local.llm.local import LocalChatModel, gpu_offload_supported
+from lyra_local.llm.registry import Models, describe_offload, offload_plan
+from lyra_local.modelfiles import devices
+
+from .conftest import CHAT_GGUF, MODELS_DIR, base_env, require_file
+
+TWELVE_GB = json.dumps([{"name": "RTX 4070", "total_mib": 12282, "free_mib": 11500}])
+
+
+def settings(toml: str = "", **env: str):  # type: ignore[no-untyped-def]
+    return settings_from_text(toml, None, {"LYRA_DATA_DIR": "/tmp/lyra-gpu-auto", "LYRA_MODELS_DIR": str(MODELS_DIR),
+                                           **env})
+
+
+def test_auto_is_the_default_of_local_roles_and_numbers_keep_their_meaning() -> None:
+    default = settings()
+    for role in ("chat", "embed"):
+        spec = default.role_spec(role)
+        assert isinstance(spec, LocalModel) and spec.n_gpu_layers == "auto"
+    chosen = settings("[models.chat]\nn_gpu_layers = -1\n[models.embed]\nn_gpu_layers = 0\n",
+                      LYRA_MODELS__CHAT__N_CTX="4096")
+    assert (chosen.models.chat.n_gpu_layers, chosen.models.embed.n_gpu_layers) == (-1, 0)  # type: ignore[union-attr]
+    assert settings(LYRA_MODELS__CHAT__N_GPU_LAYERS="12").models.chat.n_gpu_layers == 12  # type: ignore[union-attr]
+    assert settings('[models.chat]\nn_gpu_layers = "auto"\n').models.chat.n_gpu_layers == "auto"  # type: ignore[union-attr]
+    for wrong in ("-2", "all", "1.5", "true"):
+        with pytest.raises(ConfigError) as refused:
+            settings(LYRA_MODELS__CHAT__N_GPU_LAYERS=wrong)
+        assert ('models.chat.n_gpu_layers: Value error, must be "auto" (as many layers as fit), -1 (all), 0 (none) '
+                "or a number of layers (from LYRA_MODELS__CHAT__N_GPU_LAYERS)") in refused.value.message
+
+
+def test_settings_models_apply_writes_and_keeps_auto() -> None:
+    text = '[models.chat]\npath = "a.gguf"\nn_gpu_layers = 0  # on the CPU\n'
+    out = edit_models(text, ModelChoices.model_validate({"chat": {"file": "b.gguf", "n_gpu_layers": "auto"}}))
+    assert 'n_gpu_layers = "auto"  # on the CPU' in out
+    kept = edit_models(out, ModelChoices.model_validate({"chat": {"file": "c.gguf"}}))
+    assert 'n_gpu_layers = "auto"' in kept and 'path = "c.gguf"' in kept
+    with pytest.raises(ValueError):
+        ModelChoices.model_validate({"chat": {"file": "b.gguf", "n_gpu_layers": "all"}})
+
+
+@pytest.mark.models  # reads the default models' headers
+def test_the_plan_places_every_local_role_on_a_made_up_gpu() -> None:
+    require_file(CHAT_GGUF)
+    machine = devices.probe({devices.FAKE_DEVICES_ENV: TWELVE_GB})
+    plan = offload_plan(settings(), machine)
+    assert set(plan) == {"chat", "summary", "embed"}
+    assert plan["chat"].n_gpu_layers == plan["embed"].n_gpu_layers == -1
+    assert plan["chat"].reason.startswith("auto → 31 of 31 layers on the RTX 4070 (")
+    assert "2,048-token KV cache" in plan["chat"].reason
+    assert plan["embed"].reason.startswith("auto → 7 of 7 layers on the RTX 4070 (") and "no KV cache" in plan[
+        "embed"].reason
+    assert plan["summary"].reason == f"chat's model: {plan['chat'].reason}"
+    fixed = offload_plan(settings(LYRA_MODELS__EMBED__N_GPU_LAYERS="0"), machine)
+    assert (fixed["embed"].n_gpu_layers, fixed["embed"].auto) == (0, False)
+
+
+@pytest.mark.models
+def test_auto_on_this_build_is_what_its_offload_allows(caplog: pytest.LogCaptureFixture) -> None:
+    require_file(CHAT_GGUF)
+    offload = gpu_offload_supported()
+    described = describe_offload(settings())
+    if not offload:
+        assert described == {role: ("chat's model: " if role == "summary" else "")
+                             + "auto → 0: this llama.cpp build has no GPU offload"
+                             for role in ("chat", "summary", "embed")}
+    models = Models(settings())
+    try:
+        chat = models.chat
+        assert isinstance(chat, LocalChatModel)
+        with caplog.at_level(logging.INFO, logger="lyra_local.llm.local"):
+            chat.load()  # the real model, with what auto chose
+        said = [r.getMessage() for r in caplog.records if "n_gpu_layers" in r.getMessage()]
+        assert said == [f"models.chat: n_gpu_layers {described['chat']}"]
+        assert chat.count_tokens("hello") > 0
+    finally:
+        models.close()
+
+
+@pytest.mark.models
+def test_a_model_loaded_alone_resolves_auto_for_itself(caplog: pytest.LogCaptureFixture) -> None:
+    spec = settings().models.chat
+    assert isinstance(spec, LocalModel)
+    model = LocalChatModel(require_file(CHAT_GGUF), spec)  # outside a registry, as the test fixtures build it
+    with caplog.at_level(logging.INFO, logger="lyra_local.llm.local"):
+        layers = model._model.gpu_layers()
+    assert layers == (0 if not gpu_offload_supported() else -1)
+    assert any("models.chat: n_gpu_layers auto → " in r.getMessage() for r in caplog.records)
+
+
+def run_doctor(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR),
+            "LYRA_DREAM__ENABLED": "false", **env}
+    return subprocess.run([sys.executable, "-m", "lyra_local", "doctor", "--no-load"], env=full,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.slow
+@pytest.mark.models
+def test_doctor_reports_the_machine_what_auto_chose_and_a_model_for_it(tmp_path: Path) -> None:
+    require_file(CHAT_GGUF)
+    done = run_doctor(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    if not gpu_offload_supported():
+        assert "[ok] models.chat n_gpu_layers: auto → 0: this llama.cpp build has no GPU offload" in done.stdout
+        assert "[ok] models.embed n_gpu_layers: auto → 0: this llama.cpp build has no GPU offload" in done.stdout
+    else:
+        assert "[ok] models.chat n_gpu_layers: auto → 31 of 31 layers on " in done.stdout
+    assert "[ok] machine: " in done.stdout
+    assert "[warn] chat model: the chat model is the demo model (SmolLM2-135M-Instruct.Q4_1.gguf)" in done.stdout
+    assert "`lyra models pull " in done.stdout
+
+    what_if = run_doctor(tmp_path, LYRA_GPU_DEVICES=TWELVE_GB)
+    assert what_if.returncode == 0, what_if.stdout + what_if.stderr
+    assert "[ok] machine: RTX 4070, 12 GB (11 GB free) (from LYRA_GPU_DEVICES (made up" in what_if.stdout
+    assert "[ok] models.chat n_gpu_layers: auto → 31 of 31 layers on the RTX 4070 (" in what_if.stdout
+    advice = next(line for line in what_if.stdout.splitlines() if "[warn] chat model:" in line)
+    assert "fits your 12 GB GPU" in advice
+
+    chosen = tmp_path / "lyra.toml"
+    chosen.write_text('[models.chat]\npath = "SmolLM2-135M-Instruct.Q4_1.gguf"\nn_gpu_layers = 0\n'
+                      "[models.embed]\nn_gpu_layers = 0\n")
+    fixed = run_doctor(tmp_path, LYRA_CONFIG=str(chosen))
+    assert "n_gpu_layers: auto" not in fixed.stdout  # only what auto chose is reported
