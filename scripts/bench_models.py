@@ -32,6 +32,7 @@ import llama_cpp
 from lyra_local.config import LocalModel, ServerModel, load_settings
 from lyra_local.llm.base import GenerationOptions, request_params
 from lyra_local.llm.local import LocalChatModel, LocalEmbedder, available_cpus
+from lyra_local.llm.registry import offload_plan
 from lyra_local.llm.server import ServerBackend
 
 REPO = Path(__file__).resolve().parents[1]
@@ -203,6 +204,7 @@ def main() -> None:
     chat_spec, embed_spec = settings.models.chat, settings.models.embed
     assert isinstance(chat_spec, LocalModel) and isinstance(embed_spec, LocalModel), "bench the local defaults"
     chat_path, embed_path = settings.model_path(chat_spec), settings.model_path(embed_spec)
+    layers = {role: offload.n_gpu_layers for role, offload in offload_plan(settings).items()}  # "auto" resolved
 
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
@@ -214,7 +216,7 @@ def main() -> None:
     chat = LocalChatModel(chat_path, chat_spec)
     chat_rows = bench_local_chat(chat, max_tokens, repeats)
     chat.close()
-    with llama_server(chat_path, "chat", n_ctx=chat_spec.n_ctx, n_gpu_layers=chat_spec.n_gpu_layers) as url:
+    with llama_server(chat_path, "chat", n_ctx=chat_spec.n_ctx, n_gpu_layers=layers["chat"]) as url:
         backend = ServerBackend(ServerModel(backend="server", base_url=url, model="chat"), "chat")
         chat_rows += bench_server_chat(backend, url, "chat", max_tokens, repeats)
         backend.close()
@@ -229,7 +231,7 @@ def main() -> None:
           bench_ubatch(embed_path, embed_spec, texts, repeats))
 
     with llama_server(embed_path, "embed", embedding=True, n_ctx=512, n_batch=256, n_ubatch=256,
-                      n_gpu_layers=embed_spec.n_gpu_layers) as url:
+                      n_gpu_layers=layers["embed"]) as url:
         backend = ServerBackend(ServerModel(backend="server", base_url=url, model="embed"), "embed")
         table("Server embeddings/s", ["calls", "texts/s", "x naive"],
               bench_server_embed(backend, url, "embed", texts, repeats))
