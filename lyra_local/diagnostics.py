@@ -85,19 +85,18 @@ def gpu_checks(settings: Settings, machine: devices.Machine, failed_roles: set[s
     for role, offload in plan.items():
         if offload.auto and role not in failed_roles:
             checks.append(Check(f"models.{role} n_gpu_layers", True, offload.reason))
-    advice = demo_advice(settings, machine, plan)
+    advice = demo_advice(settings, machine)
     if advice is not None:
         checks.append(advice)
     return checks
 
 
-def demo_advice(settings: Settings, machine: devices.Machine, plan: dict[str, fit.Offload]) -> Check | None:
+def demo_advice(settings: Settings, machine: devices.Machine) -> Check | None:
     """"the chat model is the demo model; `lyra models pull NAME` fits your 12 GB GPU", when it is."""
     chat = settings.models.chat
     if not isinstance(chat, LocalModel) or chat.path.name != DEFAULT_CHAT_FILE:
         return None
-    embed = plan.get("embed")
-    used = embed.placement.gpu_bytes if embed is not None and embed.placement is not None else 0
+    used = fit.gpu_bytes(offload_plan(settings, machine, without=("chat",)))  # the models staying beside it
     demo = f"the chat model is the demo model ({DEFAULT_CHAT_FILE}), which cannot hold a conversation"
     try:
         pick = fit.recommend(load_catalog(), machine, gpu_used=used)

@@ -15,7 +15,7 @@ from lyra_local.config import ConfigError, LocalModel, settings_from_text
 from lyra_local.config_edit import ModelChoices, edit_models
 from lyra_local.llm.local import LocalChatModel, gpu_offload_supported
 from lyra_local.llm.registry import Models, describe_offload, offload_plan
-from lyra_local.modelfiles import devices
+from lyra_local.modelfiles import devices, fit
 
 from .conftest import CHAT_GGUF, MODELS_DIR, base_env, require_file
 
@@ -68,6 +68,12 @@ def test_the_plan_places_every_local_role_on_a_made_up_gpu() -> None:
     assert plan["summary"].reason == f"chat's model: {plan['chat'].reason}"
     fixed = offload_plan(settings(LYRA_MODELS__EMBED__N_GPU_LAYERS="0"), machine)
     assert (fixed["embed"].n_gpu_layers, fixed["embed"].auto) == (0, False)
+    # what the others take, to size a chat model to choose: the summary on chat's model goes with it
+    others = offload_plan(settings(), machine, without=("chat",))
+    assert set(others) == {"embed"}
+    assert fit.gpu_bytes(others) == others["embed"].placement.gpu_bytes > 0  # type: ignore[union-attr]
+    chat_bytes = plan["chat"].placement.gpu_bytes  # type: ignore[union-attr]
+    assert fit.gpu_bytes(plan) == fit.gpu_bytes(others) + chat_bytes  # chat's model counted once, not twice
 
 
 @pytest.mark.models

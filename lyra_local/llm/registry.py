@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Union
 
 from .. import config
@@ -32,15 +32,21 @@ log = logging.getLogger(__name__)
 AnyBackend = Union[LocalChatModel, LocalEmbedder, LocalReranker, ServerBackend]
 
 
-def offload_plan(settings: config.Settings, machine: devices.Machine | None = None) -> dict[str, fit.Offload]:
+def offload_plan(settings: config.Settings, machine: devices.Machine | None = None, *,
+                 without: Collection[str] = ()) -> dict[str, fit.Offload]:
     """``n_gpu_layers`` of every local role, ``"auto"`` resolved with the other roles on the same GPU(s), and
-    why: what the models load with, and what `lyra doctor` and Settings → Models say. Reads headers, not models."""
+    why: what the models load with, and what `lyra doctor` and Settings → Models say. Reads headers, not models.
+
+    ``without``: roles left out, to size what the others take (``fit.gpu_bytes``) before a model is chosen for
+    them (a summary sharing chat's model goes with chat)."""
     asks = []
     for role in settings.roles():
         spec = settings.role_spec(role)
+        shared = role == "summary" and settings.summary_shares_chat()
+        if role in without or (shared and "chat" in without):
+            continue
         if isinstance(spec, config.LocalModel):
-            shares = "chat" if role == "summary" and settings.summary_shares_chat() else None
-            asks.append(gpu_ask(role, settings.model_path(spec), spec, shares=shares))
+            asks.append(gpu_ask(role, settings.model_path(spec), spec, shares="chat" if shared else None))
     return fit.auto_layers(asks, devices.probe() if machine is None else machine)
 
 

@@ -196,6 +196,7 @@ class Offload:
     auto: bool
     placement: Placement | None
     reason: str  # "auto → 33 of 33 layers on the NVIDIA H200 (5.1 GB of 139 GB)"
+    shares: str | None = None  # the role whose model this is (its memory counted there)
 
 
 def auto_layers(asks: Iterable[Ask], machine: Machine) -> dict[str, Offload]:
@@ -206,12 +207,18 @@ def auto_layers(asks: Iterable[Ask], machine: Machine) -> dict[str, Offload]:
     for ask in sorted(asks, key=lambda a: ORDER.index(a.role) if a.role in ORDER else len(ORDER)):
         if ask.shares is not None and ask.shares in chosen:
             owner = chosen[ask.shares]
-            chosen[ask.role] = replace(owner, role=ask.role, reason=f"{ask.shares}'s model: {owner.reason}")
+            chosen[ask.role] = replace(owner, role=ask.role, reason=f"{ask.shares}'s model: {owner.reason}",
+                                       shares=ask.shares)
             continue
         offload = _decide(ask, machine, used)
         used += offload.placement.gpu_bytes if offload.placement else 0
         chosen[ask.role] = offload
     return chosen
+
+
+def gpu_bytes(plan: dict[str, Offload]) -> int:
+    """The GPU memory a plan's models take together (a shared model once)."""
+    return sum(o.placement.gpu_bytes for o in plan.values() if o.placement is not None and o.shares is None)
 
 
 def _decide(ask: Ask, machine: Machine, used: int) -> Offload:
