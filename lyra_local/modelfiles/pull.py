@@ -25,6 +25,7 @@ connection, Ctrl-C, Cancel) keeps its partial file for the next pull to resume.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -92,6 +93,12 @@ class NotAGGUF(PullError):
     """What came is not a GGUF model (an HTML page, another kind of file): refused, nothing kept."""
 
 
+class AlreadyPulling(PullError):
+    """Another pull (the CLI, the server) is downloading the same file into the same folder now."""
+
+    status_code = 409
+
+
 class PullCancelled(PullError):
     """The person stopped the download (Cancel, Ctrl-C): the partial file is kept for a resume."""
 
@@ -153,11 +160,7 @@ def partial_files(models_dir: Path, file: str) -> list[Path]:
     """The partial downloads of ``file`` kept in ``models_dir/.pull/`` (what a next pull resumes)."""
     staging = models_dir / STAGING
     name = PurePosixPath(file).name
-    return sorted(staging.glob(f"{glob_escape(name)}.*.partial")) if staging.is_dir() else []
-
-
-def glob_escape(text: str) -> str:
-    return re.sub(r"([*?\[])", r"[\1]", text)
+    return sorted(staging.glob(f"{glob.escape(name)}.*.partial")) if staging.is_dir() else []
 
 
 def _final_name(target: PullTarget) -> str:
@@ -248,7 +251,7 @@ def _only_pull_of(lock_path: Path, name: str) -> Iterator[None]:
     try:
         lock.acquire()
     except filelock.Timeout as exc:
-        raise PullError(f"{name} is being downloaded by another pull (lyra models pull, or Settings → Models)",
+        raise AlreadyPulling(f"{name} is being downloaded by another pull (lyra models pull, or Settings → Models)",
                         hint="wait for it to end, or stop it; then pull again") from exc
     try:
         yield
@@ -258,7 +261,7 @@ def _only_pull_of(lock_path: Path, name: str) -> Iterator[None]:
 
 def _drop_other_partials(staging: Path, name: str, *, keep: Path) -> None:
     """A partial of another version of the file (the repository changed it) can never be resumed."""
-    for other in staging.glob(f"{glob_escape(name)}.*.partial"):
+    for other in staging.glob(f"{glob.escape(name)}.*.partial"):
         if other != keep:
             other.unlink(missing_ok=True)
 
