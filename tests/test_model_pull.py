@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -374,13 +375,19 @@ def test_cli_catalog_says_what_fits(tmp_path: Path, monkeypatch: pytest.MonkeyPa
                                     capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("LYRA_GPU_DEVICES", '[{"name": "Test GPU", "total_mib": 24576}]')
     monkeypatch.setenv("COLUMNS", "250")
+    for key in [k for k in os.environ if k.startswith("LYRA_") and k != "LYRA_GPU_DEVICES"]:
+        monkeypatch.delenv(key)
+    embeds = [entry for entry in load_catalog() if entry.role == "embed"]
+    models_dir = tmp_path / "models"
+    models_dir.mkdir()
+    (models_dir / embeds[0].file).write_bytes(b"GGUF")
     config = tmp_path / "lyra.toml"
-    config.write_text("")
+    config.write_text(f'data_dir = "{tmp_path / "data"}"\nmodels_dir = "{models_dir}"\n')
     assert main(["--config", str(config), "models", "catalog", "--role", "embed"]) == 0
     out = capsys.readouterr().out
-    embeds = [entry for entry in load_catalog() if entry.role == "embed"]
     assert embeds and all(entry.name in out for entry in embeds)
     assert "fits on the GPU" in out and "Test GPU" in out
+    assert out.count("downloaded") == 1
     assert not any(entry.name in out for entry in load_catalog() if entry.role == "chat")
 
 

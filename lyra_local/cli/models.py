@@ -166,15 +166,17 @@ def run_catalog(args: argparse.Namespace) -> int:
     settings = _settings_or_none(args)
     machine = devices.probe()
     table = Table(title=f"Known-good models — this machine: {machine.describe()}")
-    for column in ("name", "role", "title", "size", "quant", "context", "fits (at n_ctx)"):
+    for column in ("name", "role", "title", "size", "quant", "context", "fits (at n_ctx)", "here"):
         table.add_column(column)
+    models_dir = settings.models_dir if settings is not None else None
     for entry in load_catalog():
         if args.role and entry.role != args.role:
             continue
         n_ctx = args.n_ctx or _role_ctx(settings, entry)
         placement = fit.place(fit.need_of_entry(entry, n_ctx), machine)
+        here = "downloaded" if models_dir is not None and (models_dir / entry.file).is_file() else ""
         table.add_row(entry.name, entry.role, entry.title, _size(entry.size), entry.quantization,
-                      f"{entry.context_length:,}", f"{placement.text} ({n_ctx:,})")
+                      f"{entry.context_length:,}", f"{placement.text} ({n_ctx:,})", here)
     Console().print(table)
     print("each model is sized alone, with the context in brackets; `lyra models pull NAME` downloads one")
     return 0
