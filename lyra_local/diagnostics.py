@@ -84,7 +84,10 @@ def gpu_checks(settings: Settings, machine: devices.Machine, failed_roles: set[s
     plan = offload_plan(settings, machine)
     for role, offload in plan.items():
         if offload.auto and role not in failed_roles:
-            checks.append(Check(f"models.{role} n_gpu_layers", True, offload.reason))
+            short = offload.placement is not None and offload.placement.kind != "gpu"  # a GPU, but not room
+            checks.append(Check(f"models.{role} n_gpu_layers", True, offload.reason, warning=short,
+                                hint="a smaller model or quantization, or a shorter n_ctx, fits whole; `lyra models "
+                                     "catalog` says what fits" if short else None))
     advice = demo_advice(settings, machine)
     if advice is not None:
         checks.append(advice)

@@ -138,8 +138,27 @@ def test_doctor_reports_the_machine_what_auto_chose_and_a_model_for_it(tmp_path:
     advice = next(line for line in what_if.stdout.splitlines() if "[warn] chat model:" in line)
     assert "fits your 12 GB GPU" in advice
 
+    small = json.dumps([{"name": "Tiny GPU", "total_mib": 1024, "free_mib": 900}])  # 132 MiB beyond the margin
+    crowded = run_doctor(tmp_path, LYRA_GPU_DEVICES=small)
+    assert "[ok] models.embed n_gpu_layers: auto → 7 of 7 layers on the Tiny GPU" in crowded.stdout
+    partly = next(line for line in crowded.stdout.splitlines() if "models.chat n_gpu_layers" in line)
+    assert partly.startswith("  [warn] models.chat n_gpu_layers: auto → ") and " of 31 layers on the Tiny GPU" in partly
+    assert "fix: a smaller model or quantization, or a shorter n_ctx" in crowded.stdout
+
     chosen = tmp_path / "lyra.toml"
     chosen.write_text('[models.chat]\npath = "SmolLM2-135M-Instruct.Q4_1.gguf"\nn_gpu_layers = 0\n'
                       "[models.embed]\nn_gpu_layers = 0\n")
     fixed = run_doctor(tmp_path, LYRA_CONFIG=str(chosen))
     assert "n_gpu_layers: auto" not in fixed.stdout  # only what auto chose is reported
+
+
+def test_a_model_that_fits_only_partly_says_so_louder(caplog: pytest.LogCaptureFixture) -> None:
+    spec = settings().models.chat
+    assert isinstance(spec, LocalModel)
+    partly = fit.Offload("chat", 20, True, fit.Placement("partial", 20, 31, 1, "partly on the GPU (20 of 31 layers)"),
+                         "auto → 20 of 31 layers on the RTX 4070 (…)")
+    model = LocalChatModel(MODELS_DIR / "any.gguf", spec, offload=partly)  # the registry's choice, nothing loaded
+    with caplog.at_level(logging.INFO, logger="lyra_local.llm.local"):
+        assert model._model.gpu_layers() == 20
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.WARNING, "models.chat: n_gpu_layers auto → 20 of 31 layers on the RTX 4070 (…)")]

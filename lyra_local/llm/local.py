@@ -219,7 +219,9 @@ class _LazyLlama:
                 log.warning("models.%s: %s", self.role, GPU_LAYERS_IGNORED.format(layers=self.spec.n_gpu_layers))
             return self.spec.n_gpu_layers
         offload = self.offload or resolve_alone(self.path, self.spec, self.role)
-        log.info("models.%s: n_gpu_layers %s", self.role, offload.reason)
+        # Said louder when a GPU is there but the model does not (wholly) fit: it runs slower than it could.
+        short = offload.placement is not None and offload.placement.kind != "gpu"
+        log.log(logging.WARNING if short else logging.INFO, "models.%s: n_gpu_layers %s", self.role, offload.reason)
         return offload.n_gpu_layers
 
     def count_tokens(self, text: str) -> int:
