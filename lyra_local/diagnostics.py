@@ -84,7 +84,8 @@ def gpu_checks(settings: Settings, machine: devices.Machine, failed_roles: set[s
     plan = offload_plan(settings, machine)
     for role, offload in plan.items():
         if offload.auto and role not in failed_roles:
-            short = offload.placement is not None and offload.placement.kind != "gpu"  # a GPU, but not room
+            # a GPU, but not room; said once, for the role whose model it is
+            short = offload.placement is not None and offload.placement.kind != "gpu" and offload.shares is None
             checks.append(Check(f"models.{role} n_gpu_layers", True, offload.reason, warning=short,
                                 hint="a smaller model or quantization, or a shorter n_ctx, fits whole; `lyra models "
                                      "catalog` says what fits" if short else None))
@@ -114,7 +115,10 @@ def demo_advice(settings: Settings, machine: devices.Machine) -> Check | None:
         where = (f"fits your {devices.gb(cards[0].total)} GPU" if len(cards) == 1
                  else f"fits your {len(cards)} GPUs ({devices.gb(machine.vram_total)})")
     else:
-        where = "runs on this machine's CPU (slowly: a GPU runs it many times faster)"
+        unused = " (this llama.cpp build cannot use your GPU: `make run GPU=1` builds one that can)" if (
+            machine.gpus and not machine.offload) else ""
+        how = "on the CPU only, slowly" if placement.kind == "cpu" else placement.text
+        where = f"(the catalog's smallest) runs here {how}{unused}"
     size = devices.gb(entry.size)
     return Check("chat model", True, f"{demo}; `lyra models pull {entry.name}` {where} ({entry.title}, {size} "
                  f"download, at {fit.RECOMMEND_CTX:,} tokens of context)", warning=True,
