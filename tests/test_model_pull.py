@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from huggingface_hub import constants as hf_constants
 
 from lyra_local.cli import main
 from lyra_local.modelfiles import pull as pull_module
@@ -61,15 +62,25 @@ def copies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             for kind, path in (("chat", CHAT_GGUF), ("embed", EMBED_GGUF))}
 
 
+@pytest.fixture(autouse=True)
+def private_hub_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No token, cache or offline switch of the person's: huggingface_hub read some at its import, so its
+    constants are set here too, not only the environment (a subprocess reads the environment afresh)."""
+    home = tmp_path / "hf-home"
+    monkeypatch.setenv("HF_HOME", str(home))
+    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hf_constants, "HF_TOKEN_PATH", str(home / "token"))
+    monkeypatch.setattr(hf_constants, "HF_STORED_TOKENS_PATH", str(home / "stored_tokens"))
+
+
 @pytest.fixture
-def hf(copies: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HFServer]:
+def hf(copies: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Iterator[HFServer]:
     with HFServer() as server:
         server.add(CHAT_REPO, copies["chat"].name, copies["chat"])
         server.add(EMBED_REPO, copies["embed"].name, copies["embed"])
         monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-        monkeypatch.delenv("HF_TOKEN", raising=False)
         yield server
 
 
@@ -334,7 +345,6 @@ def test_a_redirect_to_the_cdn_is_followed(copies: dict[str, Path], tmp_path: Pa
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     with HFServer(redirect=True) as hub:
         embed = hub.add(EMBED_REPO, copies["embed"].name, copies["embed"])
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
         path = pull(target_of(embed), tmp_path / "models", endpoint=hub.url)
         assert sha256_of(path) == embed.sha256
         assert [r.path for r in hub.gets()] == [f"/_blobs/{embed.sha256}"]
@@ -351,7 +361,6 @@ def test_unknown_repository_or_file_is_named(hf: HFServer, tmp_path: Path) -> No
 
 def test_no_connection_names_the_address_and_sha256(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     closed = f"http://127.0.0.1:{free_port()}"
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     target = PullTarget(EMBED_REPO, "all-MiniLM-L6-v2.F16.gguf", "main", "ab" * 32, None, None)
     with pytest.raises(NoConnection) as failed:
         pull(target, tmp_path / "models", endpoint=closed)
@@ -402,7 +411,7 @@ def lyra_pull(ref: str, models_dir: Path, env: dict[str, str]) -> subprocess.Pop
 
 def pull_env(tmp_path: Path, endpoint: str, **extra: str) -> dict[str, str]:
     env = base_env(tmp_path)
-    for key in ("HF_HUB_OFFLINE", "HF_TOKEN", "TRANSFORMERS_OFFLINE"):
+    for key in ("HF_HUB_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "TRANSFORMERS_OFFLINE"):
         env.pop(key, None)
     env.update({"HF_ENDPOINT": endpoint, "HF_HOME": str(tmp_path / "hf-home"), **extra})
     return env
