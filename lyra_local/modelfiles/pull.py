@@ -288,14 +288,14 @@ def _download(meta: HfFileMetadata, url: str, partial: Path, size: int | None, n
         raise _cancelled(name, partial, size) from None
     except _NotGGUF as exc:
         partial.unlink(missing_ok=True)
-        raise NotAGGUF(f"{meta.location} sent {exc.what}, not a GGUF model: refused, nothing was kept",
+        raise NotAGGUF(f"{url} sent {exc.what}, not a GGUF model: refused, nothing was kept",
                        hint="a captive portal or a proxy's page: log in to the network in a browser, "
                             "then pull again") from None
     except httpx2.TransportError as exc:
         raise _no_connection_during(meta, partial, name, exc) from exc
     except HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else "an error"
-        raise PullError(f"{meta.location} answered {status} during the download of {name}",
+        raise PullError(f"{urlsplit(meta.location).hostname} answered {status} during the download of {name}",
                         hint=f"pull again: the {_mb(_size(partial))} already downloaded are kept and resumed") \
             from exc
     except OSError as exc:
