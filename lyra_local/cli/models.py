@@ -7,6 +7,7 @@ for the defaults); nothing else in Lyra downloads a model.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -113,6 +114,7 @@ def run_pull(args: argparse.Namespace) -> int:
     target = resolve(args.name)
     models_dir: Path = args.models_dir or load_settings(args.config).models_dir
     err = Console(stderr=True)
+    logging.getLogger("huggingface_hub").propagate = False  # it prints its retries itself: once, not twice
     size = f" ({_size(target.size)})" if target.size else ""
     err.print(f"pulling {target.local_name}{size} from {target.repo}@{target.revision} into {models_dir}")
     try:
