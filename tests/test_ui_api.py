@@ -25,7 +25,7 @@ def test_the_page_is_served_with_a_strict_content_security_policy(client: TestCl
     csp = page.headers["content-security-policy"]
     assert "script-src 'self'" in csp and "object-src 'none'" in csp and "unsafe-inline" not in csp
     for asset, kind in (("main.js", "javascript"), ("chat.js", "javascript"), ("markdown.js", "javascript"), ("dates.js", "javascript"),
-                        ("app.css", "css")):
+                        ("model-pull.js", "javascript"), ("first-run.js", "javascript"), ("app.css", "css")):
         resp = client.get(f"/static/{asset}")
         assert resp.status_code == 200 and kind in resp.headers["content-type"]
     assert "://" not in page.text  # nothing from another origin: it works offline

@@ -1,8 +1,10 @@
 """The model manager's API (issue 27): the GGUF files in ``models_dir`` and what each is, and the choice of
-model per role, written into lyra.toml and applied at once.
+model per role, written into lyra.toml and applied at once; the catalog of known-good models with what fits
+this machine, and their downloads (issue 36), and what the first-run guide suggests.
 
 Only file *names* inside ``models_dir`` are ever shown or taken: no request
-names a path, so none can reach outside it.
+names a path, so none can reach outside it. Nothing here reaches the network
+but ``POST /api/models/pulls``, which only a person's click sends.
 """
 
 from __future__ import annotations
@@ -12,12 +14,18 @@ from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from ..config import LocalModel, Settings
 from ..config_edit import ModelChoices
+from ..errors import BadRequest
+from ..llm.registry import offload_plan
+from ..modelfiles.catalog import CatalogModel, load_catalog, resolve
+from ..modelfiles.devices import Machine, gb, probe
+from ..modelfiles.fit import Placement, gpu_bytes, need_of_entry, place, recommend
 from ..modelfiles.on_disk import model_files as files_on_disk
+from ..modelfiles.pull import partial_files
 from ..store import reembedding
 from .deps import app_state
 from .model_choice import apply_choice
@@ -92,3 +100,124 @@ async def embedding_progress(request: Request) -> dict[str, Any]:
                 **memory.reembedding.view()}
 
     return await run_in_threadpool(read)
+
+
+# -- the catalog, its downloads and the first-run guide (issue 36) --------------------------------------------
+
+ASSUMED_MBIT_S = 50  # the rate the first-run guide's download time assumes, and says it assumes
+
+
+class PullRequest(BaseModel):
+    """``{"name": NAME}`` (a catalog name, or ``owner/repo:File.gguf[@revision]``) or ``{"repo", "file"[,
+    "revision"]}``: what ``lyra models pull`` takes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    name: str | None = Field(None, min_length=1, max_length=600)
+    repo: str | None = Field(None, min_length=1, max_length=200)
+    file: str | None = Field(None, min_length=1, max_length=400)
+    revision: str | None = Field(None, min_length=1, max_length=100)
+
+    def ref(self) -> str:
+        if self.name is not None and self.repo is None and self.file is None and self.revision is None:
+            return self.name
+        if self.name is None and self.repo is not None and self.file is not None:
+            return f"{self.repo}:{self.file}" + (f"@{self.revision}" if self.revision else "")
+        raise BadRequest("give either a name, or a repo and a file",
+                         hint='{"name": "qwen2.5-7b-instruct"} or {"repo": "owner/repo", "file": "Model.gguf"}')
+
+
+@router.get("/api/models/catalog")
+async def catalog(request: Request) -> dict[str, Any]:
+    """Every known-good model with where it would run here (at its role's context, after the other roles'
+    models), and whether its file is already in ``models_dir`` (or partly downloaded)."""
+    settings = app_state(request).settings
+    machine = await run_in_threadpool(probe)
+    entries = await run_in_threadpool(catalog_views, settings, machine)
+    return {"machine": machine_view(machine), "models": entries}
+
+
+def catalog_views(settings: Settings, machine: Machine) -> list[dict[str, Any]]:
+    used = {role: gpu_used_by_others(settings, machine, role) for role in ("chat", "embed", "rerank")}
+    return [entry_view(entry, settings, place(need_of_entry(entry, role_ctx(settings, entry.role)), machine,
+                                               gpu_used=used[entry.role]))
+            for entry in load_catalog()]
+
+
+def entry_view(entry: CatalogModel, settings: Settings, placement: Placement) -> dict[str, Any]:
+    return {"name": entry.name, "role": entry.role, "title": entry.title, "repo": entry.repo, "file": entry.file,
+            "size": entry.size, "quantization": entry.quantization, "parameters": entry.parameters,
+            "context_length": entry.context_length, "licence": entry.licence, "note": entry.note,
+            "sha256": entry.sha256, "thinking": entry.thinking,
+            "downloaded": (settings.models_dir / entry.file).is_file(),
+            "partial": bool(partial_files(settings.models_dir, entry.file)),
+            "fit": {"kind": placement.kind, "text": placement.text, "layers": placement.layers,
+                    "of_layers": placement.of_layers}}
+
+
+def machine_view(machine: Machine) -> dict[str, Any]:
+    return {"gpus": [{"name": g.name, "total": g.total, "free": g.free} for g in machine.gpus],
+            "ram_total": machine.ram_total, "ram_free": machine.ram_free, "offload": machine.offload,
+            "source": machine.source, "text": machine.describe()}
+
+
+def role_ctx(settings: Settings, role: str) -> int:
+    """The context a model of ``role`` would run at: the role's own as the person chose it, else the default of
+    a local model (a server's role may leave it to the server)."""
+    spec = settings.role_spec(role) if role in settings.roles() else None
+    n_ctx = spec.n_ctx if spec is not None else None
+    return n_ctx if n_ctx is not None else int(LocalModel.model_fields["n_ctx"].default)
+
+
+def gpu_used_by_others(settings: Settings, machine: Machine, role: str) -> int:
+    """GPU bytes the models of the other local roles take, placed as they load (``offload_plan``)."""
+    return gpu_bytes(offload_plan(settings, machine, without=(role,)))
+
+
+@router.get("/api/models/first-run")
+async def first_run(request: Request) -> dict[str, Any]:
+    """What the first-run guide says: whether chat runs on the demo model, this machine, and the chat model
+    suggested for it with its size and a download time at ``ASSUMED_MBIT_S``."""
+    from .ui import uses_demo_chat_model  # ui imports this module for role_views
+
+    settings = app_state(request).settings
+    machine = await run_in_threadpool(probe)
+
+    def suggest() -> dict[str, Any] | None:
+        chosen = recommend(load_catalog(), machine, gpu_used=gpu_used_by_others(settings, machine, "chat"))
+        if chosen is None:
+            return None
+        entry, placement = chosen
+        return {**entry_view(entry, settings, placement), "size_text": gb(entry.size),
+                "download_s": round(entry.size * 8 / (ASSUMED_MBIT_S * 1e6))}
+
+    return {"demo": uses_demo_chat_model(settings), "machine": machine_view(machine),
+            "recommended": await run_in_threadpool(suggest), "assumed_mbit_s": ASSUMED_MBIT_S,
+            "models_dir": str(settings.models_dir)}
+
+
+@router.post("/api/models/pulls", status_code=202)
+async def start_pull(body: PullRequest, request: Request) -> dict[str, Any]:
+    """Start downloading a model into ``models_dir`` (follow it with GET …/pulls/{id}); a file already being
+    pulled is not pulled twice: the answer is that download's job, ``joined``."""
+    state = app_state(request)
+    target = resolve(body.ref())
+    job, joined = state.pulls.start(target, state.settings.models_dir)
+    return {"job": job.view(), "joined": joined}
+
+
+@router.get("/api/models/pulls")
+async def list_pulls(request: Request) -> dict[str, Any]:
+    """The downloads this server ran or runs, oldest first (a page opened later finds the one running)."""
+    return {"jobs": [job.view() for job in app_state(request).pulls.all()]}
+
+
+@router.get("/api/models/pulls/{job_id}")
+async def pull_progress(job_id: str, request: Request) -> dict[str, Any]:
+    return {"job": app_state(request).pulls.get(job_id).view()}
+
+
+@router.delete("/api/models/pulls/{job_id}", status_code=202)
+async def cancel_pull(job_id: str, request: Request) -> dict[str, Any]:
+    """Cancel: the download stops at its next chunk, keeping its partial file for a later pull to resume."""
+    return {"job": app_state(request).pulls.cancel(job_id).view()}

@@ -6,8 +6,9 @@ import { people } from "./conversation.js";
 import { $ } from "./dom.js";
 import { wireDreamPanel } from "./dream-panel.js";
 import { showError } from "./feedback.js";
+import { firstRun } from "./first-run.js";
 import { wireMemoryPanel } from "./memory-panel.js";
-import { isShown, togglePanel, wirePanels } from "./panels.js";
+import { wirePanels } from "./panels.js";
 import { loadKinds, wireSearchPanel } from "./search-panel.js";
 import { loadSessions, openFirst, wireSessions } from "./sessions.js";
 import { wireSettingsPanel } from "./settings-panel.js";
@@ -32,26 +33,6 @@ async function start() {
     await Promise.all([loadKinds(), loadSessions()]);
     await openFirst();
   } catch (e) { showError(e.message); }
-}
-
-/* On a box still on the small demonstration model, one line says so, pointing at Settings → Models and at
- * import, until the person dismisses it. */
-function firstRun(demo) {
-  const banner = $("first-run");
-  banner.hidden = !demo || localStorage.getItem("lyra-first-run-dismissed") === "1";
-  const openSettingsAt = (id) => (e) => {
-    e.preventDefault();
-    if (!isShown("settings")) togglePanel("settings");
-    const target = $(id);
-    target.scrollIntoView({ block: "center" });
-    target.focus();
-  };
-  $("first-run-models").addEventListener("click", openSettingsAt("h-models"));
-  $("first-run-import").addEventListener("click", openSettingsAt("import-file"));
-  $("first-run-dismiss").addEventListener("click", () => {
-    localStorage.setItem("lyra-first-run-dismissed", "1");
-    banner.hidden = true;
-  });
 }
 
 start();

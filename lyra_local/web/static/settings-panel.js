@@ -1,9 +1,11 @@
 /* Settings: the model manager (a model per role from the GGUF files in models_dir, or a model server; its
- * context and GPU layers), then what this server runs on. Applying writes lyra.toml and reloads: the server
- * loads and checks the new models first and, if one fails, keeps the old ones and says why. */
+ * context and GPU layers), the catalog of known-good models with what fits this machine and their downloads,
+ * then what this server runs on. Applying writes lyra.toml and reloads: the server loads and checks the new
+ * models first and, if one fails, keeps the old ones and says why. */
 import { api } from "./api.js";
 import { $, el, fragment } from "./dom.js";
 import { showError } from "./feedback.js";
+import { bytes, follow, pullView, startPull } from "./model-pull.js";
 import { isShown, registerPanel } from "./panels.js";
 
 const ROLES = {
@@ -14,10 +16,12 @@ const ROLES = {
 };
 let shownChoices = {};  // role -> the choice as the form showed it, so Apply sends only what changed
 let watching = null;  // the timer that follows re-embedding while the panel is open
+let shownFiles = [];  // the files in models_dir as last listed (a downloaded file's role, when no catalog says)
 
 async function loadSettings() {
   try {
     const [s, { files, models_dir }] = await Promise.all([api("/api/settings"), api("/api/models/files")]);
+    shownFiles = files;
     renderModels(s, files);
     $("models-dir").textContent = `In ${models_dir}; a GGUF put there appears here.`;
     $("models-where").textContent = `Apply writes ${s.config_file_target}` +
@@ -78,7 +82,7 @@ function count(n, unit = 1000) {
   return `${n >= 10 || i === 0 ? Math.round(n) : n.toFixed(1)}${steps[i]}`;
 }
 
-const size = (bytes) => (bytes >= 1e9 ? `${(bytes / 1e9).toFixed(1)} GB` : `${Math.round(bytes / 1e6)} MB`);
+const size = bytes;
 
 function renderModels(s, files) {
   $("model-files").replaceChildren(fragment(files.map((f) => el("li", { class: f.problem ? "broken" : null },
@@ -117,8 +121,9 @@ function roleFields(role, info, current, files, gpu) {
   showAbout();
   const ctx = el("input", { id: id("ctx"), type: "number", min: "64", step: "64", "aria-label": `${info.label}: context (tokens)`,
                             value: current && current.n_ctx ? String(current.n_ctx) : "" });
-  const layers = el("input", { id: id("layers"), type: "number", min: "-1", "aria-label": `${info.label}: GPU layers (-1 = all)`,
-                               value: current && current.backend === "local" ? String(current.n_gpu_layers) : "0" });
+  const layers = el("input", { id: id("layers"), class: "layers", pattern: "auto|-1|[0-9]+", inputmode: "text",
+                               "aria-label": `${info.label}: GPU layers (auto = as many as fit, -1 = all)`,
+                               value: current && current.backend === "local" ? String(current.n_gpu_layers) : "auto" });
   const url = el("input", { id: id("url"), type: "url", placeholder: "http://gpu-box:8080", "aria-label": `${info.label}: server URL`,
                             value: current && current.backend === "server" ? current.base_url : "" });
   const name = el("input", { id: id("name"), placeholder: "default", "aria-label": `${info.label}: model name on the server`,
@@ -131,7 +136,7 @@ function roleFields(role, info, current, files, gpu) {
   const show = () => { local.hidden = source.value !== "file"; server.hidden = source.value !== "server"; };
   source.addEventListener("change", show);
   show();
-  const read = () => (source.value === "file" ? { file: file.value, n_ctx: number(ctx), n_gpu_layers: number(layers) }
+  const read = () => (source.value === "file" ? { file: file.value, n_ctx: number(ctx), n_gpu_layers: gpuLayers(layers) }
     : source.value === "server" ? { base_url: url.value.trim(), model: name.value.trim() || "default" }
     : source.value === "same" ? { same_as: "chat" } : { off: true });
   const box = el("fieldset", { class: "model-role", "data-role": role },
@@ -145,6 +150,12 @@ function roleFields(role, info, current, files, gpu) {
 function number(input) {
   const value = input.value.trim();
   return value === "" ? undefined : Number(value);
+}
+
+/* "auto" (as many layers as fit), or a number of layers (-1: all). */
+function gpuLayers(input) {
+  const value = input.value.trim().toLowerCase();
+  return value === "auto" ? "auto" : number(input);
 }
 
 /* Apply: the roles whose choice changed, checked and loaded by the server before it swaps them in. */
@@ -179,8 +190,93 @@ async function apply(e) {
   }
 }
 
-registerPanel("settings", { title: "Settings", open: loadSettings, close: stopFollowing });
+/* The catalog: each known-good model with where it would run here, and a button to download it (or use it,
+ * once here). Read when the panel opens; the server reads the GPU and RAM, and nothing is downloaded. */
+async function loadCatalog() {
+  try {
+    const [{ machine, models }, { jobs }] = await Promise.all([api("/api/models/catalog"), api("/api/models/pulls")]);
+    $("machine-line").textContent = `This machine: ${machine.text}. Where each model would run is estimated at ` +
+      "its role's context, after the other models.";
+    $("model-catalog").replaceChildren(fragment(Object.entries(CATALOG_GROUPS).flatMap(([role, title]) => {
+      const entries = models.filter((m) => m.role === role);
+      return entries.length ? [el("li", { class: "catalog-group", text: title }), ...entries.map(catalogItem)] : [];
+    })));
+    for (const job of jobs) if (job.state === "running") follow(job, showPull);  // one started elsewhere
+  } catch (e) { $("machine-line").textContent = e.message; }
+}
+
+const CATALOG_GROUPS = { chat: "For chat and summaries", embed: "For embeddings", rerank: "Re-rankers" };
+
+function catalogItem(m) {
+  const facts = [m.role, size(m.size), m.quantization, `${count(m.parameters)} parameters`,
+                 `${count(m.context_length, 1024)} context`, m.licence].join(" · ");
+  const action = m.downloaded
+    ? el("button", { type: "button", text: `Use for ${m.role}`, "aria-label": `Use ${m.title} for ${m.role}`,
+                     onclick: () => useModel(m.file, m.role) })
+    : el("button", { type: "button", text: m.partial ? "Resume download" : "Download", "aria-label": `Download ${m.title}`,
+                     onclick: (e) => download(m.name, e.target) });
+  return el("li", { class: "catalog-entry", "data-name": m.name },
+    el("div", { class: "row" }, el("strong", { text: m.title }),
+       el("span", { class: `badge fit-${m.fit.kind}`, text: m.fit.text }),
+       m.downloaded ? el("span", { class: "badge", text: "downloaded" }) : null, action),
+    el("p", { class: "hint", text: facts }), m.note ? el("p", { class: "hint", text: m.note }) : null);
+}
+
+async function download(name, button) {
+  if (button) button.disabled = true;
+  try {
+    const job = await startPull(name, showPull);
+    $("pulls").querySelector(`[data-job="${CSS.escape(job.id)}"]`)?.scrollIntoView({ block: "nearest" });
+  } catch (e) {
+    $("pull-status").textContent = e.message;
+  } finally {
+    if (button) button.disabled = false;
+  }
+}
+
+/* A download's view in the list, replaced at every step; once done, the catalog shows it downloaded. */
+function showPull(job) {
+  const node = pullView(job, (done) => el("button", { type: "button", class: "primary",
+    text: `Use it for ${roleOf(done)}`, onclick: () => useModel(done.path_name, roleOf(done)) }));
+  const shown = $("pulls").querySelector(`[data-job="${CSS.escape(job.id)}"]`);
+  if (shown) shown.replaceWith(node);
+  else {
+    // one line per file: a new download of it takes the place of how the last one ended
+    for (const old of $("pulls").querySelectorAll(".pull")) if (old.dataset.file === node.dataset.file) old.remove();
+    $("pulls").prepend(node);
+  }
+  if (job.state === "done" && isShown("settings")) loadCatalog();
+}
+
+/* A catalog entry's role; else the role the downloaded file's header says it is made for (chat if unsure). */
+function roleOf(job) {
+  const file = shownFiles.find((f) => f.name === job.path_name);
+  const hint = job.role || (file && file.role_hint);
+  return hint in ROLES ? hint : "chat";
+}
+
+/* Chooses a file for a role and applies it: the server loads and checks it before it swaps it in. */
+async function useModel(file, role) {
+  await loadSettings();  // the new file in the lists
+  const source = $(`model-${role}-source`);
+  source.value = "file";
+  source.dispatchEvent(new Event("change"));
+  const select = $(`model-${role}-file`);
+  select.value = file;
+  select.dispatchEvent(new Event("change"));
+  $("models-form").requestSubmit();
+}
+
+function pullOwn(e) {
+  e.preventDefault();
+  const ref = $("pull-ref").value.trim();
+  $("pull-status").textContent = "";
+  if (ref) download(ref, e.submitter);
+}
+
+registerPanel("settings", { title: "Settings", open: () => { loadSettings(); loadCatalog(); }, close: stopFollowing });
 
 export function wireSettingsPanel() {
   $("models-form").addEventListener("submit", apply);
+  $("pull-form").addEventListener("submit", pullOwn);
 }
