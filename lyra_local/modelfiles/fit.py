@@ -21,7 +21,12 @@ The estimate, checked against llama.cpp's own log of the tiny models (``tests/te
   n_ubatch 512 with flash attention (this: 314, on the safe side).
 
 Every GPU keeps ``MARGIN`` free: the CUDA context and cuBLAS workspace of the process (a few hundred MiB that
-NVML's free memory still counts) and the allocator's slack.
+NVML's free memory still counts) and the allocator's slack. Several GPUs are one pool, as llama.cpp splits the
+layers over them by their free memory; the compute buffer each of them then holds is within its margin.
+
+The roles are placed in ``ORDER``, each in what the ones before it left; a role with a number (-1, 0, N) keeps
+it, and its memory is counted. Free memory is the first probe's (``devices.probe``, once per process, before
+Lyra's models load), so a reload plans against the same memory as the start did.
 """
 
 from __future__ import annotations
