@@ -201,6 +201,7 @@ def test_the_catalog_says_what_fits_this_machine_and_what_is_here(client: TestCl
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LYRA_GPU_DEVICES", GPU_12GB)
     (models_dir / "qwen2.5-3b-instruct-q4_k_m.gguf").symlink_to(require_file(CHAT_GGUF))  # "downloaded"
+    (models_dir / CHAT_GGUF.name).symlink_to(CHAT_GGUF)  # the chat model the settings name, for its offload
     body = client.get("/api/models/catalog").json()
     assert body["machine"]["gpus"][0]["name"] == "RTX 4070" and "RTX 4070" in body["machine"]["text"]
     models = {m["name"]: m for m in body["models"]}
@@ -209,9 +210,12 @@ def test_the_catalog_says_what_fits_this_machine_and_what_is_here(client: TestCl
     assert models["qwen2.5-3b-instruct"]["downloaded"] is True
     assert models["qwen2.5-7b-instruct"]["downloaded"] is False
     assert {m["role"] for m in body["models"]} == {"chat", "embed", "rerank"}
+    offload = client.get("/api/models/offload").json()["roles"]
+    assert offload["chat"].startswith("auto → ") and "RTX 4070" in offload["chat"]  # what Settings says it chose
     monkeypatch.setenv("LYRA_GPU_DEVICES", CPU_ONLY)
     cpu = {m["name"]: m for m in client.get("/api/models/catalog").json()["models"]}
     assert cpu["qwen2.5-7b-instruct"]["fit"]["text"] == "CPU only, slow"
+    assert client.get("/api/models/offload").json()["roles"]["embed"].startswith("auto → 0")
 
 
 def test_the_first_run_suggests_the_chat_model_this_machine_fits(client: TestClient,
@@ -262,6 +266,7 @@ def test_pull_from_settings_with_progress_and_cancel_then_apply(browser: Browser
         catalog = page.locator("#model-catalog li")
         expect(catalog.filter(has_text="Qwen2.5 7B Instruct")).to_contain_text("CPU only, slow")
         expect(page.locator("#machine-line")).to_contain_text("no GPU")
+        expect(page.locator("[data-role=chat] .model-offload")).to_contain_text("Now: auto → 0")
         assert hf.requests == []  # opening Settings downloads nothing
         hf.hold(after=30 * MB)
         page.fill("#pull-ref", REF)

@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from ..config import LocalModel, Settings
 from ..config_edit import ModelChoices
 from ..errors import BadRequest
-from ..llm.registry import offload_plan
+from ..llm.registry import describe_offload, offload_plan
 from ..modelfiles.catalog import CatalogModel, load_catalog, resolve
 from ..modelfiles.devices import Machine, gb, probe
 from ..modelfiles.fit import Placement, gpu_bytes, need_of_entry, place, recommend
@@ -85,6 +85,14 @@ def role_views(settings: Settings) -> dict[str, dict[str, Any]]:
         if role == "summary" and settings.summary_shares_chat():
             roles[role]["shared_with"] = "chat"
     return roles
+
+
+@router.get("/api/models/offload")
+async def offload(request: Request) -> dict[str, Any]:
+    """What each local role's ``n_gpu_layers`` comes to on this machine and why ("auto → 0: this llama.cpp
+    build has no GPU offload"), from the files' headers and the GPUs' memory: no model is loaded."""
+    settings = app_state(request).settings
+    return {"roles": await run_in_threadpool(describe_offload, settings)}
 
 
 @router.get("/api/models/embedding")

@@ -20,8 +20,10 @@ let shownFiles = [];  // the files in models_dir as last listed (a downloaded fi
 
 async function loadSettings() {
   try {
-    const [s, { files, models_dir }] = await Promise.all([api("/api/settings"), api("/api/models/files")]);
+    const [s, { files, models_dir }, offload] = await Promise.all([api("/api/settings"), api("/api/models/files"),
+                                                                   api("/api/models/offload")]);
     shownFiles = files;
+    for (const [role, why] of Object.entries(offload.roles)) if (s.roles[role]) s.roles[role].offload = why;
     renderModels(s, files);
     $("models-dir").textContent = `In ${models_dir}; a GGUF put there appears here.`;
     $("models-where").textContent = `Apply writes ${s.config_file_target}` +
@@ -131,6 +133,7 @@ function roleFields(role, info, current, files, gpu) {
   const local = el("div", { class: "model-local" }, file, about,
     el("div", { class: "row" }, el("label", { class: "small", for: id("ctx"), text: "Context" }), ctx,
        el("label", { class: "small", for: id("layers"), text: "GPU layers" }), layers),
+    current && current.offload ? el("p", { class: "hint model-offload", text: `Now: ${current.offload}` }) : null,
     gpu ? null : el("p", { class: "hint", text: "This build runs on the CPU: GPU layers other than 0 are ignored." }));
   const server = el("div", { class: "model-server" }, url, name);
   const show = () => { local.hidden = source.value !== "file"; server.hidden = source.value !== "server"; };
