@@ -268,6 +268,9 @@ def test_pull_from_settings_with_progress_and_cancel_then_apply(browser: Browser
         expect(page.locator("#machine-line")).to_contain_text("no GPU")
         expect(page.locator("[data-role=chat] .model-offload")).to_contain_text("Now: auto → 0")
         assert hf.requests == []  # opening Settings downloads nothing
+        page.fill("#pull-ref", "qwen7b")
+        page.click("#pull-own")
+        expect(page.locator("#pull-status")).to_contain_text("did you mean qwen2.5-7b-instruct")
         hf.hold(after=30 * MB)
         page.fill("#pull-ref", REF)
         page.click("#pull-own")

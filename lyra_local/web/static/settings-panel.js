@@ -211,7 +211,7 @@ async function loadCatalog() {
 const CATALOG_GROUPS = { chat: "For chat and summaries", embed: "For embeddings", rerank: "Re-rankers" };
 
 function catalogItem(m) {
-  const facts = [m.role, size(m.size), m.quantization, `${count(m.parameters)} parameters`,
+  const facts = [size(m.size), m.quantization, `${count(m.parameters)} parameters`,
                  `${count(m.context_length, 1024)} context`, m.licence].join(" · ");
   const action = m.downloaded
     ? el("button", { type: "button", text: `Use for ${m.role}`, "aria-label": `Use ${m.title} for ${m.role}`,
