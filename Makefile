@@ -90,11 +90,16 @@ outdated: $(STAMP) $(TOOLS)/bin/uv
 	$(COMPILE) --upgrade --no-header --quiet -o $(TOOLS)/newest.txt
 	@$(BIN)/python scripts/lock.py outdated $(TOOLS)/newest.txt
 
+# GPU=1: the CUDA variant, built for CUDA_ARCH only (native: the GPU of this machine; elsewhere name it, e.g.
+# CUDA_ARCH=90 for compute capability 9.0 as `nvidia-smi --query-gpu=compute_cap` says), from the first install
+# on; $(VENV)/.gpu rebuilds it if pip took a CPU wheel from its cache.
+CUDA_ARCH ?= native
 ifeq ($(GPU),1)
+export CMAKE_ARGS ?= -DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=$(CUDA_ARCH)
 setup: $(VENV)/.gpu
 $(VENV)/.gpu: $(STAMP)
 	$(BIN)/python -c 'import llama_cpp, sys; sys.exit(not llama_cpp.llama_supports_gpu_offload())' || \
-		CMAKE_ARGS="-DGGML_CUDA=on" CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(BIN)/pip install \
+		CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(BIN)/pip install \
 		--disable-pip-version-check --force-reinstall --no-deps --no-cache-dir \
 		'llama-cpp-python==$(LLAMA_CPP_VERSION)'
 	touch $@
