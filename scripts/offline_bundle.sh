@@ -47,9 +47,12 @@ expand_platform() {
 }
 
 TARGET=()  # pip download's options for the target; none: this machine's own
+FOR="Python $("$PY" -c 'import platform; print(platform.python_version())') on $(uname -m) (the machine that made it)"
 if [[ -n $TARGET_PY || ${#PLATFORMS[@]} -gt 0 ]]; then
   [[ ${#PLATFORMS[@]} -gt 0 ]] || PLATFORMS=("manylinux_2_28_$(uname -m)")
-  TARGET=(--implementation cp --python-version "${TARGET_PY:-$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')}")
+  TARGET_PY="${TARGET_PY:-$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')}"
+  FOR="CPython $TARGET_PY on ${PLATFORMS[*]} (and the older manylinux tags)"
+  TARGET=(--implementation cp --python-version "$TARGET_PY")
   for p in "${PLATFORMS[@]}"; do
     while read -r tag; do TARGET+=(--platform "$tag"); done < <(expand_platform "$p")
   done
@@ -59,7 +62,7 @@ mkdir -p "$DIR"
 
 # 1. The lock, less llama-cpp-python (built from its sdist below): one wheel per pin, no resolving
 #    (--no-deps: the lock already names every dependency, for every platform marker).
-say "the locked wheels (constraints.txt) for ${TARGET[*]:-this machine}"
+say "the locked wheels (constraints.txt) for $FOR"
 grep -v -E '^(#|llama-cpp-python==)' constraints.txt | cut -d'#' -f1 | sed 's/ *$//' | grep . > "$DIR/.requirements.txt"
 "${DOWNLOAD[@]}" --no-deps --only-binary=:all: "${TARGET[@]}" -r "$DIR/.requirements.txt"
 rm "$DIR/.requirements.txt"
@@ -94,7 +97,7 @@ cat > "$DIR/README.md" <<EOF
 # Lyra's offline bundle
 
 Made by \`scripts/offline_bundle.sh\` on $(date -u +%Y-%m-%d) from lyra_local $(git rev-parse --short HEAD),
-for ${TARGET[*]:-Python $("$PY" -c 'import platform; print(platform.python_version())') on $(uname -m) (the machine that made it)}.
+for $FOR.
 It holds every pinned dependency (constraints.txt, as wheels), llama-cpp-python $VERSION's sources
 (built on the box: the CPU or the CUDA variant, and llama.cpp's llama-server), what builds them
 (scikit-build-core, cmake, ninja, setuptools) and the default models' wheels (${MODELS[*]}).
