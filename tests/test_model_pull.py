@@ -396,7 +396,8 @@ def test_cli_catalog_says_what_fits(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     out = capsys.readouterr().out
     assert embeds and all(entry.name in out for entry in embeds)
     assert "fits on the GPU" in out and "Test GPU" in out
-    assert out.count("downloaded") == 1
+    rows = {entry.name: next(line for line in out.splitlines() if f" {entry.name} " in line) for entry in embeds}
+    assert [name for name, row in rows.items() if row.rstrip().endswith("yes")] == [embeds[0].name]  # `have`
     assert not any(entry.name in out for entry in load_catalog() if entry.role == "chat")
 
 

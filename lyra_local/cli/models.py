@@ -11,6 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -167,8 +168,10 @@ def run_catalog(args: argparse.Namespace) -> int:
     """Every catalog entry (or one role's) with its size and where it would run on this machine."""
     settings = _settings_or_none(args)
     machine = devices.probe()
-    table = Table(title=f"Known-good models — this machine: {machine.describe()}")
-    for column in ("name", "role", "title", "size", "quant", "context", "fits (at n_ctx)", "here"):
+    # the name is what `lyra models pull` takes: never wrapped or cut, whatever the terminal's width
+    table = Table(title=f"Known-good models — this machine: {machine.describe()}", box=box.SIMPLE)
+    table.add_column("name", no_wrap=True)
+    for column in ("role", "size", "quant", "n_ctx", "runs here", "have"):
         table.add_column(column)
     models_dir = settings.models_dir if settings is not None else None
     for entry in load_catalog():
@@ -176,11 +179,12 @@ def run_catalog(args: argparse.Namespace) -> int:
             continue
         n_ctx = args.n_ctx or _role_ctx(settings, entry)
         placement = fit.place(fit.need_of_entry(entry, n_ctx), machine)
-        here = "downloaded" if models_dir is not None and (models_dir / entry.file).is_file() else ""
-        table.add_row(entry.name, entry.role, entry.title, _size(entry.size), entry.quantization,
-                      f"{entry.context_length:,}", f"{placement.text} ({n_ctx:,})", here)
+        here = "yes" if models_dir is not None and (models_dir / entry.file).is_file() else ""
+        table.add_row(entry.name, entry.role, _size(entry.size), entry.quantization, f"{n_ctx:,}", placement.text,
+                      here)
     Console().print(table)
-    print("each model is sized alone, with the context in brackets; `lyra models pull NAME` downloads one")
+    print("each model is sized alone, at the context its role is set to (n_ctx); `lyra models pull NAME` "
+          "downloads one; `have`: already in models_dir")
     return 0
 
 
