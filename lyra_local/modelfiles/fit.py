@@ -242,7 +242,8 @@ def _decide(ask: Ask, machine: Machine, used: int) -> Offload:
     if not machine.gpus:
         return Offload(ask.role, 0, True, None, f"auto → 0: no GPU found ({machine.source})")
     if ask.need is None:
-        return Offload(ask.role, 0, True, None, "auto → 0: its file's header does not say how big the model is")
+        return Offload(ask.role, 0, True, None,
+                       "auto → 0: its file is missing, unreadable, or its header does not say how big the model is")
     placement = place(ask.need, machine, gpu_used=used)
     return Offload(ask.role, placement.n_gpu_layers, True, placement, _why(ask.need, placement, machine, used))
 

@@ -58,7 +58,7 @@ from .. import __version__
 from ..errors import LyraError
 from ..fsutil import sha256_file
 from .catalog import PullTarget
-from .fetch import _read_manifest, _write_manifest
+from .fetch import read_manifest, write_manifest
 from .gguf_header import MAGIC, ModelFileInvalid, read_gguf
 
 STAGING = ".pull"
@@ -343,19 +343,19 @@ def _verify(partial: Path, expected: str, name: str, url: str) -> None:
 
 def _record(models_dir: Path, name: str, target: PullTarget, meta: HfFileMetadata, sha256: str) -> None:
     """The pulled file in ``manifest.json`` (fetch.py's), so a later pull or check verifies it without the network."""
-    manifest = _read_manifest(models_dir)
+    manifest = read_manifest(models_dir)
     entry: dict[str, object] = {
         "sha256": sha256, "source": f"huggingface:{target.repo}:{target.file}@{meta.commit_hash}",
         "source_sha256": sha256, "converter_version": None, "repo": target.repo, "file": target.file,
         "revision": target.revision, "commit": meta.commit_hash, "size": _size(models_dir / name)}
     if manifest.get(name) != entry:
         manifest[name] = entry
-        _write_manifest(models_dir, manifest)
+        write_manifest(models_dir, manifest)
 
 
 def _recorded_sha256(models_dir: Path, target: PullTarget) -> str | None:
     """The sha256 an earlier pull of the same repository, file and revision recorded."""
-    entry = _read_manifest(models_dir).get(_final_name(target))
+    entry = read_manifest(models_dir).get(_final_name(target))
     if not isinstance(entry, dict):
         return None
     same = (entry.get("repo"), entry.get("file"), entry.get("revision")) == (target.repo, target.file, target.revision)

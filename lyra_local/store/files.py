@@ -122,13 +122,14 @@ FILES: tuple[Place, ...] = (
     Place("the configuration being rewritten", ".lyra.toml.*.tmp", "data_dir", "fsutil.replace_text", False,
           "renamed over lyra.toml at once, unlinked if the write fails"),
     Place("model files, where models_dir is inside the data directory", "models/**", "data_dir",
-          "lyra models fetch, the person", False, "never: models, not memory"),
+          "lyra models fetch and pull, Settings -> Models' downloads (partials in models/.pull/), the person", False,
+          "never: models, not memory (a pull's partial stays to be resumed, or goes with the next pull)"),
     Place("the doctor's write probe", ".write-test", "data_dir", "lyra doctor (diagnostics.py)", False,
           "unlinked right after it is written"),
     # -- the browser: declared for the record (the page owns them; nothing on disk here) --------------------
     Place("the API token the person typed", "lyra-token", "browser", "static/api.js (localStorage)", False,
           "never by Lyra: the person's browser keeps it until its site data is cleared"),
-    Place("the first-run banner dismissed", "lyra-first-run-dismissed", "browser", "static/main.js (localStorage)",
+    Place("the first-run banner dismissed", "lyra-first-run-dismissed", "browser", "static/first-run.js (localStorage)",
           False, "never by Lyra"),
     Place("a tab's own record: its trash and its open off-the-record conversation", "lyra-tab:*", "browser",
           "static/tabs.js (localStorage)", False, "ids and moments only, never words; removed by its tab when "
