@@ -175,3 +175,16 @@ def test_the_recommended_chat_model_is_the_largest_that_fits_whole() -> None:
     cpu = fit.recommend(CATALOG, machine(ram_gib=32))  # no GPU: the smallest, on the CPU
     assert cpu is not None and (cpu[0].name, cpu[1].kind) == ("small-8b", "cpu")
     assert fit.recommend(CATALOG, machine(ram_gib=2)) is None
+
+
+def test_a_model_whose_licence_restricts_its_use_is_never_suggested_unasked() -> None:
+    """The real catalog: Qwen2.5 3B (non-commercial) is the fewest parameters, yet a CPU-only machine is told of
+    the smallest model it may use for anything."""
+    from lyra_local.modelfiles.catalog import load_catalog
+
+    real = load_catalog()
+    restricted = [e for e in real if e.licence in fit.NOT_SUGGESTED]
+    assert [e.name for e in restricted] == ["qwen2.5-3b-instruct"]
+    cpu = fit.recommend(real, machine(ram_gib=32))
+    assert cpu is not None and cpu[0].licence not in fit.NOT_SUGGESTED
+    assert cpu[0].parameters > restricted[0].parameters  # it would have been chosen but for its licence

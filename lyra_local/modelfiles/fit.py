@@ -261,12 +261,19 @@ def _why(need: Need, placement: Placement, machine: Machine, used: int) -> str:
             f"{others} (the whole model needs {gb(need.on_gpu(-1))} there, {context}): it runs on the CPU")
 
 
+# Licences that forbid some uses (Qwen's research licence: non-commercial only): such a model is listed and pulled
+# when the person names it, never suggested unasked, since Lyra cannot know what its person uses it for.
+NOT_SUGGESTED = frozenset({"qwen-research"})
+
+
 def recommend(entries: Sequence[CatalogModel], machine: Machine, *, gpu_used: int = 0,
               n_ctx: int = RECOMMEND_CTX) -> tuple[CatalogModel, Placement] | None:
     """The chat model to suggest for this machine: the largest that fits on the GPU(s) whole at ``n_ctx`` after
     ``gpu_used``; with no GPU to use, the smallest that runs on the CPU; None when the catalog has neither.
-    A model that writes a <think> block before each reply is never suggested (Lyra would show it)."""
-    chats = sorted((e for e in entries if e.role == "chat" and not e.thinking), key=lambda e: (e.parameters, e.size))
+    A model that writes a <think> block before each reply is never suggested (Lyra would show it), nor one whose
+    licence restricts its use (``NOT_SUGGESTED``)."""
+    chats = sorted((e for e in entries if e.role == "chat" and not e.thinking and e.licence not in NOT_SUGGESTED),
+                   key=lambda e: (e.parameters, e.size))
     placed = [(entry, place(need_of_entry(entry, n_ctx), machine, gpu_used=gpu_used)) for entry in chats]
     whole = [pair for pair in placed if pair[1].kind == "gpu"]
     if whole:
