@@ -74,6 +74,14 @@ def records(tab: Page) -> list[str]:
     return list(tab.evaluate("Object.keys(localStorage).filter(k => k.startsWith('lyra-tab:'))"))
 
 
+def what_tab_shows(tab: Page) -> str:
+    """What a failed assertion needs to say: the tab's error and notice lines and the tabs' records."""
+    shown = {box: tab.locator(f"#{box}").inner_text() for box in ("error", "notice")
+             if tab.locator(f"#{box}").is_visible()}
+    stored = tab.evaluate("Object.fromEntries(Object.entries(localStorage).filter(([k]) => k.startsWith('lyra-')))")
+    return f"the tab shows {shown}, its storage holds {stored}"
+
+
 def listed(tab: Page, name: str):  # type: ignore[no-untyped-def]
     return tab.locator(".session-list .session-name", has_text=name)
 
@@ -250,4 +258,29 @@ def test_an_off_the_record_conversation_open_in_one_tab_outlives_another_tab_lea
         assert exists(served, secret)
         one.click("#new-session")  # the last tab with it open leaves it: deleted, as its banner said
         expect(one.locator("#off-record-banner")).to_be_hidden()
-        assert gone_soon(served, secret)
+        assert gone_soon(served, secret), what_tab_shows(one)
+
+
+def test_leaving_an_off_the_record_conversation_deletes_it_even_when_the_server_was_busy_at_first(
+        browser: Browser, served: Served) -> None:  # noqa: F811
+    with two_tabs(browser, served.url) as (one, _two):
+        one.click("#new-off-record")
+        expect(one.locator("#off-record-banner")).to_be_visible()
+        secret = max(s["id"] for s in httpx.get(f"{served.url}/api/sessions").json()["sessions"]
+                     if s["remember"] is False)
+        refused: list[str] = []
+
+        def busy_once(route):  # type: ignore[no-untyped-def]
+            if route.request.method == "DELETE" and not refused:
+                refused.append(route.request.url)
+                route.fulfill(status=503, content_type="application/json",
+                              body=json.dumps({"error": {"message": "the memory is busy"}}))
+            else:
+                route.continue_()
+
+        one.route(f"**/api/sessions/{secret}", busy_once)
+        one.click("#new-session")
+        expect(one.locator("#off-record-banner")).to_be_hidden(timeout=20_000)
+        assert refused, "the page never asked to delete it"
+        assert gone_soon(served, secret), what_tab_shows(one)
+        expect(one.locator("#error")).to_be_hidden()

@@ -156,21 +156,33 @@ function showBlank(remember = true) {
 /* Leaving an off-the-record conversation deletes it (the banner says so while it is open), unless another tab
  * has it open still: that tab deletes it when it leaves it. */
 async function leaveCurrent(nextId) {
-  const leaving = currentSession();
-  if (!leaving || leaving.remember !== false || leaving.id === nextId) return;
+  const leaving = currentId();  // from what is open, not from the list, which another tab's change reloads
+  if (leaving === null || currentRemembered() || leaving === nextId) return;
   await stopReplyAndWait();  // its reply stops first, so nothing of it is written after it is deleted
   try {
-    if (await lastToLeave(leaving.id, () => forgetOnServer(leaving.id))) {
-      sessions = sessions.filter((s) => s.id !== leaving.id);
+    if (await lastToLeave(leaving, () => forgetLeft(leaving))) {
+      sessions = sessions.filter((s) => s.id !== leaving);
     }
   } catch (e) { showError(e.message); }
+}
+
+/* Deletes off-the-record conversation ``id``, as its banner promised: a busy server (5xx) or a dropped connection
+ * is tried again for some 15 s before the person is told it is still there. */
+async function forgetLeft(id) {
+  for (let wait = 500; ; wait *= 2) {
+    try {
+      return await forgetOnServer(id);
+    } catch (e) {
+      if (wait > 8000 || (e.status && e.status < 500)) throw e;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
 }
 
 /* The banner while off the record: an off-the-record conversation is open, or none is and the next message
  * starts one (its conversation was deleted elsewhere while open here). */
 function showOffRecord() {
-  const session = currentSession();
-  const off = currentId() === null ? !currentRemembered() : Boolean(session && session.remember === false);
+  const off = !currentRemembered();
   $("off-record-banner").hidden = !off;
   document.body.classList.toggle("off-record-mode", off);
 }
