@@ -38,12 +38,12 @@ from lyra_local.modelfiles.pull import (
     NoConnection,
     NotAGGUF,
     NotEnoughSpace,
-    Progress,
     PullCancelled,
     PullError,
     partial_files,
     pull,
 )
+from lyra_local.modelfiles.pull_stream import Progress
 
 from .conftest import CHAT_GGUF, EMBED_GGUF, REPO, base_env, free_port, require_file
 from .hf_server import HFServer, Served

@@ -31,7 +31,8 @@ from ..modelfiles.bert_gguf import convert_bert
 from ..modelfiles.catalog import ROLES, CatalogModel, PullTarget, load_catalog, resolve
 from ..modelfiles.fetch import fetch_defaults
 from ..modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
-from ..modelfiles.pull import STAGING, Progress, partial_files, pull
+from ..modelfiles.pull import STAGING, partial_files, pull
+from ..modelfiles.pull_stream import Progress
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -15,6 +15,9 @@ at 90 % would start again from nothing. Here the partial file is ours, in
 in ``models_dir``), named by the sha256 it must end with, so a resume never mixes
 two versions of one file.
 
+The stream's guards (the GGUF check at the first bytes, the progress meter that
+also cancels) are ``pull_stream.py``'s.
+
 The order is the point: the free disk space is checked before a byte is fetched;
 the first bytes must be GGUF's magic, so an HTML page (a captive portal, a proxy's
 error page) is refused at once; the whole file's sha256 (the catalog's, else the
@@ -30,12 +33,9 @@ import os
 import re
 import shutil
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from types import TracebackType
 from typing import Any, BinaryIO, cast
 from urllib.parse import urlsplit
 
@@ -59,7 +59,8 @@ from ..errors import LyraError
 from ..fsutil import sha256_file
 from .catalog import PullTarget
 from .fetch import read_manifest, write_manifest
-from .gguf_header import MAGIC, ModelFileInvalid, read_gguf
+from .gguf_header import ModelFileInvalid, read_gguf
+from .pull_stream import GGUFOnly, NotGGUFStream, Report, Stopped, meter_class, starts_as_gguf
 
 STAGING = ".pull"
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -103,19 +104,6 @@ class PullCancelled(PullError):
     """The person stopped the download (Cancel, Ctrl-C): the partial file is kept for a resume."""
 
     status_code = 409
-
-
-@dataclass(frozen=True)
-class Progress:
-    """How far a download is: bytes done (resumed ones included), of ``total``; ``rate`` in bytes per second."""
-
-    done: int
-    total: int | None
-    rate: float
-    eta_s: float | None
-
-
-Report = Callable[[Progress], None]
 
 
 def pull(target: PullTarget, models_dir: Path, *, progress: Report | None = None,
@@ -270,7 +258,7 @@ def _download(meta: HfFileMetadata, url: str, partial: Path, size: int | None, n
               progress: Report | None, cancel: threading.Event | None) -> None:
     """Fetch what ``partial`` lacks (all of it for a new one); disk space first, GGUF's magic at the first bytes."""
     have = partial.stat().st_size if partial.is_file() else 0
-    if have and (size is not None and have > size or not _starts_as_gguf(partial)):
+    if have and (size is not None and have > size or not starts_as_gguf(partial)):
         partial.unlink()  # longer than the file, or not its beginning: nothing in it can be resumed
         have = 0
     _check_space(partial.parent, (size or 0) - have, name)
@@ -279,14 +267,14 @@ def _download(meta: HfFileMetadata, url: str, partial: Path, size: int | None, n
     headers = build_hf_headers(library_name="lyra-local", library_version=__version__)
     if urlsplit(meta.location).hostname != urlsplit(url).hostname:
         headers.pop("authorization", None)  # a CDN's signed address: the person's token stays with the Hub
-    meter = _meter_factory(progress, cancel)
+    meter = meter_class(progress, cancel)
     try:
         with partial.open("ab") as raw:
-            http_get(meta.location, cast(BinaryIO, _GGUFOnly(raw, partial)), resume_size=have, headers=headers,
+            http_get(meta.location, cast(BinaryIO, GGUFOnly(raw)), resume_size=have, headers=headers,
                      expected_size=size, displayed_filename=name, tqdm_class=cast(Any, meter))
-    except _Stop:
+    except Stopped:
         raise _cancelled(name, partial, size) from None
-    except _NotGGUF as exc:
+    except NotGGUFStream as exc:
         partial.unlink(missing_ok=True)
         raise NotAGGUF(f"{url} sent {exc.what}, not a GGUF model: refused, nothing was kept",
                        hint="a captive portal or a proxy's page: log in to the network in a browser, "
@@ -363,12 +351,6 @@ def _recorded_sha256(models_dir: Path, target: PullTarget) -> str | None:
     return sha if same and isinstance(sha, str) else None
 
 
-def _starts_as_gguf(path: Path) -> bool:
-    with path.open("rb") as fh:
-        head = fh.read(len(MAGIC))
-    return MAGIC.startswith(head)
-
-
 class _Hashes:
     """A file's sha256 computed once per pull (5 GB take seconds)."""
 
@@ -379,97 +361,6 @@ class _Hashes:
         if path not in self._known:
             self._known[path] = sha256_file(path)
         return self._known[path]
-
-
-class _Stop(Exception):
-    """Raised inside the transfer when the person cancels; ``pull`` turns it into ``PullCancelled``."""
-
-
-class _NotGGUF(Exception):
-    def __init__(self, what: str) -> None:
-        super().__init__(what)
-        self.what = what
-
-
-class _GGUFOnly:
-    """The partial file as ``http_get`` writes it, refusing at the first bytes what is not GGUF (an HTML page)."""
-
-    def __init__(self, raw: BinaryIO, path: Path) -> None:
-        self._raw = raw
-        self._path = path
-
-    def write(self, data: bytes) -> int:
-        if self._raw.tell() == 0:
-            head = bytes(data[:len(MAGIC)])
-            if not MAGIC.startswith(head):
-                raise _NotGGUF(_what(bytes(data[:512])))
-        return self._raw.write(data)
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self._raw.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._raw.tell()
-
-    def truncate(self, size: int | None = None) -> int:
-        return self._raw.truncate(size)
-
-    def flush(self) -> None:
-        self._raw.flush()
-
-
-def _what(head: bytes) -> str:
-    text = head.lstrip().lower()
-    if text.startswith((b"<!doctype html", b"<html", b"<head", b"<body")) or b"<html" in text:
-        return "an HTML page"
-    return f"a file starting with {head[:8]!r}"
-
-
-class _Meter:
-    """What ``http_get`` takes for a tqdm bar: it counts the bytes, reports ``Progress``, and stops the transfer
-    when ``cancel`` is set (raising between two chunks, so the partial file holds only whole written chunks)."""
-
-    def __init__(self, report: Report | None, cancel: threading.Event | None, *, total: int | None = None,
-                 initial: int = 0, **_tqdm_options: object) -> None:
-        self._report = report
-        self._cancel = cancel
-        self.total = total
-        self.done = initial
-        self._fetched = 0  # in this run, for the rate (resumed bytes came earlier)
-        self._started = time.monotonic()
-        self._emit()
-
-    def update(self, n: int | float | None = 1) -> None:
-        step = int(n or 0)
-        self.done += step
-        self._fetched += max(step, 0)
-        if self._cancel is not None and self._cancel.is_set():
-            raise _Stop()
-        self._emit()
-
-    def _emit(self) -> None:
-        if self._report is None:
-            return
-        elapsed = time.monotonic() - self._started
-        rate = self._fetched / elapsed if elapsed > 0 and self._fetched else 0.0
-        left = self.total - self.done if self.total is not None else None
-        eta = left / rate if left is not None and rate > 0 else None
-        self._report(Progress(self.done, self.total, rate, eta))
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> _Meter:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
-
-
-def _meter_factory(report: Report | None, cancel: threading.Event | None) -> Callable[..., _Meter]:
-    def make(**options: Any) -> _Meter:
-        return _Meter(report, cancel, **options)
-    return make
 
 
 def _size(path: Path) -> int:

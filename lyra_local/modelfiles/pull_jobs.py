@@ -27,7 +27,8 @@ from typing import Any, Literal
 from ..errors import Conflict, LyraError, NotFound
 from ..oserrors import storage_error
 from .catalog import PullTarget
-from .pull import Progress, PullCancelled, pull
+from .pull import PullCancelled, pull
+from .pull_stream import Progress
 
 log = logging.getLogger(__name__)
 
