@@ -234,6 +234,33 @@ def test_the_network_gone_mid_download_keeps_the_partial(hf: HFServer, tmp_path:
         assert sha256_of(path) == chat.sha256 and back.ranges() == [f"bytes={kept}-"]
 
 
+def test_cancel_during_a_stalled_transfer_ends_cancelled_not_as_a_lost_connection(hf: HFServer,
+                                                                                 tmp_path: Path) -> None:
+    """Cancel is seen between two chunks: a transfer that stalls, then fails, was still stopped by the person."""
+    chat = served(hf, CHAT_REPO)
+    models_dir = tmp_path / "models"
+    cancel = threading.Event()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            pull(target_of(chat), models_dir, cancel=cancel)
+        except BaseException as exc:  # handed to the test
+            failed.append(exc)
+
+    hf.hold(20 * MIB)
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert hf.held.wait(30)
+    cancel.set()
+    hf.stop()  # no chunk comes again: the transfer ends on a connection error
+    thread.join(60)
+    assert not thread.is_alive()
+    [error] = failed
+    assert isinstance(error, PullCancelled) and "partial file is" in error.message
+    assert partial_files(models_dir, chat.path) and models_listing(models_dir) == []
+
+
 def test_a_corrupted_byte_is_refused_and_nothing_is_kept(hf: HFServer, tmp_path: Path) -> None:
     embed = served(hf, EMBED_REPO)
     models_dir = tmp_path / "models"

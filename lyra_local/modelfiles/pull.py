@@ -280,6 +280,10 @@ def _download(meta: HfFileMetadata, url: str, partial: Path, size: int | None, n
                        hint="a captive portal or a proxy's page: log in to the network in a browser, "
                             "then pull again") from None
     except httpx2.TransportError as exc:
+        # Cancel is seen only when a chunk arrives: a transfer that stalls, then fails after huggingface_hub's
+        # retries, was still stopped by the person and ends as they asked, not as a lost connection.
+        if cancel is not None and cancel.is_set():
+            raise _cancelled(name, partial, size) from None
         raise _no_connection_during(meta, partial, name, exc) from exc
     except HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else "an error"
