@@ -261,6 +261,22 @@ def test_cancel_during_a_stalled_transfer_ends_cancelled_not_as_a_lost_connectio
     assert partial_files(models_dir, chat.path) and models_listing(models_dir) == []
 
 
+def test_a_pull_leaves_the_partial_of_a_longer_named_file_alone(hf: HFServer, tmp_path: Path) -> None:
+    """``X.gguf``'s partials are ``X.gguf.<sha>.partial``: ``X.gguf.extra.gguf``'s partial is another file's."""
+    chat = served(hf, CHAT_REPO)
+    staging = tmp_path / "models" / STAGING
+    staging.mkdir(parents=True)
+    other = staging / f"{chat.path}.Q8_0.gguf.{'0' * 16}.partial"
+    other.write_bytes(b"GGUF" + bytes(100))
+    stale = staging / f"{chat.path}.{'0' * 16}.partial"  # this file's, of another version: never resumable
+    stale.write_bytes(b"GGUF" + bytes(100))
+    assert partial_files(tmp_path / "models", chat.path) == [stale]
+
+    pull(target_of(chat), tmp_path / "models")
+
+    assert other.is_file() and not stale.exists()
+
+
 def test_a_corrupted_byte_is_refused_and_nothing_is_kept(hf: HFServer, tmp_path: Path) -> None:
     embed = served(hf, EMBED_REPO)
     models_dir = tmp_path / "models"

@@ -146,9 +146,16 @@ def pull(target: PullTarget, models_dir: Path, *, progress: Report | None = None
 
 def partial_files(models_dir: Path, file: str) -> list[Path]:
     """The partial downloads of ``file`` kept in ``models_dir/.pull/`` (what a next pull resumes)."""
-    staging = models_dir / STAGING
-    name = PurePosixPath(file).name
-    return sorted(staging.glob(f"{glob.escape(name)}.*.partial")) if staging.is_dir() else []
+    return _partials(models_dir / STAGING, PurePosixPath(file).name)
+
+
+def _partials(staging: Path, name: str) -> list[Path]:
+    """``name``'s partials, one per version (``NAME.<sha256[:16]>.partial``); a glob alone would take another
+    file's too (``a.gguf.*.partial`` matches ``a.gguf.x.gguf``'s)."""
+    if not staging.is_dir():
+        return []
+    mine = re.compile(re.escape(name) + r"\.[0-9a-f]{16}\.partial")
+    return sorted(path for path in staging.glob(f"{glob.escape(name)}.*.partial") if mine.fullmatch(path.name))
 
 
 def _final_name(target: PullTarget) -> str:
@@ -249,7 +256,7 @@ def _only_pull_of(lock_path: Path, name: str) -> Iterator[None]:
 
 def _drop_other_partials(staging: Path, name: str, *, keep: Path) -> None:
     """A partial of another version of the file (the repository changed it) can never be resumed."""
-    for other in staging.glob(f"{glob.escape(name)}.*.partial"):
+    for other in _partials(staging, name):
         if other != keep:
             other.unlink(missing_ok=True)
 
