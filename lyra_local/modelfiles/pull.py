@@ -139,7 +139,7 @@ def pull(target: PullTarget, models_dir: Path, *, progress: Report | None = None
             size = meta.size if meta.size is not None else target.size
             _download(meta, url, partial, size, name, progress, cancel)
             _verify(partial, expected, name, url)
-            os.replace(partial, final)
+            _rename_durably(partial, final)
         _record(models_dir, name, target, meta, expected)
     return final
 
@@ -340,16 +340,33 @@ def _verify(partial: Path, expected: str, name: str, url: str) -> None:
                        hint="pick another file of the repository") from exc
 
 
+def _rename_durably(partial: Path, final: Path) -> None:
+    """Give the verified file its final name once its bytes are on the disk: without the fsync, a power cut
+    soon after could leave a short or empty file under the model's name (the rename reaching the disk first)."""
+    with partial.open("rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(partial, final)
+    folder = os.open(final.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
 def _record(models_dir: Path, name: str, target: PullTarget, meta: HfFileMetadata, sha256: str) -> None:
-    """The pulled file in ``manifest.json`` (fetch.py's), so a later pull or check verifies it without the network."""
-    manifest = read_manifest(models_dir)
+    """The pulled file in ``manifest.json`` (fetch.py's), so a later pull or check verifies it without the network.
+
+    Under a lock of its own: two pulls of different files (the server's, the CLI's) ending together would
+    otherwise each write the manifest it read, one losing the other's entry, or clash on its temporary file."""
     entry: dict[str, object] = {
         "sha256": sha256, "source": f"huggingface:{target.repo}:{target.file}@{meta.commit_hash}",
         "source_sha256": sha256, "converter_version": None, "repo": target.repo, "file": target.file,
         "revision": target.revision, "commit": meta.commit_hash, "size": _size(models_dir / name)}
-    if manifest.get(name) != entry:
-        manifest[name] = entry
-        write_manifest(models_dir, manifest)
+    with filelock.FileLock(str(models_dir / STAGING / "manifest.lock"), timeout=60):
+        manifest = read_manifest(models_dir)
+        if manifest.get(name) != entry:
+            manifest[name] = entry
+            write_manifest(models_dir, manifest)
 
 
 def _recorded_sha256(models_dir: Path, target: PullTarget) -> str | None:
