@@ -140,6 +140,17 @@ def test_a_second_pull_of_the_same_file_joins_the_first(hf: HFServer, client: Te
     assert len(client.get("/api/models/pulls").json()["jobs"]) == 1
 
 
+def test_another_file_under_the_same_name_is_refused_while_the_first_runs(hf: HFServer,
+                                                                          client: TestClient) -> None:
+    """A file of the same name in a folder of the repository is another file: it does not join the first."""
+    hf.hold(after=10 * MB)
+    first = client.post("/api/models/pulls", json={"name": REF}).json()
+    other = client.post("/api/models/pulls", json={"name": f"{REPO_ID}:q4/{FILE}"})
+    assert other.status_code == 409 and "being downloaded from" in other.json()["error"]["message"]
+    hf.release()
+    assert wait_for(client, first["job"]["id"], ended)["state"] == "done"
+
+
 def test_a_failed_pull_says_why_with_a_hint(hf: HFServer, client: TestClient, models_dir: Path) -> None:
     hf.faults.flip_at = 5 * MB  # a corrupted byte: the sha256 refuses the file
     job = client.post("/api/models/pulls", json={"name": REF}).json()["job"]
@@ -170,6 +181,10 @@ def test_what_cannot_be_pulled_is_refused_as_a_lyra_error(client: TestClient) ->
     both = client.post("/api/models/pulls", json={"name": REF, "repo": REPO_ID, "file": FILE})
     assert both.status_code == 400 and both.json()["error"]["hint"]
     assert client.post("/api/models/pulls", json={"name": REF, "path": "/etc"}).status_code == 422
+    for outside in ({"name": f"{REPO_ID}:../{FILE}"}, {"repo": REPO_ID, "file": f"../../{FILE}"},
+                    {"repo": REPO_ID, "file": f"/tmp/{FILE}"}, {"repo": "../..", "file": FILE},
+                    {"repo": REPO_ID, "file": FILE, "revision": "../main"}):
+        assert client.post("/api/models/pulls", json=outside).status_code == 404, outside  # never a path
     assert client.get("/api/models/pulls/nope").json()["error"]["type"] == "NotFound"
     assert client.delete("/api/models/pulls/nope").status_code == 404
     assert client.get("/api/models/pulls").json() == {"jobs": []}  # nothing started by itself

@@ -93,9 +93,12 @@ class PullJobs:
                 raise Conflict("the server is stopping; no download starts now", hint="start it again after")
             running = self._running_for(target.local_name)
             if running is not None:
-                same = (running.target.repo, running.target.revision) == (target.repo, target.revision)
+                # the same file of the same repository at the same revision; "a/M.gguf" and "b/M.gguf" of one
+                # repository are two files that would end under one name (repository names ignore case)
+                same = (running.target.repo.lower(), running.target.file, running.target.revision) == (
+                    target.repo.lower(), target.file, target.revision)
                 if not same or running.models_dir != models_dir:
-                    raise Conflict(f"{target.file} is being downloaded from {running.target.repo} now",
+                    raise Conflict(f"{target.local_name} is being downloaded from {running.target.ref} now",
                                    hint="wait for that download to end, or cancel it, then try again")
                 return running, True
             job = PullJob(uuid.uuid4().hex[:12], target, models_dir)
