@@ -16,6 +16,7 @@ from .llm.local import GPU_LAYERS_IGNORED, gpu_offload_supported
 from .llm.registry import Models, offload_plan
 from .modelfiles import devices, fit
 from .modelfiles.catalog import load_catalog
+from .modelfiles.on_disk import file_size
 from .oserrors import storage_error
 from .runtime import Runtime
 from .store import context_view
@@ -119,7 +120,7 @@ def demo_advice(settings: Settings, machine: devices.Machine) -> Check | None:
             machine.gpus and not machine.offload) else ""
         how = "on the CPU only, slowly" if placement.kind == "cpu" else placement.text
         where = f"(the catalog's smallest) runs here {how}{unused}"
-    size = devices.gb(entry.size)
+    size = file_size(entry.size)
     return Check("chat model", True, f"{demo}; `lyra models pull {entry.name}` {where} ({entry.title}, {size} "
                  f"download, at {fit.RECOMMEND_CTX:,} tokens of context)", warning=True,
                  hint=f"`lyra models pull {entry.name}`, then choose it in Settings → Models (`lyra models catalog` "

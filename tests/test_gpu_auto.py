@@ -16,6 +16,7 @@ from lyra_local.config_edit import ModelChoices, edit_models
 from lyra_local.llm.local import LocalChatModel, gpu_offload_supported
 from lyra_local.llm.registry import Models, describe_offload, offload_plan
 from lyra_local.modelfiles import devices, fit
+from lyra_local.modelfiles.catalog import load_catalog
 
 from .conftest import CHAT_GGUF, MODELS_DIR, base_env, require_file
 
@@ -137,6 +138,8 @@ def test_doctor_reports_the_machine_what_auto_chose_and_a_model_for_it(tmp_path:
     assert "[ok] models.chat n_gpu_layers: auto → 31 of 31 layers on the RTX 4070 (" in what_if.stdout
     advice = next(line for line in what_if.stdout.splitlines() if "[warn] chat model:" in line)
     assert "fits your 12 GB GPU" in advice
+    named = next(entry for entry in load_catalog() if f"pull {entry.name}`" in advice)
+    assert f"{named.size / 1e9:.1f} GB download" in advice  # a file's size in decimal GB, as the download shows
 
     small = json.dumps([{"name": "Tiny GPU", "total_mib": 1024, "free_mib": 900}])  # 132 MiB beyond the margin
     crowded = run_doctor(tmp_path, LYRA_GPU_DEVICES=small)

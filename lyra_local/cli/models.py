@@ -31,6 +31,7 @@ from ..modelfiles.bert_gguf import convert_bert
 from ..modelfiles.catalog import ROLES, CatalogModel, PullTarget, load_catalog, resolve
 from ..modelfiles.fetch import fetch_defaults
 from ..modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
+from ..modelfiles.on_disk import file_size
 from ..modelfiles.pull import STAGING, partial_files, pull
 from ..modelfiles.pull_stream import Progress
 
@@ -117,13 +118,13 @@ def run_pull(args: argparse.Namespace) -> int:
     models_dir: Path = args.models_dir or load_settings(args.config).models_dir
     err = Console(stderr=True)
     logging.getLogger("huggingface_hub").propagate = False  # it prints its retries itself: once, not twice
-    size = f" ({_size(target.size)})" if target.size else ""
+    size = f" ({file_size(target.size)})" if target.size else ""
     err.print(f"pulling {target.local_name}{size} from {target.repo}@{target.revision} into {models_dir}")
     try:
         path = _pull_with_bar(target, models_dir, err)
     except KeyboardInterrupt:
         kept = sum(p.stat().st_size for p in partial_files(models_dir, target.file))
-        print(f"stopped: {_size(kept)} of {target.local_name} kept in {models_dir / STAGING}; "
+        print(f"stopped: {file_size(kept)} of {target.local_name} kept in {models_dir / STAGING}; "
               f"`lyra models pull {args.name}` resumes it", file=sys.stderr)
         return 130
     print(f"ok  {path} (sha256 and GGUF header verified)")
@@ -181,7 +182,7 @@ def run_catalog(args: argparse.Namespace) -> int:
         n_ctx = args.n_ctx or _role_ctx(settings, entry)
         placement = fit.place(fit.need_of_entry(entry, n_ctx), machine)
         here = "yes" if models_dir is not None and (models_dir / entry.file).is_file() else ""
-        table.add_row(entry.name, entry.role, _size(entry.size), entry.quantization, f"{n_ctx:,}", placement.text,
+        table.add_row(entry.name, entry.role, file_size(entry.size), entry.quantization, f"{n_ctx:,}", placement.text,
                       here)
     Console().print(table)
     print("each model is sized alone, at the context its role is set to (n_ctx); `lyra models pull NAME` "
@@ -204,9 +205,3 @@ def _role_ctx(settings: Settings | None, entry: CatalogModel) -> int:
         if isinstance(spec, LocalModel):
             return min(spec.n_ctx, entry.context_length)
     return min(fit.RECOMMEND_CTX, entry.context_length)
-
-
-def _size(size: int | None) -> str:
-    if size is None:
-        return "size unknown"
-    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.0f} MB"

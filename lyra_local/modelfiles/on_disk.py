@@ -40,6 +40,13 @@ def model_files(models_dir: Path) -> list[ModelFile]:
     return entries
 
 
+def file_size(size: int) -> str:
+    """A file's size as Hugging Face, a browser's download and ``ls -h --si`` show it, in decimal units ("4.7 GB",
+    "98 MB"): every size of a model file Lyra prints. Memory (a GPU's, the RAM) is ``devices.gb``'s, in the
+    binary units cards are sold in, so a 4.7 GB file takes 4.4 of a card's GB: two scales, each for its thing."""
+    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.0f} MB" if size >= 1e6 else f"{size:,} bytes"
+
+
 def _size(path: Path) -> int:
     """0 for a file removed since it was listed (its entry says it cannot be read)."""
     try:

@@ -60,6 +60,7 @@ from ..fsutil import sha256_file
 from .catalog import PullTarget
 from .fetch import read_manifest, write_manifest
 from .gguf_header import ModelFileInvalid, read_gguf
+from .on_disk import file_size
 from .pull_stream import GGUFOnly, NotGGUFStream, Report, Stopped, meter_class, starts_as_gguf
 
 STAGING = ".pull"
@@ -295,32 +296,32 @@ def _download(meta: HfFileMetadata, url: str, partial: Path, size: int | None, n
     except HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else "an error"
         raise PullError(f"{urlsplit(meta.location).hostname} answered {status} during the download of {name}",
-                        hint=f"pull again: the {_mb(_size(partial))} already downloaded are kept and resumed") \
+                        hint=f"pull again: the {file_size(_size(partial))} already downloaded are kept and resumed") \
             from exc
     except OSError as exc:
         if "Consistency check failed" not in str(exc):
             raise  # a full disk, a folder it may not write: the caller names it
-        raise PullError(f"the transfer of {name} ended early ({_mb(_size(partial))} of {_mb(size or 0)})",
+        raise PullError(f"the transfer of {name} ended early ({file_size(_size(partial))} of {file_size(size or 0)})",
                         hint="pull again: what was downloaded is kept and resumed") from exc
 
 
 def _no_connection_during(meta: HfFileMetadata, partial: Path, name: str, exc: Exception) -> NoConnection:
     return NoConnection(f"the connection dropped during the download of {name} ({type(exc).__name__}) at "
-                        f"{_mb(_size(partial))}: the partial file is kept in {partial.parent}",
+                        f"{file_size(_size(partial))}: the partial file is kept in {partial.parent}",
                         hint="pull again once the connection is back: it resumes where it stopped")
 
 
 def _cancelled(name: str, partial: Path, size: int | None) -> PullCancelled:
-    total = f" of {_mb(size)}" if size else ""
-    return PullCancelled(f"the download of {name} stopped at {_mb(_size(partial))}{total}; the partial file is "
+    total = f" of {file_size(size)}" if size else ""
+    return PullCancelled(f"the download of {name} stopped at {file_size(_size(partial))}{total}; the partial file is "
                          f"kept in {partial.parent}", hint="pull it again to resume where it stopped")
 
 
 def _check_space(folder: Path, needed: int, name: str) -> None:
     free = shutil.disk_usage(folder).free
     if needed > free:
-        raise NotEnoughSpace(f"{name} needs {_mb(needed)} more on the disk holding {folder.parent}, which has "
-                             f"{_mb(free)} free; nothing was downloaded",
+        raise NotEnoughSpace(f"{name} needs {file_size(needed)} more on the disk holding {folder.parent}, which has "
+                             f"{file_size(free)} free; nothing was downloaded",
                              hint="free some space, or set models_dir (LYRA_MODELS_DIR) to a bigger disk")
 
 
@@ -396,7 +397,3 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _mb(size: int) -> str:
-    return f"{size / 1e9:.2f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"

@@ -22,7 +22,7 @@ from ..config_edit import ModelChoices
 from ..errors import BadRequest
 from ..llm.registry import describe_offload, offload_plan
 from ..modelfiles.catalog import CatalogModel, load_catalog, resolve
-from ..modelfiles.devices import Machine, gb, probe
+from ..modelfiles.devices import Machine, probe
 from ..modelfiles.fit import Placement, gpu_bytes, need_of_entry, place, recommend
 from ..modelfiles.on_disk import model_files as files_on_disk
 from ..modelfiles.pull import partial_files
@@ -196,7 +196,7 @@ async def first_run(request: Request) -> dict[str, Any]:
         if chosen is None:
             return None
         entry, placement = chosen
-        return {**entry_view(entry, settings, placement), "size_text": gb(entry.size),
+        return {**entry_view(entry, settings, placement),
                 "download_s": round(entry.size * 8 / (ASSUMED_MBIT_S * 1e6))}
 
     return {"demo": uses_demo_chat_model(settings), "machine": machine_view(machine),

@@ -53,11 +53,6 @@ export function follow(job, view) {
   }, POLL_MS));
 }
 
-export function stopFollowingAll() {
-  for (const timer of followers.values()) clearTimeout(timer);
-  followers.clear();
-}
-
 export const cancelPull = (job) => api(`/api/models/pulls/${encodeURIComponent(job.id)}`, { method: "DELETE" });
 
 /* One download as the page shows it: its name, a progress bar, the figures, Cancel; once ended, what happened

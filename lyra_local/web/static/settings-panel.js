@@ -72,7 +72,7 @@ function stopFollowing() {
 function describeFile(f) {
   if (f.problem) return `cannot be used: ${f.problem}`;
   const parts = [f.title, f.architecture, f.parameters ? `${count(f.parameters)} parameters` : null, f.quantization,
-                 f.context_length ? `${count(f.context_length, 1024)} context` : null, size(f.size),
+                 f.context_length ? `${count(f.context_length, 1024)} context` : null, bytes(f.size),
                  f.role_hint === "chat" && !f.chat_template ? "no chat template" : null];
   return parts.filter(Boolean).join(" · ");
 }
@@ -83,8 +83,6 @@ function count(n, unit = 1000) {
   while (n >= unit && i < steps.length - 1) { n /= unit; i++; }
   return `${n >= 10 || i === 0 ? Math.round(n) : n.toFixed(1)}${steps[i]}`;
 }
-
-const size = bytes;
 
 function renderModels(s, files) {
   $("model-files").replaceChildren(fragment(files.map((f) => el("li", { class: f.problem ? "broken" : null },
@@ -211,7 +209,7 @@ async function loadCatalog() {
 const CATALOG_GROUPS = { chat: "For chat and summaries", embed: "For embeddings", rerank: "Re-rankers" };
 
 function catalogItem(m) {
-  const facts = [size(m.size), m.quantization, `${count(m.parameters)} parameters`,
+  const facts = [bytes(m.size), m.quantization, `${count(m.parameters)} parameters`,
                  `${count(m.context_length, 1024)} context`, m.licence].join(" · ");
   const action = m.downloaded
     ? el("button", { type: "button", text: `Use for ${m.role}`, "aria-label": `Use ${m.title} for ${m.role}`,
