@@ -13,9 +13,8 @@ from . import __version__
 from .config import DEFAULT_CHAT_FILE, LocalModel, Settings, model_file_problems
 from .errors import LyraError, StorageError
 from .llm.local import GPU_LAYERS_IGNORED, gpu_offload_supported
-from .llm.registry import Models, offload_plan
+from .llm.registry import Models, offload_plan, suggest_chat
 from .modelfiles import devices, fit
-from .modelfiles.catalog import load_catalog
 from .modelfiles.on_disk import file_size
 from .oserrors import storage_error
 from .runtime import Runtime
@@ -101,10 +100,9 @@ def demo_advice(settings: Settings, machine: devices.Machine) -> Check | None:
     chat = settings.models.chat
     if not isinstance(chat, LocalModel) or chat.path.name != DEFAULT_CHAT_FILE:
         return None
-    used = fit.gpu_bytes(offload_plan(settings, machine, without=("chat",)))  # the models staying beside it
     demo = f"the chat model is the demo model ({DEFAULT_CHAT_FILE}), which cannot hold a conversation"
     try:
-        pick = fit.recommend(load_catalog(), machine, gpu_used=used)
+        pick = suggest_chat(settings, machine)
     except LyraError as exc:
         return Check("chat model", True, f"{demo}; the catalog cannot be read: {exc.message}", exc.hint, warning=True)
     if pick is None:

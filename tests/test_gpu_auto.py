@@ -14,7 +14,7 @@ import pytest
 from lyra_local.config import ConfigError, LocalModel, settings_from_text
 from lyra_local.config_edit import ModelChoices, edit_models
 from lyra_local.llm.local import LocalChatModel, gpu_offload_supported
-from lyra_local.llm.registry import Models, describe_offload, offload_plan
+from lyra_local.llm.registry import Models, catalog_ctx, catalog_fits, describe_offload, offload_plan
 from lyra_local.modelfiles import devices, fit
 from lyra_local.modelfiles.catalog import load_catalog
 
@@ -75,6 +75,24 @@ def test_the_plan_places_every_local_role_on_a_made_up_gpu() -> None:
     assert fit.gpu_bytes(others) == others["embed"].placement.gpu_bytes > 0  # type: ignore[union-attr]
     chat_bytes = plan["chat"].placement.gpu_bytes  # type: ignore[union-attr]
     assert fit.gpu_bytes(plan) == fit.gpu_bytes(others) + chat_bytes  # chat's model counted once, not twice
+
+
+@pytest.mark.models  # reads the default models' headers
+def test_the_catalog_is_sized_at_each_roles_context_beside_the_other_roles() -> None:
+    """`lyra models catalog` and Settings → Models read the same ``catalog_fits``: each entry at its role's
+    n_ctx (a server's too), never beyond the model's trained context, in what the other roles leave."""
+    require_file(CHAT_GGUF)
+    machine = devices.probe({devices.FAKE_DEVICES_ENV: TWELVE_GB})
+    chosen = settings('[models.rerank]\nbackend = "server"\nbase_url = "http://127.0.0.1:9"\nn_ctx = 1024\n',
+                      LYRA_MODELS__CHAT__N_CTX="65536")
+    for entry, placement in catalog_fits(chosen, machine):
+        n_ctx = {"chat": 65536, "embed": chosen.role_spec("embed").n_ctx, "rerank": 1024}[entry.role]
+        assert catalog_ctx(chosen, entry) == min(n_ctx, entry.context_length), entry.name
+        used = fit.gpu_bytes(offload_plan(chosen, machine, without=(entry.role,)))
+        assert used > 0 and placement == fit.place(fit.need_of_entry(entry, catalog_ctx(chosen, entry)), machine,
+                                                   gpu_used=used), entry.name
+    alone = dict(catalog_fits(None, machine, n_ctx=4096))
+    assert all(p == fit.place(fit.need_of_entry(e, 4096), machine) for e, p in alone.items())
 
 
 @pytest.mark.models

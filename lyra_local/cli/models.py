@@ -26,9 +26,10 @@ from rich.table import Table
 
 from ..config import LocalModel, Settings, load_settings, model_file_problems
 from ..errors import LyraError
+from ..llm.registry import catalog_ctx, catalog_fits
 from ..modelfiles import devices, fit
 from ..modelfiles.bert_gguf import convert_bert
-from ..modelfiles.catalog import ROLES, CatalogModel, PullTarget, load_catalog, resolve
+from ..modelfiles.catalog import ROLES, PullTarget, resolve
 from ..modelfiles.fetch import fetch_defaults
 from ..modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
 from ..modelfiles.on_disk import file_size
@@ -176,17 +177,16 @@ def run_catalog(args: argparse.Namespace) -> int:
     for column in ("role", "size", "quant", "n_ctx", "runs here", "have"):
         table.add_column(column)
     models_dir = settings.models_dir if settings is not None else None
-    for entry in load_catalog():
+    for entry, placement in catalog_fits(settings, machine, n_ctx=args.n_ctx):
         if args.role and entry.role != args.role:
             continue
-        n_ctx = args.n_ctx or _role_ctx(settings, entry)
-        placement = fit.place(fit.need_of_entry(entry, n_ctx), machine)
+        n_ctx = args.n_ctx or catalog_ctx(settings, entry)
         here = "yes" if models_dir is not None and (models_dir / entry.file).is_file() else ""
         table.add_row(entry.name, entry.role, file_size(entry.size), entry.quantization, f"{n_ctx:,}", placement.text,
                       here)
     Console().print(table)
-    print("each model is sized alone, at the context its role is set to (n_ctx); `lyra models pull NAME` "
-          "downloads one; `have`: already in models_dir")
+    print("each model is sized at the context its role is set to (n_ctx), beside the other roles' models; "
+          "`lyra models pull NAME` downloads one; `have`: already in models_dir")
     return 0
 
 
@@ -196,12 +196,3 @@ def _settings_or_none(args: argparse.Namespace) -> Settings | None:
         return load_settings(args.config)
     except LyraError:
         return None
-
-
-def _role_ctx(settings: Settings | None, entry: CatalogModel) -> int:
-    """The context the person chose for the entry's role (when it is a local model), else the default size."""
-    if settings is not None and entry.role in settings.roles():
-        spec = settings.role_spec(entry.role)
-        if isinstance(spec, LocalModel):
-            return min(spec.n_ctx, entry.context_length)
-    return min(fit.RECOMMEND_CTX, entry.context_length)

@@ -22,6 +22,7 @@ from typing import Union
 
 from .. import config
 from ..modelfiles import devices, fit
+from ..modelfiles.catalog import ROLES, CatalogModel, load_catalog
 from ..modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
 from . import role_check
 from .base import ChatModel, Embedder, ModelInfo, Reranker
@@ -54,6 +55,38 @@ def describe_offload(settings: config.Settings) -> dict[str, str]:
     """Role -> what its ``n_gpu_layers`` comes to and why ("auto → 33 of 33 layers on the NVIDIA H200 (5.1 GB of
     139 GB; …)"), for the local roles."""
     return {role: offload.reason for role, offload in offload_plan(settings).items()}
+
+
+def gpu_used_beside(settings: config.Settings, machine: devices.Machine, role: str) -> int:
+    """GPU bytes the models of the other local roles take, placed as they load: what a model for ``role`` (the
+    catalog's, the one suggested) shares the GPU with. A summary that shares chat's model goes with chat."""
+    return fit.gpu_bytes(offload_plan(settings, machine, without=(role,)))
+
+
+def catalog_ctx(settings: config.Settings | None, entry: CatalogModel) -> int:
+    """The context a catalog entry is sized at: the n_ctx its role is set to (a local model's, or a server's
+    that states one), else ``fit.RECOMMEND_CTX``; never more than the model was trained for."""
+    n_ctx = None
+    if settings is not None and entry.role in settings.roles():
+        n_ctx = settings.role_spec(entry.role).n_ctx
+    return min(n_ctx or fit.RECOMMEND_CTX, entry.context_length)
+
+
+def catalog_fits(settings: config.Settings | None, machine: devices.Machine, *,
+                 n_ctx: int | None = None) -> list[tuple[CatalogModel, fit.Placement]]:
+    """Every catalog entry with where it would run on ``machine``: at ``n_ctx`` (else ``catalog_ctx``), in what
+    the other roles' models leave of the GPU (all of it without settings). `lyra models catalog` and Settings →
+    Models both show this, so they agree."""
+    used = {role: gpu_used_beside(settings, machine, role) if settings is not None else 0 for role in ROLES}
+    return [(entry, fit.place(fit.need_of_entry(entry, n_ctx or catalog_ctx(settings, entry)), machine,
+                              gpu_used=used[entry.role]))
+            for entry in load_catalog()]
+
+
+def suggest_chat(settings: config.Settings, machine: devices.Machine) -> tuple[CatalogModel, fit.Placement] | None:
+    """The catalog's chat model for this machine beside the other roles' models (``fit.recommend``): what the
+    first-run guide and `lyra doctor` both suggest."""
+    return fit.recommend(load_catalog(), machine, gpu_used=gpu_used_beside(settings, machine, "chat"))
 
 
 class Models:

@@ -20,10 +20,10 @@ from starlette.concurrency import run_in_threadpool
 from ..config import LocalModel, Settings
 from ..config_edit import ModelChoices
 from ..errors import BadRequest
-from ..llm.registry import describe_offload, offload_plan
-from ..modelfiles.catalog import CatalogModel, load_catalog, resolve
+from ..llm.registry import catalog_fits, describe_offload, suggest_chat
+from ..modelfiles.catalog import CatalogModel, resolve
 from ..modelfiles.devices import Machine, probe
-from ..modelfiles.fit import Placement, gpu_bytes, need_of_entry, place, recommend
+from ..modelfiles.fit import Placement
 from ..modelfiles.on_disk import model_files as files_on_disk
 from ..modelfiles.pull import partial_files
 from ..store import reembedding
@@ -146,10 +146,7 @@ async def catalog(request: Request) -> dict[str, Any]:
 
 
 def catalog_views(settings: Settings, machine: Machine) -> list[dict[str, Any]]:
-    used = {role: gpu_used_by_others(settings, machine, role) for role in ("chat", "embed", "rerank")}
-    return [entry_view(entry, settings, place(need_of_entry(entry, role_ctx(settings, entry.role)), machine,
-                                               gpu_used=used[entry.role]))
-            for entry in load_catalog()]
+    return [entry_view(entry, settings, placement) for entry, placement in catalog_fits(settings, machine)]
 
 
 def entry_view(entry: CatalogModel, settings: Settings, placement: Placement) -> dict[str, Any]:
@@ -169,19 +166,6 @@ def machine_view(machine: Machine) -> dict[str, Any]:
             "source": machine.source, "text": machine.describe()}
 
 
-def role_ctx(settings: Settings, role: str) -> int:
-    """The context a model of ``role`` would run at: the role's own as the person chose it, else the default of
-    a local model (a server's role may leave it to the server)."""
-    spec = settings.role_spec(role) if role in settings.roles() else None
-    n_ctx = spec.n_ctx if spec is not None else None
-    return n_ctx if n_ctx is not None else int(LocalModel.model_fields["n_ctx"].default)
-
-
-def gpu_used_by_others(settings: Settings, machine: Machine, role: str) -> int:
-    """GPU bytes the models of the other local roles take, placed as they load (``offload_plan``)."""
-    return gpu_bytes(offload_plan(settings, machine, without=(role,)))
-
-
 @router.get("/api/models/first-run")
 async def first_run(request: Request) -> dict[str, Any]:
     """What the first-run guide says: whether chat runs on the demo model, this machine, and the chat model
@@ -192,7 +176,7 @@ async def first_run(request: Request) -> dict[str, Any]:
     machine = await run_in_threadpool(probe)
 
     def suggest() -> dict[str, Any] | None:
-        chosen = recommend(load_catalog(), machine, gpu_used=gpu_used_by_others(settings, machine, "chat"))
+        chosen = suggest_chat(settings, machine)
         if chosen is None:
             return None
         entry, placement = chosen
