@@ -61,7 +61,6 @@ def test_every_entry_is_well_formed(entry: catalog.CatalogModel) -> None:
     else:
         assert entry.template is None and not entry.thinking
         assert entry.pooling == "rank" if entry.role == "rerank" else entry.pooling in ("cls", "mean")
-    assert entry.url() == f"https://huggingface.co/{entry.repo}/resolve/{entry.revision}/{entry.file}"
 
 
 @pytest.mark.parametrize("entry", load_catalog(), ids=lambda entry: entry.name)
@@ -141,7 +140,7 @@ def test_resolve_any_hugging_face_file() -> None:
     assert (target.sha256, target.size, target.entry) == (None, None, None)
     pinned = resolve("someone/Some-Model-GGUF:Q4_K_M/part.gguf@0123abc")
     assert (pinned.file, pinned.revision, pinned.local_name) == ("Q4_K_M/part.gguf", "0123abc", "part.gguf")
-    assert pinned.url("http://127.0.0.1:9/") == "http://127.0.0.1:9/someone/Some-Model-GGUF/resolve/0123abc/Q4_K_M/part.gguf"
+    assert pinned.ref == "someone/Some-Model-GGUF:Q4_K_M/part.gguf@0123abc" and resolve(pinned.ref) == pinned
 
 
 @pytest.mark.parametrize("typed, said", [

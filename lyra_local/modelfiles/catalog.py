@@ -27,7 +27,6 @@ from ..errors import LyraError, NotFound
 ROLES = ("chat", "embed", "rerank")
 POOLINGS = ("cls", "mean", "rank")
 QUANTIZATIONS = ("Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "F16", "BF16", "F32")
-HF_ENDPOINT = "https://huggingface.co"
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9.\-]*")
 _REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*")
@@ -84,10 +83,6 @@ class CatalogModel:
     thinking: bool  # writes a <think> block before each reply: never recommended while Lyra shows those
     note: str
 
-    def url(self, endpoint: str = HF_ENDPOINT) -> str:
-        """Where the file is, for a person putting it in ``models/`` by hand."""
-        return f"{endpoint.rstrip('/')}/{self.repo}/resolve/{self.revision}/{self.file}"
-
 
 @dataclass(frozen=True)
 class PullTarget:
@@ -107,10 +102,8 @@ class PullTarget:
 
     @property
     def local_name(self) -> str:
+        """The file's name in ``models_dir``: the path's last part (``resolve`` lets no part be "." or "..")."""
         return self.file.rsplit("/", 1)[-1]
-
-    def url(self, endpoint: str = HF_ENDPOINT) -> str:
-        return f"{endpoint.rstrip('/')}/{self.repo}/resolve/{self.revision}/{self.file}"
 
 
 @lru_cache(maxsize=1)
