@@ -48,7 +48,7 @@ MOST_DIMS = 4  # GGML_MAX_DIMS
 MOST_CANDIDATES = 256  # "<arch>.context_length" keys kept before the architecture is known (a model has one)
 _INTS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 10: "<Q", 11: "<q"}
 _SCALARS = {**_INTS, 6: "<f", 7: "<?", 12: "<d"}
-_STRING, _ARRAY, _UINT32 = 8, 9, 4
+_STRING, _ARRAY, _UINT32, _UINT64 = 8, 9, 4, 10
 _TYPE_NAMES = {0: "UINT8", 1: "INT8", 2: "UINT16", 3: "INT16", 4: "UINT32", 5: "INT32", 6: "FLOAT32", 7: "BOOL",
                8: "STRING", 9: "ARRAY", 10: "UINT64", 11: "INT64", 12: "FLOAT64"}
 # The keys this reader keeps, and the one type llama.cpp reads each as (a key of another type fails its load);
@@ -288,7 +288,8 @@ def _metadata(h: _Header, kv_count: int) -> dict[str, tuple[int, Any]]:
         if not wanted and key.endswith(_WANTED_SUFFIXES + _SHAPE_SUFFIXES) and candidates < MOST_CANDIDATES:
             wanted, candidates = True, candidates + 1
         if key == _VOCABULARY and kind == _ARRAY and h.at + 12 <= h.end:
-            meta[key] = 10, struct.unpack_from("<Q", h.data, h.at + 4)[0]  # its count (UINT64), read before skipping
+            # an array is its items' type (UINT32), then their count (UINT64): the count, read before skipping
+            meta[key] = _UINT64, _U64.unpack_from(h.data, h.at + 4)[0]
             h.skip_value(key, kind)
         elif not wanted:
             h.skip_value(key, kind)
