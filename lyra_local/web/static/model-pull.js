@@ -5,6 +5,7 @@ import { api } from "./api.js";
 import { el } from "./dom.js";
 
 const POLL_MS = 500;
+const PATIENCE_MS = 15_000;  // a server busy or restarting for less than this is waited for, not a failure
 
 export const bytes = (n) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : n >= 1e6 ? `${Math.round(n / 1e6)} MB`
   : `${Math.round(n / 1e3)} kB`);
@@ -37,18 +38,23 @@ export async function startPull(name, view) {
   return job;
 }
 
-/* Calls ``view`` with the job every POLL_MS until it has ended. */
-export function follow(job, view) {
+/* Calls ``view`` with the job every POLL_MS until it has ended. The download runs on the server whatever the
+ * page does: a poll that fails (a dropped connection, a busy or restarting server) is tried again for
+ * PATIENCE_MS before the page says it lost track, and a 404 (a restarted server forgot the job) says so. */
+export function follow(job, view, failingSince = null) {
   clearTimeout(followers.get(job.id));
-  view(job);
+  if (failingSince === null) view(job);
   if (job.state !== "running") { followers.delete(job.id); return; }
   followers.set(job.id, setTimeout(async () => {
     try {
       const { job: now } = await api(`/api/models/pulls/${encodeURIComponent(job.id)}`);
       follow(now, view);
     } catch (e) {
+      const since = failingSince ?? Date.now();
+      if (e.status !== 404 && Date.now() - since < PATIENCE_MS) { follow(job, view, since); return; }
       followers.delete(job.id);
-      view({ ...job, state: "failed", error: { message: e.message, hint: null } });
+      view({ ...job, state: "failed", error: { message: `this page lost track of the download: ${e.message}`,
+        hint: "it may still be running on the server: reopen Settings → Models to see it" } });
     }
   }, POLL_MS));
 }
