@@ -185,12 +185,13 @@ def test_cancel_keeps_the_partial_which_the_next_pull_resumes(hf: HFServer, tmp_
     assert partial_files(models_dir, chat.path) == []
 
 
-def pull_in_thread(target: PullTarget, models_dir: Path) -> tuple[threading.Thread, list[BaseException]]:
+def pull_in_thread(target: PullTarget, models_dir: Path, cancel: threading.Event | None = None,
+                   ) -> tuple[threading.Thread, list[BaseException]]:
     failed: list[BaseException] = []
 
     def run() -> None:
         try:
-            pull(target, models_dir)
+            pull(target, models_dir, cancel=cancel)
         except BaseException as exc:  # handed to the test
             failed.append(exc)
 
@@ -240,17 +241,8 @@ def test_cancel_during_a_stalled_transfer_ends_cancelled_not_as_a_lost_connectio
     chat = served(hf, CHAT_REPO)
     models_dir = tmp_path / "models"
     cancel = threading.Event()
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            pull(target_of(chat), models_dir, cancel=cancel)
-        except BaseException as exc:  # handed to the test
-            failed.append(exc)
-
     hf.hold(20 * MIB)
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
+    thread, failed = pull_in_thread(target_of(chat), models_dir, cancel)
     assert hf.held.wait(30)
     cancel.set()
     hf.stop()  # no chunk comes again: the transfer ends on a connection error
