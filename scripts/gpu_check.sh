@@ -144,6 +144,7 @@ LOCOMO="$(realpath -m "$REAL_DATA/locomo-dev.json")"
 [[ -f $LOCOMO ]] || say "no $LOCOMO: the dream and recall rows are left empty"
 if [[ -n $QUICK ]]; then IMPORT_ARGS=(--conversations 40 --messages 2000 --sample 500)
 else IMPORT_ARGS=(--conversations 200 --messages 10000 --sample 2000); fi
+: > "$OUT_DIR/loads-measures.txt"
 for layers in 0 -1; do
   hide=(); [[ $layers != 0 ]] || hide=(CUDA_VISIBLE_DEVICES=)
   say "measures at n_gpu_layers=$layers"
@@ -296,15 +297,16 @@ def imported(n: str) -> float | None:
 cpu, gpu = measures("0"), measures("-1")
 cpu["import_s"], gpu["import_s"] = imported("0"), imported("-1")
 turns = cpu.get("recall_turns") or gpu.get("recall_turns")
-dream = f"{cpu.get('dream_sessions') or gpu.get('dream_sessions')} sessions" if "dream_sessions" in cpu else "no data"
+locomo = f"LoCoMo conv 1, {turns} turns" if turns else "no LoCoMo data"
+dream = f"{locomo}, {cpu.get('dream_sessions') or gpu.get('dream_sessions')} sessions" if turns else locomo
 rows = [
     ("chat tokens/s, streamed through Lyra (median)", "chat_tokens_s", "{:,.1f}", True),
     ("time to first token, ms (median)", "ttft_ms", "{:,.0f}", False),
     ("embeddings/s, 64 messages in one call", "embed_batch_s", "{:,.0f}", True),
     ("embeddings/s, one text per call", "embed_one_s", "{:,.0f}", True),
     ("`lyra import` messages/s (bench_import.py)", "import_s", "{:,.0f}", True),
-    (f"recall p95 ms, query embedded each time (LoCoMo conv 1, {turns} turns)", "recall_p95_ms", "{:,.1f}", False),
-    (f"forced dream pass, sessions/min (LoCoMo conv 1, {dream})", "dream_sessions_min", "{:,.1f}", True),
+    (f"recall p95 ms, query embedded each time ({locomo})", "recall_p95_ms", "{:,.1f}", False),
+    (f"forced dream pass, sessions/min ({dream})", "dream_sessions_min", "{:,.1f}", True),
 ]
 print("| measure | CPU | GPU | GPU / CPU |")
 print("|---|---|---|---|")
@@ -312,6 +314,10 @@ for label, key, fmt, higher in rows:
     a, b = cpu.get(key), gpu.get(key)
     gain = "" if not a or not b else f"{(b / a if higher else a / b):.2f}x"
     print(f"| {label} | {fmt.format(a) if a is not None else 'n/a'} | {fmt.format(b) if b is not None else 'n/a'} | {gain} |")
+measured = (out / "loads-measures.txt").read_text().splitlines() if (out / "loads-measures.txt").exists() else []
+print(f"| model loads of the measures | {sum(line.endswith('n_gpu_layers=0') for line in measured)} at 0 | "
+      f"{sum(line.endswith('n_gpu_layers=-1') for line in measured)} at -1 | "
+      f"other: {sum(not line.endswith(('n_gpu_layers=0', 'n_gpu_layers=-1')) for line in measured)} |")
 summary = (out / "pytest.txt").read_text().strip().splitlines()
 loads = (out / "loads-tests.txt").read_text().splitlines() if (out / "loads-tests.txt").exists() else []
 off = sum(1 for line in loads if not line.endswith(f"n_gpu_layers={layers}"))
