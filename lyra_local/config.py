@@ -495,6 +495,13 @@ def _drop_union_tags(loc: tuple[str, ...]) -> tuple[str, ...]:
                          and part in {"local", "server", "same_as"}))
 
 
+def uses_demo_chat_model(settings: Settings) -> bool:
+    """Whether chat runs on the small model `make run` fetches: a demonstration, not a companion to keep (the first
+    run, `lyra doctor` and Settings → Models say so, and suggest a real one)."""
+    spec = settings.role_spec("chat")
+    return isinstance(spec, LocalModel) and spec.path.name == DEFAULT_CHAT_FILE
+
+
 def model_file_problems(settings: Settings, roles: tuple[str, ...] | None = None) -> list[str]:
     """One actionable line per configured local model (of ``roles``, default all) whose file is missing, that
     llama.cpp could not load (not GGUF, a version it does not read, a download cut short), or whose header shows it

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from . import __version__
-from .config import DEFAULT_CHAT_FILE, LocalModel, Settings, model_file_problems
+from .config import DEFAULT_CHAT_FILE, LocalModel, Settings, model_file_problems, uses_demo_chat_model
 from .errors import LyraError, StorageError
 from .llm.local import GPU_LAYERS_IGNORED, gpu_offload_supported
 from .llm.registry import Models, offload_plan, suggest_chat
@@ -97,8 +97,7 @@ def gpu_checks(settings: Settings, machine: devices.Machine, failed_roles: set[s
 
 def demo_advice(settings: Settings, machine: devices.Machine) -> Check | None:
     """"the chat model is the demo model; `lyra models pull NAME` fits your 12 GB GPU", when it is."""
-    chat = settings.models.chat
-    if not isinstance(chat, LocalModel) or chat.path.name != DEFAULT_CHAT_FILE:
+    if not uses_demo_chat_model(settings):
         return None
     demo = f"the chat model is the demo model ({DEFAULT_CHAT_FILE}), which cannot hold a conversation"
     try:

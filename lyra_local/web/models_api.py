@@ -17,7 +17,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from ..config import LocalModel, Settings
+from ..config import LocalModel, Settings, uses_demo_chat_model
 from ..config_edit import ModelChoices
 from ..errors import BadRequest
 from ..llm.registry import catalog_fits, describe_offload, suggest_chat
@@ -170,8 +170,6 @@ def machine_view(machine: Machine) -> dict[str, Any]:
 async def first_run(request: Request) -> dict[str, Any]:
     """What the first-run guide says: whether chat runs on the demo model, this machine, and the chat model
     suggested for it with its size and a download time at ``ASSUMED_MBIT_S``."""
-    from .ui import uses_demo_chat_model  # ui imports this module for role_views
-
     settings = app_state(request).settings
     machine = await run_in_threadpool(probe)
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
-from ..config import DEFAULT_CHAT_FILE, LocalModel, Settings
+from ..config import uses_demo_chat_model
 from ..diagnostics import gpu_layers_ignored
 from ..llm.local import GPU_LAYERS_IGNORED
 from ..store.kinds import KINDS
@@ -76,12 +76,6 @@ async def settings_view(request: Request) -> dict[str, Any]:
                          "POST /admin/reload or send SIGHUP; a new data_dir takes a restart. `lyra doctor` checks "
                          "the result.",
     }
-
-
-def uses_demo_chat_model(settings: Settings) -> bool:
-    """Whether chat runs on the small model `make run` fetches: a demonstration, not a companion to keep."""
-    spec = settings.role_spec("chat")
-    return isinstance(spec, LocalModel) and spec.path.name == DEFAULT_CHAT_FILE
 
 
 @router.get("/api/kinds")
