@@ -40,6 +40,7 @@ from lyra_local.modelfiles.pull import (
     NotEnoughSpace,
     PullCancelled,
     PullError,
+    discard,
     partial_files,
     pull,
 )
@@ -269,6 +270,59 @@ def test_a_pull_leaves_the_partial_of_a_longer_named_file_alone(hf: HFServer, tm
     assert other.is_file() and not stale.exists()
 
 
+def test_discard_frees_exactly_that_files_partials(hf: HFServer, tmp_path: Path) -> None:
+    """A stopped pull's bytes go, and only its: another file's partial (a longer name), another model's, and a
+    model already downloaded stay."""
+    chat, embed = served(hf, CHAT_REPO), served(hf, EMBED_REPO)
+    models_dir = tmp_path / "models"
+    cancel = threading.Event()
+
+    def stop_at_20_mib(now: Progress) -> None:
+        if now.done >= 20 * MIB:
+            cancel.set()
+
+    with pytest.raises(PullCancelled, match="partial file is kept") as stopped:
+        pull(target_of(chat), models_dir, progress=stop_at_20_mib, cancel=cancel)
+    assert "or discard it" in (stopped.value.hint or "")
+    [partial] = partial_files(models_dir, chat.path)
+    kept = partial.stat().st_size
+    staging = models_dir / STAGING
+    stale = staging / f"{chat.path}.{'0' * 16}.partial"  # this file's, of another version: its bytes too
+    stale.write_bytes(b"GGUF" + bytes(96))
+    longer = staging / f"{chat.path}.Q8_0.gguf.{'0' * 16}.partial"  # another file's
+    longer.write_bytes(b"GGUF" + bytes(100))
+    downloaded = pull(target_of(embed), models_dir)
+    embed_partial = staging / f"{embed.path}.{'1' * 16}.partial"  # another model's
+    embed_partial.write_bytes(b"GGUF" + bytes(100))
+
+    assert discard(target_of(chat), models_dir) == kept + 100
+
+    assert not partial.exists() and not stale.exists() and partial_files(models_dir, chat.path) == []
+    assert longer.is_file() and embed_partial.is_file() and downloaded.is_file()
+    assert sorted(p.name for p in staging.iterdir() if p.name.startswith(chat.path)) == [longer.name]  # no lock left
+    assert discard(target_of(chat), models_dir) == 0  # nothing left: nothing to free, no error
+    assert discard(target_of(chat), tmp_path / "elsewhere") == 0 and not (tmp_path / "elsewhere").exists()
+    pull(target_of(chat), models_dir)  # a later pull starts again from the beginning
+    assert all(r == "bytes=0-" for r in hf.ranges()) and sha256_of(models_dir / chat.path) == chat.sha256
+
+
+def test_discard_is_refused_while_a_pull_of_that_file_runs(hf: HFServer, tmp_path: Path) -> None:
+    chat = served(hf, CHAT_REPO)
+    models_dir = tmp_path / "models"
+    hf.hold(20 * MIB)
+    running, failed = pull_in_thread(target_of(chat), models_dir)
+    try:
+        assert hf.held.wait(30)
+        with pytest.raises(AlreadyPulling, match="cannot be discarded while a pull of it runs") as refused:
+            discard(target_of(chat), models_dir)
+        assert refused.value.status_code == 409 and "cancel" in (refused.value.hint or "")
+        assert partial_files(models_dir, chat.path)  # the running pull's file is untouched
+    finally:
+        hf.release()
+        running.join(60)
+    assert not running.is_alive() and failed == [] and sha256_of(models_dir / chat.path) == chat.sha256
+
+
 def test_a_corrupted_byte_is_refused_and_nothing_is_kept(hf: HFServer, tmp_path: Path) -> None:
     embed = served(hf, EMBED_REPO)
     models_dir = tmp_path / "models"
@@ -425,6 +479,8 @@ def test_cli_catalog_says_what_fits(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     models_dir = tmp_path / "models"
     models_dir.mkdir()
     (models_dir / embeds[0].file).write_bytes(b"GGUF")
+    (models_dir / STAGING).mkdir()
+    (models_dir / STAGING / f"{embeds[1].file}.{'0' * 16}.partial").write_bytes(b"GGUF" + bytes(2_000_000))
     config = tmp_path / "lyra.toml"
     config.write_text(f'data_dir = "{tmp_path / "data"}"\nmodels_dir = "{models_dir}"\n')
     assert main(["--config", str(config), "models", "catalog", "--role", "embed"]) == 0
@@ -433,7 +489,23 @@ def test_cli_catalog_says_what_fits(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "fits on the GPU" in out and "Test GPU" in out
     rows = {entry.name: next(line for line in out.splitlines() if f" {entry.name} " in line) for entry in embeds}
     assert [name for name, row in rows.items() if row.rstrip().endswith("yes")] == [embeds[0].name]  # `have`
+    assert rows[embeds[1].name].rstrip().endswith("partial 2 MB")  # a stopped pull's bytes
     assert not any(entry.name in out for entry in load_catalog() if entry.role == "chat")
+
+
+def test_cli_discard_says_what_it_freed(hf: HFServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    embed = served(hf, EMBED_REPO)
+    models_dir = tmp_path / "models"
+    staging = models_dir / STAGING
+    staging.mkdir(parents=True)
+    (staging / f"{embed.path}.{'1' * 16}.partial").write_bytes(b"GGUF" + bytes(3_000_000))
+    ref = f"{EMBED_REPO}:{embed.path}"
+    assert main(["models", "discard", ref, "--models-dir", str(models_dir)]) == 0
+    assert f"discarded the partial download of {embed.path}: 3 MB freed" in capsys.readouterr().out
+    assert partial_files(models_dir, embed.path) == []
+    assert main(["models", "discard", ref, "--models-dir", str(models_dir)]) == 0
+    assert "nothing to discard" in capsys.readouterr().out
+    assert hf.requests == []  # discarding never asks the server
 
 
 # ---------------------------------------------------------------- a real `lyra models pull` process
@@ -503,7 +575,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_partial(hf: HFServer, tmp_path: Path
         proc.communicate(timeout=30)
         hf.release()
     assert proc.returncode == 130
-    assert "kept in" in err and "resumes it" in err and "Traceback" not in err
+    assert "kept in" in err and "resumes it" in err and "models discard" in err and "Traceback" not in err
     assert partial_files(models_dir, chat.path) and models_listing(models_dir) == []
 
 

