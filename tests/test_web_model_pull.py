@@ -128,6 +128,49 @@ def test_cancel_keeps_the_partial_file_and_the_next_pull_resumes_it(hf: HFServer
     assert sha256(models_dir / FILE) == sha256(CHAT_GGUF) and partial_files(models_dir, FILE) == []
 
 
+def test_a_cancelled_pulls_partial_is_discarded(hf: HFServer, client: TestClient, models_dir: Path) -> None:
+    hf.hold(after=30 * MB)
+    job = client.post("/api/models/pulls", json={"name": REF}).json()["job"]
+    wait_for(client, job["id"], lambda j: j["done"] > 0)
+    assert job["partial"] == 0  # a running job's bytes are its progress
+    busy = client.delete(f"/api/models/partials/{REF}")
+    assert busy.status_code == 409 and busy.json()["error"]["type"] == "AlreadyPulling"
+    assert "cancel" in busy.json()["error"]["hint"]
+    client.delete(f"/api/models/pulls/{job['id']}")
+    hf.release()
+    cancelled = wait_for(client, job["id"], ended)
+    assert cancelled["state"] == "cancelled" and "or discard it" in cancelled["error"]["hint"]
+    [kept] = partial_files(models_dir, FILE)
+    assert cancelled["partial"] == kept.stat().st_size > 0  # what the page offers to resume or discard
+    other = models_dir / ".pull" / f"{FILE}.Q8_0.gguf.{'0' * 16}.partial"  # another file's: stays
+    other.write_bytes(b"GGUF" + bytes(10))
+
+    gone = client.delete(f"/api/models/partials/{REF}")
+
+    assert gone.status_code == 200
+    assert gone.json() == {"name": REF, "file": FILE, "freed": cancelled["partial"]}
+    assert partial_files(models_dir, FILE) == [] and other.is_file() and not (models_dir / FILE).exists()
+    assert client.get(f"/api/models/pulls/{job['id']}").json()["job"]["partial"] == 0
+    assert client.delete(f"/api/models/partials/{REF}").json()["freed"] == 0  # nothing left: no error
+    unknown = client.delete("/api/models/partials/qwen7b")
+    assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "UnknownModel"
+    assert client.delete(f"/api/models/partials/{REPO_ID}:../{FILE}").status_code == 404  # never a path
+    refused = client.delete(f"/api/models/partials/{REF}", headers={"Origin": "https://evil.example"})
+    assert refused.status_code == 403 and other.is_file()
+
+
+def test_the_catalog_shows_a_partial_download_and_its_size(client: TestClient, models_dir: Path) -> None:
+    entry = client.get("/api/models/catalog").json()["models"][0]
+    assert entry["partial"] == 0 and entry["downloaded"] is False
+    staging = models_dir / ".pull"
+    staging.mkdir()
+    (staging / f"{entry['file']}.{'0' * 16}.partial").write_bytes(b"GGUF" + bytes(1_000))
+    models = {m["name"]: m for m in client.get("/api/models/catalog").json()["models"]}
+    assert models[entry["name"]]["partial"] == 1_004 and models[entry["name"]]["downloaded"] is False
+    assert client.delete(f"/api/models/partials/{entry['name']}").json()["freed"] == 1_004
+    assert client.get("/api/models/catalog").json()["models"][0]["partial"] == 0
+
+
 def test_a_second_pull_of_the_same_file_joins_the_first(hf: HFServer, client: TestClient) -> None:
     hf.hold(after=10 * MB)
     first = client.post("/api/models/pulls", json={"name": REF}).json()

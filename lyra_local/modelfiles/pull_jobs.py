@@ -5,7 +5,7 @@ for the page to poll, and it ends ``done`` (with the file's final name),
 ``failed`` (the error's message and hint) or ``cancelled``. Cancel sets the
 ``threading.Event`` that ``pull`` takes: the transfer stops at its next chunk
 and keeps its partial file in ``models_dir/.pull/``, which the next pull of the
-same file resumes. A second pull of a file that is still being pulled joins the
+same file resumes, or ``PullJobs.discard`` deletes. A second pull of a file that is still being pulled joins the
 first rather than racing it to the same partial and the same final name.
 
 This module never starts a download by itself: only ``PullJobs.start``, which a
@@ -27,7 +27,7 @@ from typing import Any, Literal
 from ..errors import Conflict, LyraError, NotFound
 from ..oserrors import storage_error
 from .catalog import PullTarget
-from .pull import PullCancelled, pull
+from .pull import AlreadyPulling, PullCancelled, discard, partial_files, pull
 from .pull_stream import Progress
 
 log = logging.getLogger(__name__)
@@ -68,9 +68,17 @@ class PullJob:
             "total": progress.total if progress and progress.total is not None else target.size,
             "rate": progress.rate if progress else 0.0,
             "eta_s": progress.eta_s if progress else None,
-            "path_name": self.file, "error": self.error,
+            "path_name": self.file, "error": self.error, "partial": self.partial_size(),
             "started_at": self.started_at, "ended_at": self.ended_at,
         }
+
+
+    def partial_size(self) -> int:
+        """The bytes an ended, unfinished job left in ``.pull/`` for a resume (0 while it runs: it grows, and the
+        page shows ``done``), so the page can offer to resume or discard them."""
+        if self.state in ("running", "done"):
+            return 0
+        return sum(_size(path) for path in partial_files(self.models_dir, self.target.file))
 
 
 class PullJobs:
@@ -127,6 +135,19 @@ class PullJobs:
         job = self.get(job_id)
         job.cancel.set()
         return job
+
+    def discard(self, target: PullTarget, models_dir: Path) -> int:
+        """Delete ``target``'s partial downloads (``pull.discard``) and return the bytes freed; refused
+        (``AlreadyPulling``) while this server pulls that file, or another process (``lyra models pull``) does.
+        Under the jobs' lock, so no Resume of this server starts between the check and the deletion."""
+        with self._lock:
+            running = self._running_for(target.local_name)
+            if running is not None:
+                raise AlreadyPulling(f"the partial download of {target.local_name} cannot be discarded while it "
+                                     "downloads", hint="cancel that download first, then discard it")
+            freed = discard(target, models_dir)
+        log.info("discarded the partial download of %s in %s (%d bytes)", target.local_name, models_dir, freed)
+        return freed
 
     def wait(self, job_id: str, timeout_s: float) -> PullJob:
         """The job once it has ended (or as it stands after ``timeout_s``)."""
@@ -191,3 +212,10 @@ def _error(exc: LyraError) -> dict[str, str | None]:
 def _unexpected(exc: BaseException) -> dict[str, str | None]:
     return {"message": f"the download failed ({type(exc).__name__}: {exc})", "type": "InternalError",
             "hint": "try again; the server's log has the details"}
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # deleted since it was listed (a resume finished, a discard)
+        return 0

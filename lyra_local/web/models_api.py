@@ -4,13 +4,15 @@ this machine, and their downloads (issue 36), and what the first-run guide sugge
 
 Only file *names* inside ``models_dir`` are ever shown or taken: no request
 names a path, so none can reach outside it. Nothing here reaches the network
-but ``POST /api/models/pulls``, which only a person's click sends.
+but ``POST /api/models/pulls``, which only a person's click sends; ``DELETE /api/models/partials/{name}`` deletes
+what a cancelled download left in ``models_dir/.pull/``, and only that.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -155,9 +157,21 @@ def entry_view(entry: CatalogModel, settings: Settings, placement: Placement) ->
             "context_length": entry.context_length, "licence": entry.licence, "note": entry.note,
             "sha256": entry.sha256, "thinking": entry.thinking,
             "downloaded": (settings.models_dir / entry.file).is_file(),
-            "partial": bool(partial_files(settings.models_dir, entry.file)),
+            "partial": partial_size(settings.models_dir, entry.file),
             "fit": {"kind": placement.kind, "text": placement.text, "layers": placement.layers,
                     "of_layers": placement.of_layers}}
+
+
+def partial_size(models_dir: Path, file: str) -> int:
+    """The bytes of ``file`` downloaded so far and kept for a resume (0: none), so the page offers Resume and
+    Discard and says how much Discard frees."""
+    total = 0
+    for path in partial_files(models_dir, file):
+        try:
+            total += path.stat().st_size
+        except OSError:  # a resume finished or a discard ran since the listing
+            pass
+    return total
 
 
 def machine_view(machine: Machine) -> dict[str, Any]:
@@ -211,3 +225,14 @@ async def pull_progress(job_id: str, request: Request) -> dict[str, Any]:
 async def cancel_pull(job_id: str, request: Request) -> dict[str, Any]:
     """Cancel: the download stops at its next chunk, keeping its partial file for a later pull to resume."""
     return {"job": app_state(request).pulls.cancel(job_id).view()}
+
+
+@router.delete("/api/models/partials/{name:path}")
+async def discard_partial(name: str, request: Request) -> dict[str, Any]:
+    """Discard the partial download of ``name`` (a catalog name, or ``owner/repo:File.gguf``, as a pull takes it):
+    its bytes in ``models_dir/.pull/`` are deleted, and a later pull starts from the beginning. Refused (409) while
+    that file downloads here or in ``lyra models pull``: cancel it first (DELETE …/pulls/{id})."""
+    state = app_state(request)
+    target = resolve(name)
+    freed = await run_in_threadpool(state.pulls.discard, target, state.settings.models_dir)
+    return {"name": name, "file": target.local_name, "freed": freed}
