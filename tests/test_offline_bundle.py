@@ -1,8 +1,8 @@
 """The air-gapped install and the GPU run of the suite (issue 36, point 5).
 
-`make setup OFFLINE=DIR` refuses a folder that is not a bundle, or a damaged one, before it creates
-anything (the bundle itself is made and installed from in the documented check of docs/benchmarks.md:
-making one needs PyPI, which no test reaches). The suite's GPU switch (``--gpu-layers``) puts its
+`make setup OFFLINE=DIR` refuses a folder that is not a bundle, a damaged one, or one made from another
+lock, before it creates anything (the bundle itself is made and installed from in the documented check of
+docs/benchmarks.md: making one needs PyPI, which no test reaches). The suite's GPU switch (``--gpu-layers``) puts its
 n_gpu_layers on every local role the fixtures and ``serve_lyra`` load, and on nothing else.
 """
 
@@ -55,6 +55,21 @@ def test_a_damaged_bundle_is_refused_before_anything_is_made(tmp_path: Path) -> 
     done = make_setup(tmp_path, bundle)
     assert done.returncode != 0
     assert f"{wheel.name}: FAILED" in done.stdout
+    assert not (tmp_path / "venv").exists()
+
+
+@pytest.mark.slow
+def test_a_bundle_made_from_another_lock_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    lock = (REPO / "constraints.txt").read_text()
+    first = next(line for line in lock.splitlines() if "==" in line and not line.startswith("#"))
+    (bundle / "constraints.txt").write_text(lock.replace(first, first.replace("==", "==0.0.0+other"), 1))
+    (bundle / "SHA256SUMS").write_text(
+        f"{hashlib.sha256((bundle / 'constraints.txt').read_bytes()).hexdigest()}  constraints.txt\n")
+    done = make_setup(tmp_path, bundle)
+    assert done.returncode != 0
+    assert f"error: {bundle} was made from another constraints.txt than this clone's" in done.stdout
     assert not (tmp_path / "venv").exists()
 
 
