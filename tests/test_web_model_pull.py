@@ -25,6 +25,7 @@ from fastapi.testclient import TestClient
 from playwright.sync_api import Browser, Page, Route, expect
 
 from lyra_local.config import Settings
+from lyra_local.modelfiles.catalog import load_catalog
 from lyra_local.modelfiles.pull import partial_files
 
 from .conftest import CHAT_GGUF, EMBED_GGUF, Served, base_env, fake_client, require_file, serve_lyra
@@ -368,6 +369,58 @@ def test_pull_from_settings_with_progress_and_cancel_then_apply(browser: Browser
         send(page, "Hello from the downloaded model")
         replied(page, 1)
         assert "tiny-companion" in served_pulls.log.read_text() or chat_model(served_pulls) == FILE
+
+
+@pytest.mark.slow
+def test_a_partial_download_is_discarded_from_settings(browser: Browser, served_pulls: Served,  # noqa: F811
+                                                        hf: HFServer, tmp_path: Path) -> None:
+    """A catalog entry's kept bytes (a pull stopped earlier), then a download cancelled here: each one's Discard
+    asks first, frees the space, and the entry or the line offers Download again."""
+    models = tmp_path / "models"
+    entry = next(m for m in load_catalog() if m.name == "qwen2.5-7b-instruct")
+    (models / ".pull").mkdir()
+    planted = models / ".pull" / f"{entry.file}.{'0' * 16}.partial"
+    planted.write_bytes(b"GGUF" + bytes(2 * MB))
+    with opened(browser, served_pulls.url) as page:
+        page.locator(".tab[data-panel=settings]").click()
+        item = page.locator("#model-catalog li").filter(has_text=entry.title)
+        expect(item).to_contain_text("partial 2 MB")
+        expect(item.get_by_role("button", name=f"Download {entry.title}", exact=True)).to_have_text("Resume download")
+        item.get_by_role("button", name=f"Discard the partial download of {entry.title}").click()
+        dialog = page.locator("#confirm-dialog")
+        expect(dialog).to_contain_text("The 2 MB downloaded so far are deleted")
+        dialog.locator("button[value=ok]").click()
+        expect(item.get_by_role("button", name=f"Download {entry.title}", exact=True)).to_have_text("Download")
+        expect(item).not_to_contain_text("partial")
+        assert not planted.exists() and hf.requests == []  # discarding asks no server
+
+        hf.hold(after=30 * MB)
+        page.fill("#pull-ref", REF)
+        page.click("#pull-own")
+        download = page.locator(f"#pulls .pull:has-text('{FILE}')")
+        figures = download.locator(".pull-figures")
+        expect(figures).to_contain_text(" of 98 MB", timeout=30_000)
+        download.get_by_role("button", name=f"Cancel the download of {FILE}").click()
+        hf.release()
+        expect(figures).to_contain_text("downloaded are kept. Resume goes on from there", timeout=30_000)
+        expect(figures).to_contain_text("Discard")
+        [kept] = partial_files(models, FILE)
+        discard = download.get_by_role("button", name=f"Discard the partial download of {FILE}")
+        discard.click()
+        dialog.locator("button[value=cancel]").click()  # asked, and said no: nothing is deleted
+        expect(dialog).to_be_hidden()
+        assert kept.is_file()
+        shot(page, "model-pull-cancelled")
+        discard.click()
+        dialog.locator("button[value=ok]").click()
+        expect(figures).to_contain_text("Discarded: ", timeout=30_000)
+        expect(figures).to_contain_text("freed")
+        expect(download.get_by_role("button", name=f"Download {FILE}", exact=True)).to_be_visible()
+        expect(download.get_by_role("button", name=f"Discard the partial download of {FILE}")).to_have_count(0)
+        assert partial_files(models, FILE) == []
+        assert [p.name for p in (models / ".pull").iterdir() if p.name.startswith(FILE)] == []  # nothing of it
+        assert not (models / FILE).exists()
+        shot(page, "model-pull-discarded")
 
 
 @pytest.mark.slow

@@ -61,14 +61,21 @@ export function follow(job, view, failingSince = null) {
 
 export const cancelPull = (job) => api(`/api/models/pulls/${encodeURIComponent(job.id)}`, { method: "DELETE" });
 
+/* Deletes what a stopped download of ``name`` (as a pull takes it) left on the server's disk; resolves to the
+ * bytes freed. Refused (409) while that file downloads. */
+export async function discardPartial(name) {
+  const { freed } = await api(`/api/models/partials/${encodeURIComponent(name)}`, { method: "DELETE" });
+  return freed;
+}
+
 /* One download as the page shows it: its name, a progress bar, the figures, Cancel; once ended, what happened
- * and, when done, ``used(job)``'s button (Use it for chat…) if given. */
-export function pullView(job, used) {
+ * and, when done, ``used(job)``'s button (Use it for chat…) if given, else ``again(job)``'s (Resume, Discard). */
+export function pullView(job, used, again) {
   const ended = job.state !== "running";
   const bar = el("progress", { max: String(job.total || 1), value: String(job.done), "aria-label": `Download of ${job.title}` });
   if (!job.total) bar.removeAttribute("value");  // size unknown yet: an indeterminate bar
   const line = el("p", { class: "hint pull-figures", role: "status",
-    text: ended ? outcome(job) : job.cancelling ? "Cancelling…" : progressText(job) });
+    text: ended ? outcome(job, Boolean(again)) : job.cancelling ? "Cancelling…" : progressText(job) });
   if (job.state === "failed") line.classList.add("danger-link");
   const cancel = ended ? null : el("button", { type: "button", class: "pull-cancel", text: "Cancel",
     "aria-label": `Cancel the download of ${job.title}`, disabled: job.cancelling,
@@ -78,11 +85,16 @@ export function pullView(job, used) {
     } });
   return el("div", { class: `pull pull-${job.state}`, "data-job": job.id, "data-file": job.path_name || job.file },
     el("div", { class: "row" }, el("strong", { text: job.title }), ended ? null : bar, cancel),
-    line, job.state === "done" && used ? used(job) : null);
+    line, job.state === "done" && used ? used(job) : null,
+    ended && job.state !== "done" && again ? el("div", { class: "row pull-again" }, ...again(job)) : null);
 }
 
-function outcome(job) {
+function outcome(job, offered) {
   if (job.state === "done") return `Downloaded and checked: ${job.path_name} (${bytes(job.total || job.done)}).`;
+  if (job.discarded !== undefined) return `Discarded: ${bytes(job.discarded)} freed; a new download starts from the beginning.`;
+  if (job.state === "cancelled" && job.partial > 0) return `Cancelled: the ${bytes(job.partial)} downloaded are kept. ` +
+    (offered ? "Resume goes on from there; Discard deletes them to free the space."
+      : "Downloading it again goes on from there; Settings → Models can discard them to free the space.");
   const why = job.error ? `${job.error.message}${job.error.hint ? ` — ${job.error.hint}` : ""}` : "";
   return job.state === "cancelled" ? `Cancelled: ${why}` : `The download failed: ${why}`;
 }

@@ -4,8 +4,8 @@
  * models first and, if one fails, keeps the old ones and says why. */
 import { api } from "./api.js";
 import { $, el, fragment } from "./dom.js";
-import { showError } from "./feedback.js";
-import { bytes, follow, pullView, startPull } from "./model-pull.js";
+import { confirmForget, showError } from "./feedback.js";
+import { bytes, discardPartial, follow, pullView, startPull } from "./model-pull.js";
 import { isShown, registerPanel } from "./panels.js";
 
 const ROLES = {
@@ -216,11 +216,46 @@ function catalogItem(m) {
                      onclick: () => useModel(m.file, m.role) })
     : el("button", { type: "button", text: m.partial ? "Resume download" : "Download", "aria-label": `Download ${m.title}`,
                      onclick: (e) => download(m.name, e.target) });
+  const kept = !m.downloaded && m.partial > 0;
   return el("li", { class: "catalog-entry", "data-name": m.name },
     el("div", { class: "row" }, el("strong", { text: m.title }),
        el("span", { class: `badge fit-${m.fit.kind}`, text: m.fit.text }),
-       m.downloaded ? el("span", { class: "badge", text: "downloaded" }) : null, action),
+       m.downloaded ? el("span", { class: "badge", text: "downloaded" }) : null,
+       kept ? el("span", { class: "badge", text: `partial ${bytes(m.partial)}` }) : null, action,
+       kept ? discardButton(m.name, m.title, m.partial) : null),
     el("p", { class: "hint", text: facts }), m.note ? el("p", { class: "hint", text: m.note }) : null);
+}
+
+/* Discard: after a question, what a stopped download left on the disk is deleted; then the catalog and the
+ * download's line (if shown) say so, and offer Download again, from the beginning. */
+function discardButton(name, title, size) {
+  return el("button", { type: "button", class: "pull-discard", text: "Discard",
+    "aria-label": `Discard the partial download of ${title}`, onclick: (e) => discard(name, title, size, e.target) });
+}
+
+async function discard(name, title, size, button) {
+  if (!await confirmForget(`Discard the partial download of ${title}?`,
+    `The ${bytes(size)} downloaded so far are deleted from the disk; a new download starts from the beginning.`)) return;
+  button.disabled = true;
+  $("pull-status").textContent = "";
+  try {
+    const freed = await discardPartial(name);
+    for (const line of $("pulls").querySelectorAll(".pull")) {
+      if (line.job && line.job.name === name && line.job.state !== "running") showPull({ ...line.job, partial: 0, discarded: freed });
+    }
+    await loadCatalog();
+  } catch (e) {
+    $("pull-status").textContent = e.message;  // a 409: it is downloading again (cancel it first)
+    button.disabled = false;
+  }
+}
+
+/* An ended download that did not finish: Resume and Discard while its bytes are kept, else Download again. */
+function again(job) {
+  const label = job.partial > 0 ? "Resume" : "Download";
+  const start = el("button", { type: "button", text: label, "aria-label": `${label} ${job.title}`,
+                               onclick: (e) => download(job.name, e.target) });
+  return job.partial > 0 ? [start, discardButton(job.name, job.title, job.partial)] : [start];
 }
 
 async function download(name, button) {
@@ -238,7 +273,8 @@ async function download(name, button) {
 /* A download's view in the list, replaced at every step; once done, the catalog shows it downloaded. */
 function showPull(job) {
   const node = pullView(job, (done) => el("button", { type: "button", class: "primary",
-    text: `Use it for ${roleOf(done)}`, onclick: () => useModel(done.path_name, roleOf(done)) }));
+    text: `Use it for ${roleOf(done)}`, onclick: () => useModel(done.path_name, roleOf(done)) }), again);
+  node.job = job;  // what Discard in the catalog updates
   const shown = $("pulls").querySelector(`[data-job="${CSS.escape(job.id)}"]`);
   if (shown) shown.replaceWith(node);
   else {
@@ -246,7 +282,8 @@ function showPull(job) {
     for (const old of $("pulls").querySelectorAll(".pull")) if (old.dataset.file === node.dataset.file) old.remove();
     $("pulls").prepend(node);
   }
-  if (job.state === "done" && isShown("settings")) loadCatalog();
+  // ended: the catalog shows the file downloaded, or its kept bytes with Resume and Discard
+  if (job.state !== "running" && job.discarded === undefined && isShown("settings")) loadCatalog();
 }
 
 /* A catalog entry's role; else the role the downloaded file's header says it is made for (chat if unsure). */
