@@ -389,6 +389,7 @@ def test_a_partial_download_is_discarded_from_settings(browser: Browser, served_
         item.get_by_role("button", name=f"Discard the partial download of {entry.title}").click()
         dialog = page.locator("#confirm-dialog")
         expect(dialog).to_contain_text("The 2 MB downloaded so far are deleted")
+        expect(dialog.locator("button[value=ok]")).to_have_text("Discard")  # not the forget dialog's "Forget it"
         dialog.locator("button[value=ok]").click()
         expect(item.get_by_role("button", name=f"Download {entry.title}", exact=True)).to_have_text("Download")
         expect(item).not_to_contain_text("partial")

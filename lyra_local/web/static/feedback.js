@@ -13,11 +13,12 @@ export function showNotice(message) {
   $("notice").hidden = !message;
 }
 
-/* Asks before forgetting anything; resolves true when the person says "Forget it". */
-export function confirmForget(title, text) {
+/* Asks before forgetting or deleting anything; resolves true when the person presses ``action`` ("Forget it"). */
+export function confirmForget(title, text, action = "Forget it") {
   const dialog = $("confirm-dialog");
   $("confirm-title").textContent = title;
   $("confirm-text").textContent = text;
+  $("confirm-ok").textContent = action;
   dialog.returnValue = "";
   dialog.showModal();
   return new Promise((resolve) => dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"),

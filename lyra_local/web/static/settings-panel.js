@@ -235,7 +235,8 @@ function discardButton(name, title, size) {
 
 async function discard(name, title, size, button) {
   if (!await confirmForget(`Discard the partial download of ${title}?`,
-    `The ${bytes(size)} downloaded so far are deleted from the disk; a new download starts from the beginning.`)) return;
+    `The ${bytes(size)} downloaded so far are deleted from the disk; a new download starts from the beginning.`,
+    "Discard")) return;
   button.disabled = true;
   $("pull-status").textContent = "";
   try {
