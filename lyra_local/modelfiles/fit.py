@@ -1,16 +1,18 @@
 """What a model needs in memory at a context, and where it fits on this machine: pure functions.
 
 A model's memory is its weights, its KV cache and llama.cpp's compute buffer.
-``n_gpu_layers`` moves the repeating layers to the GPU one by one, each with its
-share of the KV cache; the output layer goes once all of them are there (which
-is why llama.cpp says "offloaded 33/33 layers" of a 32-layer Llama); the token
-embeddings stay in RAM. The compute buffer sits on the GPU as soon as any
-layer does.
+``n_gpu_layers`` counts the output layer too (which is why llama.cpp says
+"offloaded 33/33 layers" of a 32-layer Llama), and takes it first: the vendored
+llama.cpp (``llama-model.cpp``, ``i_gpu_start = n_layer + 1 - n_gpu_layers``)
+puts the output layer on the GPU at 1, then the repeating layers from the last
+one back, each with its share of the KV cache; the token embeddings stay in RAM.
+The compute buffer sits on the GPU as soon as any layer does.
 
 The estimate, checked against llama.cpp's own log of the tiny models (``tests/test_fit.py`` asserts it):
-- weights: from the GGUF header, the bytes of the ``blk.N.*`` tensors divided by the layers, and the output
-  layer's; from a catalog entry (no header yet), the file's size in ``layers + 2`` equal parts (the layers,
-  the output, the token embeddings: a Llama 3.1 8B Q4_K_M's real split is 131 MB a layer, 431 MB output);
+- weights: from the GGUF header, the bytes of each layer's ``blk.N.*`` tensors (a Q4_K_M keeps its last
+  eighth at Q6_K, 30 MB a layer heavier on a 70B, and those go to the GPU first) and the output layer's; from
+  a catalog entry (no header yet), the file's size in ``layers + 2`` equal parts (the layers, the output, the
+  token embeddings: a Llama 3.1 8B Q4_K_M's real split is 131 MB a layer, 431 MB output);
 - KV cache = layers × n_ctx × kv_heads × (key_length + value_length) × 2 bytes (f16, llama.cpp's default cache
   type; flash attention changes the compute buffer, not the cache). SmolLM2-135M at n_ctx 2048: 45.00 MiB,
   exactly llama.cpp's figure. Encoders (BERT) have no KV cache: llama.cpp gives them none;
@@ -57,11 +59,14 @@ class Need:
 
     layers: int  # repeating layers
     layer_bytes: int  # one layer's weights
-    output_bytes: int  # the output layer, on the GPU once every repeating layer is
+    output_bytes: int  # the output layer, the first on the GPU (n_gpu_layers 1 is it alone)
     ram_bytes: int  # what stays in RAM whatever the offload (the token embeddings)
     kv_layer_bytes: int  # one layer's KV cache at n_ctx
     compute_bytes: int
     n_ctx: int
+    # each repeating layer's weights from the header, the first first (empty: all ``layer_bytes``); a Q4_K_M's
+    # last layers are its heaviest, and they are the ones offloaded first
+    layer_sizes: tuple[int, ...] = ()
 
     @property
     def of_layers(self) -> int:
@@ -81,23 +86,25 @@ class Need:
         return self.weights + self.kv_cache + self.compute_bytes
 
     def on_gpu(self, layers: int) -> int:
-        """Bytes on the GPU with ``layers`` of ``of_layers`` offloaded (-1: all)."""
+        """Bytes on the GPU with ``layers`` of ``of_layers`` offloaded (-1: all): the output layer first (at 1,
+        alone), then ``layers - 1`` repeating layers with their KV cache, as llama.cpp places them."""
         layers = self.of_layers if layers < 0 else min(layers, self.of_layers)
         if layers == 0:
             return 0
-        blocks = min(layers, self.layers)
-        output = self.output_bytes if layers > self.layers else 0
-        return blocks * (self.layer_bytes + self.kv_layer_bytes) + output + self.compute_bytes
+        blocks = layers - 1  # the last ones
+        weights = sum(self.layer_sizes[self.layers - blocks:]) if self.layer_sizes else blocks * self.layer_bytes
+        return self.output_bytes + weights + blocks * self.kv_layer_bytes + self.compute_bytes
 
 
 def need(shape: Shape, weights: int, n_ctx: int, *, n_ubatch: int = 512, vocabulary: int | None = None,
          generates: bool = True, encoder: bool = False, flash_attn: bool = True,
-         split: tuple[int, int] | None = None) -> Need:
+         split: tuple[int, int] | None = None, layer_sizes: tuple[int, ...] = ()) -> Need:
     """The memory of a model of ``shape`` whose file is ``weights`` bytes, at ``n_ctx`` tokens of context.
 
     ``generates``: it computes logits (chat, summary), not pooled vectors; ``encoder``: a BERT-like model
     (no KV cache, no output layer); ``split``: the header's (bytes of all repeating layers, bytes of the
-    output layer), else the file is taken as ``layers + 2`` equal parts."""
+    output layer), else the file is taken as ``layers + 2`` equal parts; ``layer_sizes``: the header's bytes of each
+    repeating layer, where they differ (used when there is one per layer)."""
     layers = max(shape.layers, 1)
     if split is not None:
         layer_bytes, output_bytes = split[0] // layers, split[1]
@@ -109,7 +116,8 @@ def need(shape: Shape, weights: int, n_ctx: int, *, n_ubatch: int = 512, vocabul
     logits = n_ubatch * (vocabulary or DEFAULT_VOCABULARY) * LOGIT_BYTES if generates else 0
     scores = 0 if flash_attn else n_ubatch * n_ctx * shape.heads * LOGIT_BYTES
     compute = max(logits, scores) + n_ubatch * shape.embedding * ACTIVATION_BYTES
-    return Need(layers, layer_bytes, output_bytes, ram_bytes, kv_layer, compute, n_ctx)
+    return Need(layers, layer_bytes, output_bytes, ram_bytes, kv_layer, compute, n_ctx,
+                layer_sizes if len(layer_sizes) == layers and split is not None else ())
 
 
 def shape_of(summary: GGUFSummary) -> Shape | None:
@@ -132,7 +140,8 @@ def need_of_file(summary: GGUFSummary, n_ctx: int, *, role: str, n_ubatch: int =
     encoder = summary.architecture in ENCODERS
     return need(shape, summary.size, n_ctx, n_ubatch=n_ubatch, vocabulary=summary.vocabulary,
                 generates=role in ("chat", "summary"), encoder=encoder, flash_attn=flash_attn,
-                split=(summary.block_bytes, summary.output_bytes) if summary.block_bytes else None)
+                split=(summary.block_bytes, summary.output_bytes) if summary.block_bytes else None,
+                layer_sizes=summary.layer_bytes)
 
 
 def need_of_entry(entry: CatalogModel, n_ctx: int) -> Need:

@@ -46,6 +46,7 @@ MOST_KEY_BYTES = 1 << 16  # a key or a text value this reader keeps (ggml's own 
 MOST_NAME_BYTES = 63  # llama.cpp's GGML_MAX_NAME is 64, with the final NUL
 MOST_DIMS = 4  # GGML_MAX_DIMS
 MOST_CANDIDATES = 256  # "<arch>.context_length" keys kept before the architecture is known (a model has one)
+MOST_LAYERS = 4096  # "blk.N" indices whose bytes are kept one by one (a 405B has 126 layers): bounded memory
 _INTS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 10: "<Q", 11: "<q"}
 _SCALARS = {**_INTS, 6: "<f", 7: "<?", 12: "<d"}
 _STRING, _ARRAY, _UINT32, _UINT64 = 8, 9, 4, 10
@@ -99,7 +100,10 @@ class GGUFSummary:
     value_length: int | None = None
     vocabulary: int | None = None
     block_bytes: int = 0  # the repeating layers ("blk.N.*"), which n_gpu_layers offloads one by one
-    output_bytes: int = 0  # the output layer, offloaded with the last of them (the token embeddings when tied)
+    # each layer's bytes, blk.0 first, when the tensors name every one of block_count (else empty): a Q4_K_M keeps
+    # its last eighth of layers at Q6_K, and llama.cpp offloads the last layers first
+    layer_bytes: tuple[int, ...] = ()
+    output_bytes: int = 0  # the output layer, offloaded first (the token embeddings when tied)
 
     @property
     def role_hint(self) -> str:
@@ -232,9 +236,11 @@ def _summarize(h: _Header, size: int) -> GGUFSummary:
     alignment = _typed(h, meta, "general.alignment", 32)
     if alignment == 0 or alignment & (alignment - 1):
         raise h.invalid(f"its general.alignment {alignment:,} is not a power of two, which llama.cpp requires")
-    # One pass, keeping only sums and the furthest end: a header of millions of tensors takes no memory.
+    # One pass, keeping only sums (per layer: at most MOST_LAYERS of them) and the furthest end: a header of
+    # millions of tensors takes no memory.
     parameters, furthest, reaches = 0, 0, ""
     block_bytes, output_bytes, embeddings_bytes, tied = 0, 0, 0, True
+    per_layer: dict[int, int] = {}
     for _ in range(tensor_count):
         name, elements, block, offset = _tensor_info(h)
         parameters += elements
@@ -244,6 +250,9 @@ def _summarize(h: _Header, size: int) -> GGUFSummary:
             furthest, reaches = end, name
         if name.startswith("blk."):
             block_bytes += length
+            index = name[4:].partition(".")[0]
+            if index.isascii() and index.isdigit() and int(index) < MOST_LAYERS:
+                per_layer[int(index)] = per_layer.get(int(index), 0) + length
         elif name.startswith("output"):  # output.weight, output_norm.*
             output_bytes += length
             tied = tied and name != "output.weight"
@@ -252,13 +261,18 @@ def _summarize(h: _Header, size: int) -> GGUFSummary:
     start = -(-h.at // alignment) * alignment  # the tensor data starts after the header, aligned
     if start + furthest > size:
         raise h.incomplete(f"tensor {reaches!r} ends at byte {start + furthest:,} of a {size:,}-byte file")
+    shape = _shape(meta, arch)
+    layers = shape["block_count"] or 0
     return GGUFSummary(
         path=h.path, size=size, version=version, architecture=arch, name=_typed(h, meta, "general.name"),
         parameters=parameters, quantization=_quantization(_typed(h, meta, "general.file_type")),
         context_length=_typed(h, meta, f"{arch}.context_length") or None,
         chat_template=bool(_typed(h, meta, "tokenizer.chat_template")),
         pooling=_pooling(_typed(h, meta, f"{arch}.pooling_type")), tensors=tensor_count,
-        **_shape(meta, arch), vocabulary=_number(meta, _VOCABULARY), block_bytes=block_bytes,
+        **shape, vocabulary=_number(meta, _VOCABULARY), block_bytes=block_bytes,
+        # distinct indices, as many as the layers, none beyond: each of blk.0 … blk.(layers - 1)
+        layer_bytes=tuple(per_layer[i] for i in range(layers)) if 0 < layers == len(per_layer) and max(
+            per_layer) < layers else (),
         # A decoder (it has an output norm) without output.weight ties its output to the token embeddings, and
         # llama.cpp puts a copy of them on the output's device; an encoder has no output layer.
         output_bytes=output_bytes + (embeddings_bytes if tied and output_bytes else 0))
