@@ -469,6 +469,15 @@ def test_cli_pull_says_how_to_use_the_file(hf: HFServer, tmp_path: Path, capsys:
     assert "Settings → Models" in out
 
 
+def test_a_catalog_chat_model_is_told_with_the_context_it_was_sized_for(tmp_path: Path) -> None:
+    from lyra_local.cli.models import how_to_use
+    from lyra_local.modelfiles.catalog import resolve
+
+    target = resolve("qwen2.5-7b-instruct")
+    lines = how_to_use(tmp_path / target.local_name, target, named_dir=False).splitlines()
+    assert lines[1:4] == ["  [models.chat]", f'  path = "{target.local_name}"', "  n_ctx = 8192"]
+
+
 def test_cli_catalog_says_what_fits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("LYRA_GPU_DEVICES", '[{"name": "Test GPU", "total_mib": 24576}]')

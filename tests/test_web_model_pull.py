@@ -457,6 +457,8 @@ def test_the_first_run_guide_downloads_and_uses_the_suggested_model(browser: Bro
         expect(page.locator("#first-run-guide")).to_be_hidden()
         shot(page, "first-run-used")
         assert chat_model(served_pulls) == FILE
+        # at the context the suggestion was sized for, not the demo model's 2,048 tokens
+        assert httpx.get(f"{served_pulls.url}/api/settings").json()["roles"]["chat"]["n_ctx"] == 8192
         send(page, "Hello, new model")
         replied(page, 1)
         page.reload()  # no longer the demo model: the guide is gone

@@ -173,8 +173,11 @@ def how_to_use(path: Path, target: PullTarget, *, named_dir: bool) -> str:
     role = target.entry.role if target.entry is not None else _role_of(path)
     shown = str(path.resolve()) if named_dir else path.name  # a relative path is read inside models_dir
     lines = [f"to use it for {role}, set in lyra.toml:", f"  [models.{role}]", f'  path = "{shown}"']
-    if target.entry is not None and target.entry.template and role == "chat":
-        lines.append(f'  chat_format = "{target.entry.template}"   # optional: the GGUF carries its template')
+    if target.entry is not None and role == "chat":
+        # the default 2,048 tokens suit the demo model; a real one is sized (and suggested) for more
+        lines.append(f"  n_ctx = {min(fit.RECOMMEND_CTX, target.entry.context_length)}")
+        if target.entry.template:
+            lines.append(f'  chat_format = "{target.entry.template}"   # optional: the GGUF carries its template')
     if role == "embed":
         lines.append("  (a new embedding model re-embeds the memory when Lyra starts with it)")
     lines.append("or choose it in Settings → Models and press Apply.")

@@ -25,7 +25,7 @@ from ..errors import BadRequest
 from ..llm.registry import catalog_fits, describe_offload, suggest_chat
 from ..modelfiles.catalog import CatalogModel, resolve
 from ..modelfiles.devices import Machine, probe
-from ..modelfiles.fit import Placement
+from ..modelfiles.fit import RECOMMEND_CTX, Placement
 from ..modelfiles.on_disk import model_files as files_on_disk
 from ..modelfiles.pull import partial_files
 from ..store import reembedding
@@ -192,7 +192,8 @@ async def first_run(request: Request) -> dict[str, Any]:
         if chosen is None:
             return None
         entry, placement = chosen
-        return {**entry_view(entry, settings, placement),
+        # applied with the context it was sized for: the demo model's 2,048 tokens are too few for a companion
+        return {**entry_view(entry, settings, placement), "n_ctx": min(RECOMMEND_CTX, entry.context_length),
                 "download_s": round(entry.size * 8 / (ASSUMED_MBIT_S * 1e6))}
 
     return {"demo": uses_demo_chat_model(settings), "machine": machine_view(machine),

@@ -39,8 +39,9 @@ async function showGuide() {
   const rec = info.recommended;
   const button = $("first-run-download");
   if (rec) {
-    $("first-run-suggestion").textContent = `Suggested for it: ${rec.title}, ${bytes(rec.size)} (${rec.fit.text}); ` +
-      `${duration(rec.download_s)} to download at ${info.assumed_mbit_s} Mbit/s.`;
+    $("first-run-suggestion").textContent = `Suggested for it: ${rec.title}, ${bytes(rec.size)} (${rec.fit.text}, ` +
+      `with ${rec.n_ctx.toLocaleString("en")} tokens of context); ${duration(rec.download_s)} to download at ` +
+      `${info.assumed_mbit_s} Mbit/s.`;
     button.setAttribute("aria-label", `Download ${rec.title} and use it for chat`);
     button.addEventListener("click", () => downloadAndUse(rec, button));
   } else {
@@ -56,7 +57,7 @@ async function downloadAndUse(rec, button) {
   try {
     await startPull(rec.name, (job) => {
       where.replaceChildren(pullView(job));
-      if (job.state === "done") use(job.path_name, button);
+      if (job.state === "done") use(job.path_name, rec.n_ctx, button);
       else if (job.state !== "running") button.disabled = false;
     });
   } catch (e) {
@@ -65,12 +66,13 @@ async function downloadAndUse(rec, button) {
   }
 }
 
-/* Apply: the server loads the new file and has it reply once before it swaps it in; a refusal says why. */
-async function use(file, button) {
+/* Apply, at the context the suggestion was sized for: the server loads the new file and has it reply once
+ * before it swaps it in; a refusal says why. */
+async function use(file, nCtx, button) {
   const status = el("p", { role: "status", text: "Loading and checking it…" });
   $("first-run-pull").append(status);
   try {
-    await api("/api/models/choice", { method: "PUT", body: { roles: { chat: { file } } } });
+    await api("/api/models/choice", { method: "PUT", body: { roles: { chat: { file, n_ctx: nCtx } } } });
     $("first-run-line").replaceChildren("Chat now runs on ", el("strong", { text: file }),
       ": downloaded, checked and applied. Settings → Models has the other models, and what each needs.");
     $("first-run-guide").hidden = true;
