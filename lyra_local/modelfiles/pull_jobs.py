@@ -5,8 +5,9 @@ for the page to poll, and it ends ``done`` (with the file's final name),
 ``failed`` (the error's message and hint) or ``cancelled``. Cancel sets the
 ``threading.Event`` that ``pull`` takes: the transfer stops at its next chunk
 and keeps its partial file in ``models_dir/.pull/``, which the next pull of the
-same file resumes, or ``PullJobs.discard`` deletes. A second pull of a file that is still being pulled joins the
-first rather than racing it to the same partial and the same final name.
+same file resumes, or ``PullJobs.discard`` deletes. A second pull of a file that
+is still being pulled joins the first rather than racing it to the same partial
+and the same final name.
 
 This module never starts a download by itself: only ``PullJobs.start``, which a
 person's click reaches, does. ``stop_all`` (the server stopping) cancels every
@@ -71,7 +72,6 @@ class PullJob:
             "path_name": self.file, "error": self.error, "partial": self.partial_size(),
             "started_at": self.started_at, "ended_at": self.ended_at,
         }
-
 
     def partial_size(self) -> int:
         """The bytes an ended, unfinished job left in ``.pull/`` for a resume (0 while it runs: it grows, and the
