@@ -64,6 +64,10 @@ def copies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(autouse=True)
+def private_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    private_hub_settings(tmp_path, monkeypatch)
+
+
 def private_hub_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No token, cache or offline switch of the person's: huggingface_hub read some at its import, so its
     constants are set here too, not only the environment (a subprocess reads the environment afresh)."""

@@ -30,6 +30,7 @@ from lyra_local.modelfiles.pull import partial_files
 
 from .conftest import CHAT_GGUF, EMBED_GGUF, Served, base_env, fake_client, require_file, serve_lyra
 from .hf_server import HFServer
+from .test_model_pull import private_hub_settings
 from .test_web_ui import CONFIG, browser, opened, send, shot  # noqa: F401 (browser: the fixture)
 
 pytestmark = pytest.mark.models  # the real tiny GGUF is what is downloaded
@@ -42,6 +43,14 @@ GPU_12GB = json.dumps([{"name": "RTX 4070", "total_mib": 12282, "free_mib": 1180
 CPU_ONLY = json.dumps({"gpus": [], "ram_total_mib": 32768, "ram_free_mib": 30000})
 
 
+@pytest.fixture(autouse=True)
+def private_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No token, cache or offline switch of the person's (`make test OFFLINE=` sets HF_HUB_OFFLINE=1 for the
+    whole run): huggingface_hub read them at its import, so its constants are set too, not only the
+    environment, which `lyra serve` started by a test reads afresh."""
+    private_hub_settings(tmp_path, monkeypatch)
+
+
 @pytest.fixture
 def hf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HFServer]:
     """The local Hugging Face, serving the tiny chat model as ``REF``; HF_ENDPOINT points at it."""
@@ -49,8 +58,6 @@ def hf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HFServer]:
         server.add(REPO_ID, FILE, require_file(CHAT_GGUF))
         monkeypatch.setenv("HF_ENDPOINT", server.url)
         monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-        monkeypatch.delenv("HF_TOKEN", raising=False)
         yield server
 
 
