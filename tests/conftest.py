@@ -60,6 +60,11 @@ hypothesis_settings.register_profile(
     derandomize=os.environ.get("CI", "").lower() in ("1", "true", "yes"))
 hypothesis_settings.load_profile("lyra")
 
+# A run started in the background (`make test &`, nohup, some CI runners) inherits SIGINT ignored, and so would
+# every process the tests start: the tests that press Ctrl-C (a chat reply, a pull) need it delivered, as a
+# person's terminal does. A Python handler here is the default again in each program the tests exec.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 # The session fixtures that load the real models, and those of them that are a server process.
 MODEL_FIXTURES = frozenset({"chat_model", "embedder", "chat_server", "embed_server"})
 PROCESS_FIXTURES = frozenset({"chat_server", "embed_server"})
