@@ -168,19 +168,25 @@ def test_a_dropped_connection_resumes_with_a_range_request(hf: HFServer, tmp_pat
     assert int(hf.ranges()[0].removeprefix("bytes=").rstrip("-")) > 0
 
 
-def test_cancel_keeps_the_partial_which_the_next_pull_resumes(hf: HFServer, tmp_path: Path) -> None:
-    chat = served(hf, CHAT_REPO)
-    models_dir = tmp_path / "models"
+def cancelled_at(done: int, file: Served, models_dir: Path) -> tuple[PullCancelled, Path]:
+    """A pull of ``file`` cancelled once ``done`` bytes came: its error, and the one partial file it kept."""
     cancel = threading.Event()
 
-    def stop_at_20_mib(now: Progress) -> None:
-        if now.done >= 20 * MIB:
+    def stop(now: Progress) -> None:
+        if now.done >= done:
             cancel.set()
 
     with pytest.raises(PullCancelled, match="partial file is kept") as stopped:
-        pull(target_of(chat), models_dir, progress=stop_at_20_mib, cancel=cancel)
-    assert "pull it again" in (stopped.value.hint or "")
-    [partial] = partial_files(models_dir, chat.path)
+        pull(target_of(file), models_dir, progress=stop, cancel=cancel)
+    [partial] = partial_files(models_dir, file.path)
+    return stopped.value, partial
+
+
+def test_cancel_keeps_the_partial_which_the_next_pull_resumes(hf: HFServer, tmp_path: Path) -> None:
+    chat = served(hf, CHAT_REPO)
+    models_dir = tmp_path / "models"
+    stopped, partial = cancelled_at(20 * MIB, chat, models_dir)
+    assert "pull it again" in (stopped.hint or "")
     kept = partial.stat().st_size
     assert 0 < kept < chat.size and models_listing(models_dir) == []
 
@@ -279,16 +285,8 @@ def test_discard_frees_exactly_that_files_partials(hf: HFServer, tmp_path: Path)
     model already downloaded stay."""
     chat, embed = served(hf, CHAT_REPO), served(hf, EMBED_REPO)
     models_dir = tmp_path / "models"
-    cancel = threading.Event()
-
-    def stop_at_20_mib(now: Progress) -> None:
-        if now.done >= 20 * MIB:
-            cancel.set()
-
-    with pytest.raises(PullCancelled, match="partial file is kept") as stopped:
-        pull(target_of(chat), models_dir, progress=stop_at_20_mib, cancel=cancel)
-    assert "or discard it" in (stopped.value.hint or "")
-    [partial] = partial_files(models_dir, chat.path)
+    stopped, partial = cancelled_at(20 * MIB, chat, models_dir)
+    assert "or discard it" in (stopped.hint or "")
     kept = partial.stat().st_size
     staging = models_dir / STAGING
     stale = staging / f"{chat.path}.{'0' * 16}.partial"  # this file's, of another version: its bytes too

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from playwright.sync_api import Browser, Page, Route, expect
+from playwright.sync_api import Browser, Locator, Page, Route, expect
 
 from lyra_local.config import Settings
 from lyra_local.modelfiles.catalog import load_catalog
@@ -319,6 +319,18 @@ def replied(page: Page, count: int) -> None:
     expect(page.locator(".message.assistant .why-wrap")).to_have_count(count, timeout=120_000)
 
 
+def held_download(page: Page, hf: HFServer) -> tuple[Locator, Locator]:
+    """``REF`` pulled from Settings by its name, the hub holding it after 30 MB (``hf.release()`` lets it go
+    on): its line in the page and that line's figures, once they show the download under way."""
+    hf.hold(after=30 * MB)
+    page.fill("#pull-ref", REF)
+    page.click("#pull-own")
+    download = page.locator(f"#pulls .pull:has-text('{FILE}')")
+    figures = download.locator(".pull-figures")
+    expect(figures).to_contain_text(" of 98 MB", timeout=30_000)
+    return download, figures
+
+
 def chat_model(served: Served) -> str:
     model: str = httpx.get(f"{served.url}/api/settings").json()["roles"]["chat"]["model"]
     return model
@@ -337,12 +349,7 @@ def test_pull_from_settings_with_progress_and_cancel_then_apply(browser: Browser
         page.fill("#pull-ref", "qwen7b")
         page.click("#pull-own")
         expect(page.locator("#pull-status")).to_contain_text("did you mean qwen2.5-7b-instruct")
-        hf.hold(after=30 * MB)
-        page.fill("#pull-ref", REF)
-        page.click("#pull-own")
-        download = page.locator(f"#pulls .pull:has-text('{FILE}')")
-        figures = download.locator(".pull-figures")
-        expect(figures).to_contain_text(" of 98 MB", timeout=30_000)
+        download, figures = held_download(page, hf)
         expect(figures).to_contain_text("MB/s")
         expect(download.locator("progress")).to_be_visible()
         shot(page, "model-pull-progress")
@@ -402,12 +409,7 @@ def test_a_partial_download_is_discarded_from_settings(browser: Browser, served_
         expect(item).not_to_contain_text("partial")
         assert not planted.exists() and hf.requests == []  # discarding asks no server
 
-        hf.hold(after=30 * MB)
-        page.fill("#pull-ref", REF)
-        page.click("#pull-own")
-        download = page.locator(f"#pulls .pull:has-text('{FILE}')")
-        figures = download.locator(".pull-figures")
-        expect(figures).to_contain_text(" of 98 MB", timeout=30_000)
+        download, figures = held_download(page, hf)
         download.get_by_role("button", name=f"Cancel the download of {FILE}").click()
         hf.release()
         expect(figures).to_contain_text("downloaded are kept. Resume goes on from there", timeout=30_000)
