@@ -34,7 +34,7 @@ from ..modelfiles.catalog import ROLES, PullTarget, resolve
 from ..modelfiles.fetch import fetch_defaults
 from ..modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
 from ..modelfiles.on_disk import file_size
-from ..modelfiles.pull import STAGING, discard, partial_files, pull
+from ..modelfiles.pull import STAGING, discard, partial_bytes, pull
 from ..modelfiles.pull_stream import Progress
 
 
@@ -131,7 +131,7 @@ def run_pull(args: argparse.Namespace) -> int:
     try:
         path = _pull_with_bar(target, models_dir, err)
     except KeyboardInterrupt:
-        kept = sum(p.stat().st_size for p in partial_files(models_dir, target.file))
+        kept = partial_bytes(models_dir, target.file)
         print(f"stopped: {file_size(kept)} of {target.local_name} kept in {models_dir / STAGING}; "
               f"`lyra models pull {args.name}` resumes it, `lyra models discard {args.name}` deletes it",
               file=sys.stderr)
@@ -221,7 +221,7 @@ def _have(models_dir: Path | None, file: str) -> str:
         return ""
     if (models_dir / file).is_file():
         return "yes"
-    kept = sum(path.stat().st_size for path in partial_files(models_dir, file))
+    kept = partial_bytes(models_dir, file)
     return f"partial {file_size(kept)}" if kept else ""
 
 

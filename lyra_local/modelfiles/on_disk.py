@@ -36,7 +36,7 @@ def model_files(models_dir: Path) -> list[ModelFile]:
             summary = read_gguf(path)
             entries.append(ModelFile(path.name, summary.size, summary, None))
         except ModelFileInvalid as exc:  # the reader raises nothing else, whatever the file holds
-            entries.append(ModelFile(path.name, _size(path), None, exc.message))
+            entries.append(ModelFile(path.name, size_now(path), None, exc.message))
     return entries
 
 
@@ -47,8 +47,9 @@ def file_size(size: int) -> str:
     return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.0f} MB" if size >= 1e6 else f"{size:,} bytes"
 
 
-def _size(path: Path) -> int:
-    """0 for a file removed since it was listed (its entry says it cannot be read)."""
+def size_now(path: Path) -> int:
+    """The file's size, 0 for one removed since it was listed (a listing's entry then says it cannot be read; a
+    partial download's resume finished or a discard ran meanwhile)."""
     try:
         return path.stat().st_size
     except OSError:

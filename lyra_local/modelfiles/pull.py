@@ -62,7 +62,7 @@ from ..fsutil import sha256_file
 from .catalog import PullTarget
 from .fetch import read_manifest, write_manifest
 from .gguf_header import ModelFileInvalid, read_gguf
-from .on_disk import file_size
+from .on_disk import file_size, size_now
 from .pull_stream import GGUFOnly, NotGGUFStream, Report, Stopped, meter_class, starts_as_gguf
 
 STAGING = ".pull"
@@ -164,7 +164,7 @@ def discard(target: PullTarget, models_dir: Path) -> int:
                        hint="cancel that download first (Cancel, or Ctrl-C), then discard it"):
         freed = 0
         for partial in _partials(staging, name):
-            freed += _size(partial)
+            freed += size_now(partial)
             partial.unlink(missing_ok=True)
         lock_path.unlink(missing_ok=True)
     return freed
@@ -173,6 +173,12 @@ def discard(target: PullTarget, models_dir: Path) -> int:
 def partial_files(models_dir: Path, file: str) -> list[Path]:
     """The partial downloads of ``file`` kept in ``models_dir/.pull/`` (what a next pull resumes)."""
     return _partials(models_dir / STAGING, PurePosixPath(file).name)
+
+
+def partial_bytes(models_dir: Path, file: str) -> int:
+    """The bytes of ``file`` downloaded so far and kept for a resume (0: none): what a resume goes on from and a
+    discard frees."""
+    return sum(size_now(path) for path in partial_files(models_dir, file))
 
 
 def _partials(staging: Path, name: str) -> list[Path]:
@@ -324,25 +330,27 @@ def _download(meta: HfFileMetadata, url: str, partial: Path, size: int | None, n
     except HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else "an error"
         raise PullError(f"{urlsplit(meta.location).hostname} answered {status} during the download of {name}",
-                        hint=f"pull again: the {file_size(_size(partial))} already downloaded are kept and resumed") \
-            from exc
+                        hint=f"pull again: the {file_size(size_now(partial))} already downloaded are kept and "
+                             "resumed") from exc
     except OSError as exc:
         if "Consistency check failed" not in str(exc):
             raise  # a full disk, a folder it may not write: the caller names it
-        raise PullError(f"the transfer of {name} ended early ({file_size(_size(partial))} of {file_size(size or 0)})",
+        kept = file_size(size_now(partial))
+        raise PullError(f"the transfer of {name} ended early ({kept} of {file_size(size or 0)})",
                         hint="pull again: what was downloaded is kept and resumed") from exc
 
 
 def _no_connection_during(meta: HfFileMetadata, partial: Path, name: str, exc: Exception) -> NoConnection:
     return NoConnection(f"the connection dropped during the download of {name} ({type(exc).__name__}) at "
-                        f"{file_size(_size(partial))}: the partial file is kept in {partial.parent}",
+                        f"{file_size(size_now(partial))}: the partial file is kept in {partial.parent}",
                         hint="pull again once the connection is back: it resumes where it stopped")
 
 
 def _cancelled(name: str, partial: Path, size: int | None) -> PullCancelled:
     total = f" of {file_size(size)}" if size else ""
-    return PullCancelled(f"the download of {name} stopped at {file_size(_size(partial))}{total}; the partial file is "
-                         f"kept in {partial.parent}",
+    kept = file_size(size_now(partial))
+    return PullCancelled(f"the download of {name} stopped at {kept}{total}; the partial file is kept in "
+                         f"{partial.parent}",
                          hint="pull it again to resume where it stopped, or discard it to free that space")
 
 
@@ -391,7 +399,7 @@ def _record(models_dir: Path, name: str, target: PullTarget, meta: HfFileMetadat
     entry: dict[str, object] = {
         "sha256": sha256, "source": f"huggingface:{target.repo}:{target.file}@{meta.commit_hash}",
         "source_sha256": sha256, "converter_version": None, "repo": target.repo, "file": target.file,
-        "revision": target.revision, "commit": meta.commit_hash, "size": _size(models_dir / name)}
+        "revision": target.revision, "commit": meta.commit_hash, "size": size_now(models_dir / name)}
     with filelock.FileLock(str(models_dir / STAGING / "manifest.lock"), timeout=60):
         manifest = read_manifest(models_dir)
         if manifest.get(name) != entry:
@@ -421,8 +429,3 @@ class _Hashes:
         return self._known[path]
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from ..errors import Conflict, LyraError, NotFound
 from ..oserrors import storage_error
 from .catalog import PullTarget
-from .pull import AlreadyPulling, PullCancelled, discard, partial_files, pull
+from .pull import AlreadyPulling, PullCancelled, discard, partial_bytes, pull
 from .pull_stream import Progress
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class PullJob:
         page shows ``done``), so the page can offer to resume or discard them."""
         if self.state in ("running", "done"):
             return 0
-        return sum(_size(path) for path in partial_files(self.models_dir, self.target.file))
+        return partial_bytes(self.models_dir, self.target.file)
 
 
 class PullJobs:
@@ -214,8 +214,3 @@ def _unexpected(exc: BaseException) -> dict[str, str | None]:
             "hint": "try again; the server's log has the details"}
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:  # deleted since it was listed (a resume finished, a discard)
-        return 0

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -27,7 +26,7 @@ from ..modelfiles.catalog import CatalogModel, resolve
 from ..modelfiles.devices import Machine, probe
 from ..modelfiles.fit import RECOMMEND_CTX, Placement
 from ..modelfiles.on_disk import model_files as files_on_disk
-from ..modelfiles.pull import partial_files
+from ..modelfiles.pull import partial_bytes
 from ..store import reembedding
 from .deps import app_state
 from .model_choice import apply_choice
@@ -157,21 +156,9 @@ def entry_view(entry: CatalogModel, settings: Settings, placement: Placement) ->
             "context_length": entry.context_length, "licence": entry.licence, "note": entry.note,
             "sha256": entry.sha256, "thinking": entry.thinking,
             "downloaded": (settings.models_dir / entry.file).is_file(),
-            "partial": partial_size(settings.models_dir, entry.file),
+            "partial": partial_bytes(settings.models_dir, entry.file),
             "fit": {"kind": placement.kind, "text": placement.text, "layers": placement.layers,
                     "of_layers": placement.of_layers}}
-
-
-def partial_size(models_dir: Path, file: str) -> int:
-    """The bytes of ``file`` downloaded so far and kept for a resume (0: none), so the page offers Resume and
-    Discard and says how much Discard frees."""
-    total = 0
-    for path in partial_files(models_dir, file):
-        try:
-            total += path.stat().st_size
-        except OSError:  # a resume finished or a discard ran since the listing
-            pass
-    return total
 
 
 def machine_view(machine: Machine) -> dict[str, Any]:
