@@ -301,8 +301,8 @@ def _catch_up_embeddings(state: AppState, after: Models | None) -> None:
     if after is not None and not after.wait_closed(CATCH_UP_WAIT_S):
         log.warning("the previous models are still in use; re-embedding starts anyway")
     try:
-        _build_context_view(state.store)
-        with state.lease() as runtime:
+        with state.lease() as runtime:  # held, so that shutdown waits for it before closing the store under it
+            _build_context_view(state.store)
             memory = runtime.memory
             if memory.switching_model or reembedding.any_missing(state.store, memory.embedder.name):
                 log.info("re-embedding the memory with %s in the background", memory.embedder.name)
