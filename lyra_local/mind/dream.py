@@ -36,15 +36,15 @@ from ..memory.gather import user_name
 from ..store import Store
 from ..store.provenance import Ref, StaleSources
 from ..store.sessions import SessionNotFound
-from . import digests, prompts, world
+from . import digests, grounding, prompts, voice, world
 from .backlog import sense
 from .drives import Backlog, compute_drives
 from .gists import draft_gist
-from .ground import Ground
+from .ground import Ground, Written
 from .grounding import Verdict
 from .narrative import narrative_due, narrative_material
 from .profile import extract_facts
-from .reflect import novelty, reflect
+from .reflect import LIMITS, novelty, reflect
 from .scribe import Scribe, Stopped
 from .world import draft_world
 
@@ -225,8 +225,15 @@ class Dreamer:
             return
         material, pieces, facts, basis, sources = narrative_material(
             scribe, self.store, self.settings.companion.timeline_days, self.zone)
-        written = self._ground(scribe).rollup(lambda: scribe.write(prompts.NARRATIVE, material), pieces, facts)
+        ground = self._ground(scribe)
+        written = ground.rollup(lambda: scribe.write(prompts.NARRATIVE, material), pieces, facts)
         self._rejected("narrative", None, written.verdict)
+        if written.method == "abstractive" and voice.copied_run(written.text, self._person_runs()):
+            # The model's arc is the companion's view: the person's words in it would be put in its mouth.
+            # An extractive arc is the person's own words, attributed to them, and is not judged so.
+            self._event("narrative.refused", None, because=[voice.COPIED])
+            quotes = [q for n, (text, _) in enumerate(pieces) for q in grounding.quotes_of(text, n)]
+            written = Written(ground.floor(quotes), "extractive", written.verdict)
         if not written.text:
             return
         version = self.store.derived.set_narrative(written.text, basis, sources, method=written.method)
@@ -261,11 +268,15 @@ class Dreamer:
             state, sources = reflect(scribe, self.store, drives)
             previous = self.store.derived.self_state() or {}
             failed = self._ground(scribe).reflection(state, previous, self._texts(sources))
+            refused = voice.keep_own_voice(state, previous, self._person_runs(), LIMITS)
             if previous.get("edited_by") == "user":  # the person's corrections stay as they wrote them
                 kept = list(previous.get("edited_fields", []))
                 state.update({f: previous[f] for f in kept if f in previous}, edited_by="user", edited_fields=kept)
             if failed:
                 self._event("reflect.rejected", None, checks=failed)
+            if refused:  # said, so that nobody reads the kept state as new
+                self._event("reflect.kept", None, fields=sorted({r.field for r in refused}),
+                            because=voice.reasons(refused))
             version = self.store.derived.set_self_state(state, sources)
             self._act("reflect", None, energy=state["energy"], fallback=state["fallback"], basis=state["basis"],
                       version=version)
@@ -353,6 +364,13 @@ class Dreamer:
         wanted = {i for kind, i in refs if kind == "gist"}
         texts = [g.content for g in self.store.derived.gists() if g.id in wanted]
         return [*texts, self.store.derived.narrative() or ""]
+
+    def _person_runs(self) -> frozenset[tuple[str, ...]]:
+        """Every six-word run of the person's own messages in the conversations the dream has summarised:
+        what the companion may never write about itself as its own words."""
+        said = [t.content for g in self.store.derived.gists() for t in self.store.exchanges.history(g.session_id)
+                if t.role == "user"]
+        return voice.runs(said)
 
     def _names(self) -> dict[str, str]:
         companion = self.settings.companion

@@ -20,13 +20,15 @@ from .chunks import split_to
 from .scribe import Scribe
 
 NEUTRAL_ENERGY = 0.5
+# The longest each text may be: generation is constrained to it, so a text that long may have been cut there.
+LIMITS = {"self_narrative": 200, "reflections": 100}
 
 
 class Reflection(BaseModel):
     mood: str = Field(min_length=1, max_length=30)
     energy: float
-    self_narrative: str = Field(min_length=1, max_length=200)
-    reflections: list[Annotated[str, Field(max_length=100)]] = Field(max_length=3)
+    self_narrative: str = Field(min_length=1, max_length=LIMITS["self_narrative"])
+    reflections: list[Annotated[str, Field(max_length=LIMITS["reflections"])]] = Field(max_length=3)
 
     @field_validator("energy")
     @classmethod

@@ -1,7 +1,9 @@
 """The consolidated memory over HTTP: dream status and live log, profile, gists, digests, narrative, self-state.
 
 The live log is read from the store, so it shows passes of every process
-(the server's scheduler and standalone ``lyra dream`` workers alike).
+(the server's scheduler and standalone ``lyra dream`` workers alike). Each
+event carries ``says``, the sentence a person reads (mind/dream_sentences.py),
+with the conversations' titles as they are now: a forgotten one is never named.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -20,8 +22,11 @@ from starlette.concurrency import run_in_threadpool
 from ..errors import BadRequest, LyraError
 from ..mind.about import cards
 from ..mind.backlog import sense
+from ..mind.dream_sentences import conversation_ids, pass_summary, sentence
 from ..mind.drives import Backlog, compute_drives
 from ..mind.profile import normalize_key
+from ..store import Store
+from ..store.sessions import SessionNotFound
 from .deps import app_state
 from .params import EventId, RowId
 
@@ -44,6 +49,23 @@ def sensed(state: AppState) -> Backlog:
     return sense(state.store, state.settings.dream, zone=state.settings.companion.zone)
 
 
+def titles(store: Store, session_ids: Iterable[int]) -> dict[int, str | None]:
+    """Each session's name now; None for one that is gone (forgotten), so its old title is never shown."""
+    out: dict[int, str | None] = {}
+    for session_id in set(session_ids):
+        try:
+            out[session_id] = store.sessions.get(session_id).name
+        except SessionNotFound:
+            out[session_id] = None
+    return out
+
+
+def told(store: Store, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The log's events, each with the sentence a person reads (``says``); the raw fields stay for developers."""
+    named = titles(store, (i for e in events for i in conversation_ids(e)))
+    return [{**e, "says": sentence(e, named)} for e in events]
+
+
 @router.get("/dream")
 async def dream_status(request: Request) -> dict[str, Any]:
     """Backlog and drives now, the last finished pass, and whether a pass is running."""
@@ -51,9 +73,10 @@ async def dream_status(request: Request) -> dict[str, Any]:
 
     def read() -> dict[str, Any]:
         backlog = sensed(state)
+        last = state.store.dreams.last()
         return {"running": bool(state.dreams and state.dreams.running) or bool(state.store.dreams.running()),
                 "backlog": backlog.summary(), "drives": compute_drives(backlog),
-                "last_pass": state.store.dreams.last(),
+                "last_pass": last, "last_pass_says": pass_summary(last.get("actions") or []) if last else None,
                 "schedule": {"enabled": state.settings.dream.enabled, "interval_s": state.settings.dream.interval_s,
                              "quiet_hours": state.settings.dream.quiet_hours, "idle_s": state.settings.dream.idle_s}}
 
@@ -78,13 +101,17 @@ async def dream_events(request: Request, after: EventId | None = None, follow: b
     store = app_state(request).store
     if after is None:
         after = max(0, await run_in_threadpool(store.coord.last_event_id) - TAIL)
+
+    def read(since: int) -> list[dict[str, Any]]:
+        return told(store, store.coord.events(since, limit))
+
     if not follow:
-        return {"events": await run_in_threadpool(store.coord.events, after, limit)}
+        return {"events": await run_in_threadpool(read, after)}
 
     async def stream() -> AsyncIterator[dict[str, str]]:
         last = after
         while not await request.is_disconnected():
-            for event in await run_in_threadpool(store.coord.events, last, limit):
+            for event in await run_in_threadpool(read, last):
                 last = event["id"]
                 yield {"event": "dream", "id": str(last), "data": json.dumps(event)}
             await asyncio.sleep(POLL_S)

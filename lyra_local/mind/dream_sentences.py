@@ -1,0 +1,186 @@
+"""What the dream did, in sentences a person reads: one place that turns a log event into words.
+
+The consolidation log holds kinds, targets and counts ("gist session:9",
+"world.rejected"), never a memory's text, so that forgetting reaches
+everything. A person needs to read "Summarised ‘Interview prep’ (3 of 6
+conversations)". The titles are looked up when the log is read (``titles``:
+session id -> its name, None once forgotten), so a forgotten conversation is
+"a forgotten conversation", never its old title. Pure: the web API and the
+CLI call ``sentence`` with the titles they resolved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import date
+from typing import Any
+
+Event = Mapping[str, Any]
+Titles = Mapping[int, "str | None"]
+FORGOTTEN = "a forgotten conversation"
+
+# Why a draft was refused, by the grounding's check names (mind/grounding.py, Ground.reflection).
+_WHY = {"budget": "the model's draft was too long", "speaker_lines": "the model's draft was a transcript",
+        "empty": "the model's draft was empty", "mood_outside_vocabulary": "the model's draft named an odd mood"}
+_VOICE = {"copied": "copied your words", "cut": "stopped mid-sentence"}
+
+
+def conversation_ids(event: Event) -> set[int]:
+    """The sessions an event names (in its target), whose titles ``sentence`` needs."""
+    target = str(event.get("target") or "")
+    head, _, tail = target.partition(":")
+    return {int(tail)} if head in ("session", "gist") and tail.isdigit() else set()
+
+
+def _title(session_id: int, titles: Titles) -> str:
+    if session_id not in titles or titles[session_id] is None:
+        return FORGOTTEN
+    name = str(titles[session_id]).strip()
+    return f"‘{name}’" if name else "an untitled conversation"
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def period(granularity: str, key: str) -> str:
+    """A timeline period in words: "4 March 2024", "the week of 4 March 2024", "March 2024"."""
+    try:
+        if granularity == "day":
+            day = date.fromisoformat(key)
+            return f"{day.day} {day:%B %Y}"
+        if granularity == "week":
+            year, week = key.split("-W")
+            monday = date.fromisocalendar(int(year), int(week), 1)
+            return f"the week of {monday.day} {monday:%B %Y}"
+        if granularity == "month":
+            first = date.fromisoformat(f"{key}-01")
+            return f"{first:%B %Y}"
+    except ValueError:
+        pass
+    return key
+
+
+def _period_of(target: str) -> str:
+    granularity, _, key = target.partition(":")
+    return period(granularity, key)
+
+
+def _doing(resource: str, titles: Titles) -> str:
+    """A unit of work (a lease's resource) as what is being done."""
+    head, _, tail = resource.partition(":")
+    if head == "gist" and tail.isdigit():
+        return f"summarising {_title(int(tail), titles)}"
+    if head == "digest":
+        return f"writing the timeline for {_period_of(tail)}"
+    return {"profile": "learning about you", "narrative": "rewriting the current arc", "reflect": "reflecting",
+            "world": "updating the core memory", "embed": "indexing"}.get(head, "some of the work")
+
+
+def _why(checks: Sequence[str], unsaid: str) -> str:
+    for check in checks:
+        if check in _WHY:
+            return _WHY[check]
+    return f"the model's draft said something {unsaid}"
+
+
+def _counted(checks: Any) -> int:
+    """How many were dropped: a check -> count mapping (the profile's), else one per check named."""
+    if isinstance(checks, Mapping):
+        return sum(int(v) for v in checks.values())
+    return len(checks or ())
+
+
+def _progress(detail: Mapping[str, Any]) -> str:
+    done, _, total = str(detail.get("progress") or "").partition("/")
+    return f" ({done} of {_plural(int(total), 'conversation')})" if done.isdigit() and total.isdigit() else ""
+
+
+def _pass_start(d: Mapping[str, Any]) -> str:
+    why = "because you asked" if d.get("forced") else "while things are quiet"
+    ripe = int((d.get("backlog") or {}).get("ripe") or 0)
+    todo = f": {_plural(ripe, 'conversation')} to summarise" if ripe else ""
+    return f"Started dreaming {why}{todo}."
+
+
+def _pass_end(d: Mapping[str, Any]) -> str:
+    status, done = d.get("status"), int(d.get("actions") or 0)
+    if status == "deferred":
+        return "Stopped early: the model could not be reached. The rest waits for the next dream."
+    if status == "failed":
+        return "Stopped: something went wrong (the server's log says what). What was done is kept."
+    return f"Finished: {_plural(done, 'thing')} done." if done else "Finished: everything was already up to date."
+
+
+def _voice_kept(d: Mapping[str, Any]) -> str:
+    why = " and ".join(_VOICE[b] for b in d.get("because") or () if b in _VOICE) or "was not mine to say"
+    return f"Kept the last reflection: the model's draft {why}."
+
+
+def sentence(event: Event, titles: Titles) -> str:
+    """One log event as a sentence for the person (``titles``: session id -> name, None when forgotten)."""
+    kind, target = str(event.get("kind") or ""), str(event.get("target") or "")
+    d: Mapping[str, Any] = event.get("detail") or {}
+    ids = conversation_ids(event)
+    talk = _title(next(iter(ids)), titles) if ids else "a conversation"
+    checks = [str(c) for c in d.get("checks") or ()]
+    dropped = int(d.get("sentences_dropped") or 0)
+    said: dict[str, Any] = {
+        "pass.start": lambda: _pass_start(d),
+        "pass.end": lambda: _pass_end(d),
+        "gist": lambda: f"Summarised {talk}{_progress(d)}.",
+        "gist.rejected": lambda: f"Wrote a summary of {talk} from your own words: "
+                                 f"{_why(checks, 'the conversation does not')}.",
+        "gist.pruned": lambda: f"Left out {_plural(dropped, 'sentence')} of the summary of {talk} that the "
+                               "conversation does not say.",
+        "profile": lambda: (f"Learnt {_plural(len(d.get('fact_ids') or ()), 'fact')} about you from {talk}."
+                            if d.get("fact_ids") else f"Read {talk}: nothing new about you."),
+        "profile.fallback": lambda: f"Read {talk}: the model's answer could not be used, so no facts were taken.",
+        "profile.rejected": lambda: f"Left out {_plural(_counted(d.get('checks')), 'fact')} from {talk} that you "
+                                    "did not say yourself.",
+        "digest": lambda: f"Wrote the timeline for {_period_of(target)}.",
+        "digest.rejected": lambda: f"Wrote the timeline for {_period_of(target)} from the conversations' own "
+                                   f"words: {_why(checks, 'they do not')}.",
+        "digest.pruned": lambda: f"Left out {_plural(dropped, 'sentence')} of the timeline for "
+                                 f"{_period_of(target)} that the conversations do not say.",
+        "digest.waiting": lambda: f"Left the timeline for {_period_of(target)} for the next dream: what it is "
+                                  "built from is changing.",
+        "digests.deleted": lambda: f"Removed {_plural(len(d.get('periods') or ()), 'entry', 'entries')} from the "
+                                   "timeline whose conversations changed or were forgotten.",
+        "narrative": lambda: "Rewrote the current arc.",
+        "narrative.rejected": lambda: f"Wrote the current arc from the timeline's own words: "
+                                      f"{_why(checks, 'the timeline does not')}.",
+        "narrative.pruned": lambda: f"Left out {_plural(dropped, 'sentence')} of the current arc that the "
+                                    "timeline does not say.",
+        "narrative.refused": lambda: "Wrote the current arc from your own words: the model's draft copied your "
+                                     "words as if they were mine.",
+        "world": lambda: ("Proposed a change to the core memory, for you to accept or not."
+                          if d.get("status") == "proposed" else "Updated the core memory."),
+        "world.rejected": lambda: "Left the core memory as it is: the model's draft said something the memory "
+                                  "does not.",
+        "reflect": lambda: ("Kept the last reflection: the model's answer could not be used."
+                            if d.get("fallback") else "Reflected on how I am."),
+        "reflect.rejected": lambda: f"Kept the last reflection: {_why(checks, 'the memory does not')}.",
+        "reflect.kept": lambda: _voice_kept(d),
+        "backoff": lambda: f"The model is not answering; trying again in {d.get('delay_s', '?')} s.",
+        "deferred": lambda: f"The model stayed unreachable: {_doing(target, titles)} waits for the next dream.",
+        "skip": lambda: f"Another dreamer is already {_doing(target, titles)}.",
+        "waiting": lambda: f"Waiting for another dreamer that is {_doing(target, titles)}.",
+        "stale": lambda: f"Stopped {_doing(target, titles)}: it was forgotten meanwhile, and nothing was written.",
+        "error": lambda: f"Could not finish {_doing(target, titles)}; it waits for the next dream.",
+    }
+    say = said.get(kind)
+    return str(say()) if say else f"Did some housekeeping ({kind})."
+
+
+def pass_summary(actions: Sequence[Mapping[str, Any]]) -> str:
+    """What one pass did, counted: "summarised 3 conversations, learnt 2 facts about you, …"."""
+    count = {kind: sum(1 for a in actions if a.get("kind") == kind) for kind in ("gist", "digest")}
+    facts = sum(len(a.get("fact_ids") or ()) for a in actions if a.get("kind") == "profile")
+    kinds = {a.get("kind") for a in actions}
+    parts = [f"summarised {_plural(count['gist'], 'conversation')}" if count["gist"] else "",
+             f"learnt {_plural(facts, 'fact')} about you" if facts else "",
+             f"wrote the timeline for {_plural(count['digest'], 'period')}" if count["digest"] else "",
+             "rewrote the current arc" if "narrative" in kinds else "",
+             "reflected" if "reflect" in kinds else ""]
+    return ", ".join(p for p in parts if p) or "nothing needed doing"
