@@ -18,18 +18,50 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .authors import imported_from
 from .config import CompanionSettings
 from .errors import BadRequest, LyraError
-from .llm.base import ChatModel, GenerationOptions, Vectors
+from .llm.base import ChatModel, GenerationOptions, Message, Vectors
 from .memory import Memory
 from .memory.context import Context, assemble
 from .memory.gather import gather
+from .memory.stage_words import LAYER_WORDS, found_by
 from .store import Exchange
 from .store.branches import TurnNotFound
 from .store.exchanges import NewExchange
 from .store.recall_index import RecallIndex
+from .store.records import Ending
 
 log = logging.getLogger(__name__)
+
+# What the model is asked after the reply so far, to go on with it (``continue_reply``).
+CONTINUE_PROMPT = ("Your last reply was cut off. Continue it from exactly where it stopped, without repeating "
+                   "anything and without any preamble.")
+
+
+def reply_ending(finish: str, *, stopped: bool, failed: bool) -> Ending | None:
+    """How a reply ended, as stored with it: stopped by the person, cut short by an error, cut at the token
+    limit (``finish_reason`` "length"); ``None`` for a reply that ended by itself."""
+    if stopped:
+        return "stopped"
+    if failed:
+        return "error"
+    return "length" if finish == "length" else None
+
+
+def joiner(so_far: str, more: str) -> str:
+    """What goes between a cut reply and its continuation: a space where the cut fell after a word or a
+    sentence and the model starts a new one; nothing where either side already has the space or the
+    continuation starts with punctuation. (A cut inside a word reads as two words: the model's continuation
+    does not say whether it meant to finish one.)"""
+    if not so_far or not more or so_far[-1].isspace() or more[0].isspace() or not more[0].isalnum():
+        return ""
+    return " "
+
+
+def continuation(messages: list[Message], so_far: str) -> list[Message]:
+    """The prompt for the rest of a cut reply: the turn's prompt, the reply so far, the request to go on."""
+    return [*messages, {"role": "assistant", "content": so_far}, {"role": "user", "content": CONTINUE_PROMPT}]
 
 
 @dataclass(frozen=True)
@@ -73,59 +105,95 @@ class Companion:
         """Stream a new reply to the message ``reply_id`` answered; the old one stays as an alternative
         (``store/branches.py``). Nothing changes unless the new reply is stored."""
         store = self.memory.store
-        reply = store.exchanges.get(reply_id)
-        if reply is None:
-            raise TurnNotFound(f"no reply {reply_id} on a conversation's current path",
-                               hint="choose that version first, or reload the conversation")
-        if reply.role != "assistant":
-            raise BadRequest(f"{reply_id} is not a reply", hint="only the companion's replies can be regenerated")
-        before = store.exchanges.history(reply.session_id, limit=1, before_id=reply_id)
-        if not before or before[0].role != "user":
-            raise BadRequest(f"reply {reply_id} answers no message of the person", hint="nothing to answer again")
+        reply, user = self._answered(reply_id, "regenerated")
         session = store.sessions.get(reply.session_id)
         self.last_turn_at = time.monotonic()
-        user = before[0]
         vector = self._embed_query(user.content)
         yield TurnEvent("stored", data={"exchange_id": user.id, "replacing": reply_id})
         yield from self._reply(session.id, user.content, user.id, vector, options, remember=session.remember,
                                replacing=reply_id)
 
+    def continue_reply(self, reply_id: int, options: GenerationOptions | None = None
+                       ) -> Generator[TurnEvent, None, None]:
+        """Stream the rest of a reply that was cut short (the token limit, Stop, an error): the model is shown the
+        reply so far and asked to go on from where it ended. The reply the person sees grows: its text so far and
+        what follows are stored as a new version of it (``store/branches.py``), so the cut one stays one page back
+        (‹ 1/2 ›) and nothing changes unless the continuation is stored. The deltas are the new text only."""
+        store = self.memory.store
+        reply, user = self._answered(reply_id, "continued")
+        session = store.sessions.get(reply.session_id)
+        if reply.source_id is not None and imported_from(session.source):
+            raise BadRequest(f"reply {reply_id} was written by {imported_from(session.source)}",
+                             hint="only the companion's own replies can be continued")
+        self.last_turn_at = time.monotonic()
+        vector = self._embed_query(user.content)
+        yield TurnEvent("stored", data={"exchange_id": user.id, "replacing": reply_id, "continuing": reply_id})
+        yield from self._reply(session.id, user.content, user.id, vector, options, remember=session.remember,
+                               replacing=reply_id, so_far=reply.content)
+
+    def _answered(self, reply_id: int, what: str) -> tuple[Exchange, Exchange]:
+        """A reply of this companion's on a conversation's path, and the person's message it answers."""
+        store = self.memory.store
+        reply = store.exchanges.get(reply_id)
+        if reply is None:
+            raise TurnNotFound(f"no reply {reply_id} on a conversation's current path",
+                               hint="choose that version first, or reload the conversation")
+        if reply.role != "assistant":
+            raise BadRequest(f"{reply_id} is not a reply", hint=f"only the companion's replies can be {what}")
+        before = store.exchanges.history(reply.session_id, limit=1, before_id=reply_id)
+        if not before or before[0].role != "user":
+            raise BadRequest(f"reply {reply_id} answers no message of the person", hint="nothing to answer again")
+        return reply, before[0]
+
     def _reply(self, session_id: int, message: str, user_id: int, vector: Vectors | None,
-               options: GenerationOptions | None, *, remember: bool,
-               replacing: int | None = None) -> Generator[TurnEvent, None, None]:
+               options: GenerationOptions | None, *, remember: bool, replacing: int | None = None,
+               so_far: str | None = None) -> Generator[TurnEvent, None, None]:
+        """Stream a reply to ``message`` and store it with how it ended; ``so_far``: the start of a reply that
+        was cut short, for the model to go on from (``continue_reply``)."""
         reply_budget = (options.max_tokens if options and options.max_tokens else None) or self._reply_tokens()
+        # A continuation's prompt also holds the reply so far and the request to go on.
+        shown = 0 if so_far is None else self._count(so_far + CONTINUE_PROMPT) or 0
         try:
-            context = self.build_context(session_id, message, user_id, vector, reply_budget)
+            context = self.build_context(session_id, message, user_id, vector, reply_budget + shown)
         except LyraError as exc:
             yield TurnEvent("error", str(exc), {"status": exc.status_code})
             return
         if context.message_truncated:
             yield TurnEvent("notice", "Your message was too long for the model's context; it was cut for the "
                                       "model, and stored whole.")
+        messages = context.messages if so_far is None else continuation(context.messages, so_far)
         parts: list[str] = []
         finish = "stop"
         error: LyraError | None = None
-        stream = self.chat.stream(context.messages, options)
+        stopped = False
+        stream = self.chat.stream(messages, options)
         try:
             for delta in stream:
                 if delta.text:
-                    parts.append(delta.text)
-                    yield TurnEvent("delta", delta.text)
+                    text = delta.text if parts or so_far is None else joiner(so_far, delta.text) + delta.text
+                    parts.append(text)
+                    yield TurnEvent("delta", text)
                 finish = delta.finish_reason or finish
         except LyraError as exc:
             error = exc
+        except GeneratorExit:  # our consumer went away: the person stopped the reply
+            stopped = True
+            raise
         finally:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()  # stops generation when our consumer went away
+            ending = reply_ending(finish, stopped=stopped, failed=error is not None)
+            text = "".join(parts)
             try:
-                reply = self._store_reply(session_id, "".join(parts), context, remember, user_id, replacing)
+                reply = self._store_reply(session_id, (so_far or "") + text if text else "", context, remember,
+                                          user_id, replacing, ending)
             except LyraError as exc:  # the conversation changed while the reply was written
                 reply, error = None, exc
         if error is not None:
             yield TurnEvent("error", str(error), {"status": error.status_code})
         yield TurnEvent("done", data={"exchange_id": reply.id if reply else None, "finish_reason": finish,
-                                      "context_tokens": context.tokens})
+                                      "ending": ending if reply else None, "context_tokens": context.tokens})
 
     def build_context(self, session_id: int, message: str, user_exchange_id: int | None,
                       vector: Vectors | None, reply_tokens: int) -> Context:
@@ -154,8 +222,25 @@ class Companion:
         return session_id
 
     def trace(self, exchange_id: int) -> dict[str, Any] | None:
-        """The memories a reply's context used, with their content: "why did you say that?"."""
-        return self.memory.store.exchanges.trace(exchange_id)
+        """Why a reply says what it says: the memories its context used (``kind`` "context"), each dated by the
+        days it speaks of and with how it was found in words; or, for a reply imported from another assistant
+        (``kind`` "imported"), who wrote it and when: it had none of this companion's context. ``None``: a turn
+        that is no reply, or a reply with no trace kept."""
+        store = self.memory.store
+        found = store.exchanges.trace(exchange_id)
+        if found is not None:
+            for entry in found["memories"]:
+                entry.update(layer_words=LAYER_WORDS.get(entry["layer"], entry["layer"]),
+                             found_by=found_by(entry.get("stage") or ""))
+            return {"kind": "context", **found}
+        turn = store.exchanges.get(exchange_id)
+        if turn is None or turn.role != "assistant" or turn.source_id is None:
+            return None
+        source = imported_from(store.sessions.get(turn.session_id).source)
+        if source is None:
+            return None
+        return {"kind": "imported", "exchange_id": exchange_id, "imported_from": source,
+                "written_at": turn.created_at, "context_tokens": None, "memories": []}
 
     def wait_for_embeddings(self) -> None:
         """Block until every reply submitted so far is embedded (tests, benchmarks, shutdown)."""
@@ -195,11 +280,12 @@ class Companion:
         return exchange, vector
 
     def _store_reply(self, session_id: int, text: str, context: Context, remember: bool, answering: int,
-                     replacing: int | None) -> Exchange | None:
+                     replacing: int | None, ending: Ending | None) -> Exchange | None:
         if not text:
             return None
         reply = self.memory.store.exchanges.add_reply(session_id, text, [asdict(t) for t in context.trace],
-                                                      context.tokens, answering=answering, replacing=replacing)
+                                                      context.tokens, answering=answering, replacing=replacing,
+                                                      ending=ending)
         if remember:
             self._embedder.submit(self._embed_reply, reply)
         return reply

@@ -47,6 +47,7 @@ SEED = {
          "(99, 1, 1, 'assistant', 'How many bees?', '2023-05-08T13:57:00+00:00', 1)"],
     14: ["INSERT INTO dismissed (kind, target, basis, dismissed_at) VALUES ('fact', 'pet:1', '1', "
          "'2023-05-13T00:00:00+00:00')"],
+    15: ["UPDATE exchanges SET ending = 'length' WHERE id = 2"],
 }
 
 

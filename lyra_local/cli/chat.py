@@ -166,6 +166,8 @@ def _reply(companion: Companion, session_id: int, message: str, name: str) -> No
                 print(event.text, end="", flush=True)
             elif event.type in ("error", "notice"):
                 print(f"\n[{event.type}] {event.text}", file=sys.stderr)
+            elif event.type == "done" and event.data.get("ending") == "length":
+                print(" [cut at the length limit]", end="")
     except KeyboardInterrupt:
         turn.close()  # stops generation; what was said is kept
         print(" [stopped]", end="")

@@ -17,7 +17,7 @@ from .blobs import put_vector
 from .branches import set_aside
 from .db import canonical, utc_now
 from .kinds import KINDS, Kind
-from .records import Exchange
+from .records import Ending, Exchange
 
 if TYPE_CHECKING:
     from .store import Store
@@ -33,18 +33,24 @@ class NewExchange:
     created_at: str | None = None
     tokens: int | None = None
     source_id: str | None = None
+    ending: Ending | None = None
 
 
 def _dated(kind: Kind) -> str:
-    """A recalled memory's text, date and conversation, for the trace ("Why?" dates and opens each one)."""
+    """A recalled memory's text, date and conversation, for the trace ("Why?" dates and opens each one).
+
+    Dated as Search dates it (``RecallIndex.covers``): by the first and last moment its sources speak of (a
+    summary's first and last turn, a digest's period), never by the day the dream wrote it."""
     session = f"t.{kind.session_column}" if kind.session_column else "NULL"
-    return (f"SELECT t.{kind.text} AS content, t.{kind.time_column} AS at, {session} AS session_id, s.name "
+    began, ended = kind.covers or (f"t.{kind.time_column}",) * 2
+    return (f"SELECT t.{kind.text} AS content, t.{kind.time_column} AS at, {began} AS began_at, "
+            f"{ended} AS ended_at, {session} AS session_id, s.name "
             f"FROM {kind.table} t LEFT JOIN sessions s ON s.id = {session} WHERE t.{kind.key} = ?")
 
 
 def row_to_exchange(row: sqlite3.Row) -> Exchange:
     return Exchange(row["id"], row["session_id"], row["role"], row["content"], row["created_at"], row["tokens"],
-                    row["source_id"])
+                    row["source_id"], row["ending"])
 
 
 class Exchanges:
@@ -79,9 +85,9 @@ class Exchanges:
                 raise BadRequest(f"role must be one of {', '.join(ROLES)}, not {item.role!r}")
             at = canonical(item.created_at) if item.created_at else utc_now()
             row = conn.execute(  # an off-the-record session's turns are not remembered (m013)
-                "INSERT INTO exchanges (session_id, role, content, created_at, tokens, source_id, remembered) "
-                "VALUES (?, ?, ?, ?, ?, ?, (SELECT remember FROM sessions WHERE id = ?)) RETURNING *",
-                (item.session_id, item.role, item.content, at, item.tokens, item.source_id,
+                "INSERT INTO exchanges (session_id, role, content, created_at, tokens, source_id, ending, remembered) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT remember FROM sessions WHERE id = ?)) RETURNING *",
+                (item.session_id, item.role, item.content, at, item.tokens, item.source_id, item.ending,
                  item.session_id)).fetchone()
             if vectors is not None and model is not None:
                 put_vector(conn, "exchange", model, row["id"], vectors[i])
@@ -92,8 +98,11 @@ class Exchanges:
         return out
 
     def add_reply(self, session_id: int, text: str, trace: list[dict[str, Any]], context_tokens: int, *,
-                  answering: int | None = None, replacing: int | None = None) -> Exchange:
+                  answering: int | None = None, replacing: int | None = None,
+                  ending: Ending | None = None) -> Exchange:
         """Store a reply with the trace of the memories its context used (each a source of the trace).
+
+        ``ending``: how it ended, when it did not end by itself (``records.ENDINGS``).
 
         ``replacing``: the reply it was regenerated from, set aside in the same transaction. ``answering``: the
         message it answers, which must still end the conversation's path (not forgotten, not set aside by
@@ -108,7 +117,7 @@ class Exchanges:
                     raise Conflict("the conversation changed while the reply was written (the message it answers "
                                    "was forgotten, edited or set aside, or another message came first)",
                                    hint="reload the conversation; the reply was not kept")
-            reply = self.insert(conn, [NewExchange(session_id, "assistant", text)], None, None)[0]
+            reply = self.insert(conn, [NewExchange(session_id, "assistant", text, ending=ending)], None, None)[0]
             conn.execute("INSERT INTO context_traces (exchange_id, trace, tokens, created_at) VALUES (?, ?, ?, ?)",
                          (reply.id, json.dumps(trace), context_tokens, utc_now()))
             provenance.record(conn, "trace", reply.id, [(t["kind"], int(t["id"])) for t in trace
@@ -131,7 +140,8 @@ class Exchanges:
                 found = conn.execute(_dated(kind), (entry["id"],)).fetchone()
             entry["content"] = None if found is None else str(found["content"])
             if found is not None:
-                entry.update(created_at=found["at"], session_id=found["session_id"], session_name=found["name"])
+                entry.update(created_at=found["at"], began_at=found["began_at"], ended_at=found["ended_at"],
+                             session_id=found["session_id"], session_name=found["name"])
             aside = (found is None and entry["kind"] == "exchange" and not entry.get("forgotten") and conn.execute(
                 "SELECT 1 FROM asides WHERE id = ?", (entry["id"],)).fetchone() is not None)
             entry["set_aside"] = aside  # a version not chosen now (store/branches.py): it may come back

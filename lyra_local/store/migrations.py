@@ -546,3 +546,15 @@ INSERT INTO dismissed__new SELECT kind, target, basis, dismissed_at FROM dismiss
 DROP TABLE dismissed;
 ALTER TABLE dismissed__new RENAME TO dismissed;
 """)
+
+
+@migration
+def m015_reply_endings(conn: sqlite3.Connection) -> None:
+    """How a reply ended when it did not end by itself: ``length`` (the token limit cut it), ``stopped`` (the
+    person stopped it) or ``error`` (the model failed mid-reply); NULL for a whole reply. Stored with the reply,
+    so a reopened conversation still marks it (and offers Continue for a cut one); a version set aside keeps
+    its ending in ``asides``."""
+    _script(conn, """
+ALTER TABLE exchanges ADD COLUMN ending TEXT CHECK (ending IN ('length', 'stopped', 'error'));
+ALTER TABLE asides ADD COLUMN ending TEXT CHECK (ending IN ('length', 'stopped', 'error'));
+""")

@@ -8,6 +8,11 @@ from typing import Literal
 Tier = Literal["exchange", "gist", "digest"]
 TIERS: tuple[Tier, ...] = ("exchange", "gist", "digest")
 
+# How a reply ended when it did not end by itself: cut by the token limit, stopped by the person, or cut short by
+# an error (migration m015). Stored with the reply, so the page marks it again when the conversation is reopened.
+Ending = Literal["length", "stopped", "error"]
+ENDINGS: tuple[Ending, ...] = ("length", "stopped", "error")
+
 
 @dataclass(frozen=True)
 class Session:
@@ -30,6 +35,7 @@ class Exchange:
     created_at: str
     tokens: int | None = None
     source_id: str | None = None
+    ending: Ending | None = None  # a reply that did not end by itself: how it ended (``ENDINGS``)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, field_validator
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
+from ..authors import imported_from
 from ..companion import TurnEvent
 from ..store import Store
 from ..store.branches import TurnNotFound
@@ -83,15 +84,20 @@ async def forget_session(session_id: RowId, request: Request) -> dict[str, Any]:
 
 def messages_of(store: Store, session_id: int, limit: int | None = None) -> dict[str, Any]:
     """The current path, each turn with how many versions it has (``alternatives``), which one it is
-    (``chosen``, from 1) and their ids in order (``versions``), for paging ‹ 2/3 ›."""
-    store.sessions.get(session_id)
+    (``chosen``, from 1) and their ids in order (``versions``), for paging ‹ 2/3 ›; ``imported_from``: the
+    assistant that wrote an imported reply ("ChatGPT"), named above it instead of the companion; ``ending``:
+    how a reply that did not end by itself ended (the page marks it)."""
+    source = imported_from(store.sessions.get(session_id).source)
     versions = store.branches.versions(session_id)
     out = []
     for m in store.exchanges.history(session_id, limit=limit):
         found = versions.get(m.id)
+        # Replies written here after an import are the companion's: only the imported ones carry a source id.
+        author = source if m.role == "assistant" and m.source_id is not None else None
         out.append({**dataclasses.asdict(m), "alternatives": found.count if found else 1,
-                    "chosen": found.chosen if found else 1, "versions": list(found.ids) if found else [m.id]})
-    return {"session_id": session_id, "messages": out}
+                    "chosen": found.chosen if found else 1, "versions": list(found.ids) if found else [m.id],
+                    "imported_from": author})
+    return {"session_id": session_id, "imported_from": source, "messages": out}
 
 
 @router.get("/sessions/{session_id}/messages")
@@ -150,6 +156,14 @@ async def regenerate(exchange_id: RowId, request: Request) -> EventSourceRespons
     return streamed(await checked(lambda: companion.regenerate(exchange_id)), f"regenerating reply {exchange_id}")
 
 
+@router.post("/exchanges/{exchange_id}/continue")
+async def continue_reply(exchange_id: RowId, request: Request) -> EventSourceResponse:
+    """The rest of a reply that was cut short, streamed like a turn (the new text only); stored as the reply so
+    far and its rest, a new version in its place: the cut one stays as an alternative."""
+    companion = app_state(request).companion
+    return streamed(await checked(lambda: companion.continue_reply(exchange_id)), f"continuing reply {exchange_id}")
+
+
 @router.post("/exchanges/{exchange_id}/edit")
 async def edit(exchange_id: RowId, body: EditRequest, request: Request) -> EventSourceResponse:
     """The person's message, edited: the conversation goes on from it with a new reply, streamed like a turn;
@@ -174,9 +188,10 @@ async def choose(exchange_id: RowId, request: Request) -> dict[str, Any]:
 
 @router.get("/exchanges/{exchange_id}/trace")
 async def trace(exchange_id: RowId, request: Request) -> dict[str, Any]:
-    """Which memories went into the context of this reply, and why."""
+    """Why a reply says what it says: the memories that went into its context, each dated and with how it was
+    found (``kind`` "context"); or, for an imported reply, who wrote it and when (``kind`` "imported")."""
     found = await run_in_threadpool(app_state(request).companion.trace, exchange_id)
     if found is None:
         raise SessionNotFound(f"no context trace for exchange {exchange_id}",
-                              hint="traces exist for assistant replies only")
+                              hint="traces exist for replies only, and are kept with the reply they explain")
     return found

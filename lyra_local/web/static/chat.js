@@ -1,4 +1,5 @@
-/* Talking: the composer, a reply streamed token by token, Stop, Regenerate, Edit and a turn's versions. */
+/* Talking: the composer, a reply streamed token by token, Stop, Regenerate, Edit, Continue (the rest of a cut
+ * reply) and a turn's versions. */
 import { api, sse } from "./api.js";
 import { emit, on } from "./bus.js";
 import { currentId, currentRemembered, endReply, pendingOpen, replying, setCurrent, startReply,
@@ -57,17 +58,19 @@ function notSent(item, error) {
  * ``sessionId`` under ``userItem``, then shows the conversation as the server has it (with each turn's
  * versions). A reply that ends early is marked: stopped (Stop, Esc), cut by an error, or by a connection
  * that broke. ``replacing``: the reply a regeneration takes the place of (it stays last until the new one
- * is stored). Resolves to whether the server stored the person's turn, and why not. Nothing is re-rendered
- * over a turn the server did not store: the caller says so on it. */
-async function streamReply(sessionId, path, body, userItem, replacing = null) {
-  const reply = messageItem("assistant", "");
+ * is stored). ``continuing``: the item of a cut reply whose rest streams: it grows in place. Resolves to whether
+ * the server stored the person's turn, and why not. Nothing is re-rendered over a turn the server did not
+ * store: the caller says so on it. */
+async function streamReply(sessionId, path, body, userItem, replacing = null, continuing = null) {
+  const reply = messageItem("assistant", continuing ? continuing.content : "");
   reply.classList.add("streaming");
-  $("messages").append(reply);
+  if (continuing) continuing.replaceWith(reply);
+  else $("messages").append(reply);
   $("empty").hidden = true;
   scrollDown();
   const controller = startReply();
   showStreaming(true);
-  let textSoFar = "";
+  let textSoFar = continuing ? continuing.content : "";
   let pending = false;
   let stored = false;
   let failure = null;  // the server's error event
@@ -192,6 +195,16 @@ async function regenerate(item, id) {
   if (!outcome.stored) await settleRefused(outcome);
 }
 
+/* Continue: the rest of a reply that was cut short, streamed onto it; what followed it leaves the page (it is
+ * kept as a branch, as for Regenerate). */
+async function continueReply(item, id) {
+  if (replying()) return;
+  while (item.nextElementSibling) item.nextElementSibling.remove();
+  const outcome = await streamReply(currentId(), `/api/exchanges/${id}/continue`, null, item.previousElementSibling,
+                                    id, item);
+  if (!outcome.stored) await settleRefused(outcome);
+}
+
 /* An edit or a regeneration the server refused: it says why, and the conversation is shown as it still is. */
 async function settleRefused(outcome) {
   if (outcome.error) showError(outcome.error.name === "TypeError" ? "The server did not answer; nothing changed."
@@ -226,6 +239,7 @@ export function wireChat() {
   messages.addEventListener("lyra-regenerate", (e) => regenerate(e.target, e.detail.id));
   messages.addEventListener("lyra-edit", (e) => startEdit(e.target, e.detail.id));
   messages.addEventListener("lyra-choose", (e) => chooseVersion(e.detail.id));
+  messages.addEventListener("lyra-continue", (e) => continueReply(e.target, e.detail.id));
   messages.addEventListener("lyra-retry", (e) => {
     const text = e.target.content;
     if (replying()) return;

@@ -1,13 +1,14 @@
-/* The conversation's messages as the page shows them: a heading per day, bubbles with their time, their
- * versions, and the tools under each. A tool that changes the conversation (Regenerate, Edit, a version,
- * Retry) is announced as a DOM event on its message ("lyra-regenerate", "lyra-edit", "lyra-choose",
- * "lyra-retry", with the turn's id): chat.js acts on them. */
+/* The conversation's messages as the page shows them: a heading per day, bubbles with who wrote them and
+ * when, their versions, how a reply that did not end by itself ended, and the tools under each. A tool that
+ * changes the conversation (Regenerate, Edit, a version, Retry, Continue) is announced as a DOM event on its
+ * message ("lyra-regenerate", "lyra-edit", "lyra-choose", "lyra-retry", "lyra-continue", with the turn's id):
+ * chat.js acts on them. */
 import { api } from "./api.js";
 import { currentId, people } from "./conversation.js";
 import { $, clip, copyText, el, fragment, openLink } from "./dom.js";
 
 const D = window.LyraDates;
-const cut = new Map();  // reply id -> why it ended early ("stopped", "failed"), kept while the page lives
+const cut = new Map();  // reply id -> why it ended early, until the server has it stored with the reply
 
 export function renderMessages(messages) {
   const items = [];
@@ -41,19 +42,28 @@ function daySeparator(stamp) {
 }
 
 const CUT_NOTES = { stopped: "Stopped before the end.", failed: "Cut short by an error.",
-                    broke: "Cut short: the connection to the server broke." };
+                    broke: "Cut short: the connection to the server broke.", length: "Cut at the length limit." };
+// A reply's stored ``ending`` (records.ENDINGS) -> its note; Continue is offered under each.
+const ENDINGS = { length: "length", stopped: "stopped", error: "failed" };
 
 /* Remembers that stored reply ``id`` ended early, so every later rendering marks it. */
 export function rememberCut(id, why) {
   cut.set(Number(id), why);
 }
 
-/* Marks a reply that ended early, so the person knows it is not whole: "stopped", "failed" or "broke". */
-export function markCut(item, why) {
-  if (item.dataset.id) rememberCut(item.dataset.id, why);
+/* Marks a reply that ended early, so the person knows it is not whole: "length", "stopped", "failed" or
+ * "broke"; a stored one (``continuable``) gets Continue among its tools, which asks for the rest of it. */
+export function markCut(item, why, continuable = false) {
+  if (item.dataset.id && !continuable) rememberCut(item.dataset.id, why);
   item.classList.add("cut");
   item.querySelector(".cut-note")?.remove();
+  item.querySelector(".continue-button")?.remove();
   item.querySelector(".bubble").after(el("p", { class: "cut-note", role: "note", text: CUT_NOTES[why] || CUT_NOTES.failed }));
+  const tools = item.querySelector(".message-tools");
+  if (continuable && tools && item.dataset.id) {
+    tools.prepend(el("button", { class: "link-button continue-button", text: "Continue",
+                                 "aria-label": "Continue this reply", onclick: ask(item, "continue", Number(item.dataset.id)) }));
+  }
 }
 
 /* Marks the person's message that did not reach the server: kept on the page, with Retry. */
@@ -77,7 +87,8 @@ export async function reloadMessages() {
 /* A message: who said it and when (shown on hover), its text, and for a stored one the tools under it. */
 export function messageItem(role, content, id, meta = {}) {
   const body = el("div", { class: "bubble" });
-  const who = role === "assistant" ? people.companion : people.user;
+  // An imported reply is its source's ("ChatGPT"), never the companion's: the server says whose it is.
+  const who = role === "assistant" ? meta.imported_from || people.companion : people.user;
   const stamp = meta.created_at || (id ? null : new Date().toISOString());
   const item = el("li", { class: `message ${role}`, "data-id": id ?? "" },
                   el("div", { class: "meta" }, el("span", { class: "who", text: who }),
@@ -87,7 +98,8 @@ export function messageItem(role, content, id, meta = {}) {
   item.content = content;  // as stored (an edit starts from it)
   setContent(item, content);
   if (id) item.append(messageTools(item, role, id, meta));
-  if (id && cut.has(id)) markCut(item, cut.get(id));
+  if (id && meta.ending) markCut(item, ENDINGS[meta.ending] || "failed", !meta.imported_from);
+  else if (id && cut.has(id)) markCut(item, cut.get(id));
   return item;
 }
 
@@ -152,7 +164,8 @@ function copyButton(item) {
   return button;
 }
 
-/* Why? under a reply: the context it had and the memories it used, each with the day and conversation. */
+/* Why? under a reply: the context it had and the memories it used, each with how it was found, the days it
+ * speaks of and its conversation; for an imported reply, who wrote it and when (it had no context here). */
 function whyToggle(id) {
   const box = el("div", { class: "why", hidden: true, id: `why-${id}` });
   const button = el("button", { class: "link-button", "aria-expanded": "false", "aria-controls": `why-${id}`,
@@ -164,20 +177,47 @@ function whyToggle(id) {
     if (open && !box.childElementCount) {
       try {
         const trace = await api(`/api/exchanges/${id}/trace`);
-        const memories = trace.memories.filter((m) => m.layer !== "recent");
-        box.append(el("p", { class: "muted", text: `${trace.context_tokens} tokens of context; ` +
-          (memories.length ? "memories it used:" : "no memories beyond this conversation.") }));
-        box.append(el("ul", { class: "plain" }, fragment(memories.map((m) => el("li", {},
-          el("span", { class: "badge", text: `${m.layer} · ${m.stage || m.kind}` }),
-          m.created_at ? el("span", { class: "badge date", text: [m.created_at.slice(0, 10), m.session_name].filter(Boolean).join(" · ") }) : null,
-          el("span", m.forgotten ? { class: "muted", text: " (forgotten)" } : m.set_aside
-            ? { class: "muted", text: " (a version not chosen now)" } : { text: " " + clip(m.content, 300) }),
-          !m.forgotten && !m.set_aside && m.session_id
-            ? openLink(m.session_id, m.kind === "exchange" ? m.id : undefined, "Open",
-                       `Open ${m.session_name || "the conversation"} at this memory`) : null)))));
+        if (trace.kind === "imported") box.append(importedWhy(trace));
+        else box.append(...contextWhy(trace));
       } catch (e) { box.append(el("p", { class: "muted", text: e.message })); }
     }
     if (open) box.scrollIntoView({ block: "nearest" });
   });
   return el("div", { class: "why-wrap" }, button, box);
+}
+
+function importedWhy(trace) {
+  return el("p", { class: "why-imported", text: `Imported from ${trace.imported_from}: written there on `
+    + `${D.dayLabel(trace.written_at)}. It had no ${people.companion} context — none of ${people.companion}'s `
+    + "memories went into it." });
+}
+
+function contextWhy(trace) {
+  const memories = trace.memories.filter((m) => m.layer !== "recent");
+  return [el("p", { class: "muted", text: `${trace.context_tokens} tokens of context; ` +
+            (memories.length ? "memories it used:" : "no memories beyond this conversation.") }),
+          el("ul", { class: "plain" }, fragment(memories.map(whyItem)))];
+}
+
+/* One memory of a trace: what it is and how it was found, in words; the days it speaks of; its text. */
+function whyItem(m) {
+  const how = [m.layer_words || m.layer, (m.found_by || []).join(", ")].filter(Boolean).join(" · ");
+  return el("li", {},
+    el("span", { class: "badge", text: how }),
+    memoryDate(m),
+    el("span", m.forgotten ? { class: "muted", text: " (forgotten)" } : m.set_aside
+      ? { class: "muted", text: " (a version not chosen now)" } : { text: " " + clip(m.content, 300) }),
+    !m.forgotten && !m.set_aside && m.session_id
+      ? openLink(m.session_id, m.kind === "exchange" ? m.id : undefined, "Open",
+                 `Open ${m.session_name || "the conversation"} at this memory`) : null);
+}
+
+/* The days a memory speaks of, as Search shows them: a digest's period, a summary's first to last turn, a
+ * turn's day; with its conversation. */
+function memoryDate(m) {
+  if (!m.created_at) return null;
+  const days = m.kind === "digest" ? D.periodLabel(m.created_at)
+    : D.spanLabel(m.began_at || m.created_at, m.ended_at || m.began_at || m.created_at);
+  const datetime = m.kind === "digest" ? D.periodStart(m.created_at) : m.began_at || m.created_at;
+  return el("time", { class: "badge date", datetime, text: [days, m.session_name].filter(Boolean).join(" · ") });
 }
