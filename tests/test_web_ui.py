@@ -314,12 +314,12 @@ def test_after_a_dream_pass_the_memory_view_shows_gist_and_profile(browser: Brow
     send(page, "I live in Berlin with my cat Miso, and I work as a nurse at the Charité.")
     expect(page.locator(".message.assistant .why-wrap")).to_have_count(1, timeout=120_000)  # the reply is stored
     page.click(".tab[data-panel=dream]")
-    expect(page.locator("#backlog")).to_contain_text("Sessions waiting")
+    expect(page.locator("#backlog")).to_contain_text("Conversations waiting to be summarised")
     page.click("#dream-now")
-    expect(page.locator("#dream-log")).to_contain_text("dream pass started (forced)", timeout=30_000)
-    expect(page.locator("#dream-log")).to_contain_text("summarized session:1", timeout=120_000)
+    expect(page.locator("#dream-log")).to_contain_text("Started dreaming because you asked", timeout=30_000)
+    expect(page.locator("#dream-log")).to_contain_text("Summarised ‘", timeout=120_000)  # by its title
     shot(page, "dream")
-    expect(page.locator("#dream-log")).to_contain_text("dream pass done", timeout=300_000)
+    expect(page.locator("#dream-log")).to_contain_text("Finished:", timeout=300_000)
     expect(page.locator("#dream-now")).to_be_enabled()
     page.click(".tab[data-panel=memory]")
     gist = httpx.get(f"{fresh.url}/api/sessions/1/gist").json()["gist"]["content"]

@@ -279,7 +279,7 @@ class Dreamer:
                             because=voice.reasons(refused))
             version = self.store.derived.set_self_state(state, sources)
             self._act("reflect", None, energy=state["energy"], fallback=state["fallback"], basis=state["basis"],
-                      version=version)
+                      version=version, kept=sorted({r.field for r in refused}))
 
         self._unit("reflect", work, wait=True)
 

@@ -117,6 +117,14 @@ def _voice_kept(d: Mapping[str, Any]) -> str:
     return f"Kept the last reflection: the model's draft {why}."
 
 
+def _reflected(d: Mapping[str, Any]) -> str:
+    if d.get("fallback"):
+        return "Kept the last reflection: the model's answer could not be used."
+    if "self_narrative" in (d.get("kept") or ()):
+        return "Reflected on my mood; the rest of how I am stays as it was."
+    return "Reflected on how I am."
+
+
 def sentence(event: Event, titles: Titles) -> str:
     """One log event as a sentence for the person (``titles``: session id -> name, None when forgotten)."""
     kind, target = str(event.get("kind") or ""), str(event.get("target") or "")
@@ -158,8 +166,7 @@ def sentence(event: Event, titles: Titles) -> str:
                           if d.get("status") == "proposed" else "Updated the core memory."),
         "world.rejected": lambda: "Left the core memory as it is: the model's draft said something the memory "
                                   "does not.",
-        "reflect": lambda: ("Kept the last reflection: the model's answer could not be used."
-                            if d.get("fallback") else "Reflected on how I am."),
+        "reflect": lambda: _reflected(d),
         "reflect.rejected": lambda: f"Kept the last reflection: {_why(checks, 'the memory does not')}.",
         "reflect.kept": lambda: _voice_kept(d),
         "backoff": lambda: f"The model is not answering; trying again in {d.get('delay_s', '?')} s.",
@@ -180,7 +187,7 @@ def pass_summary(actions: Sequence[Mapping[str, Any]]) -> str:
     kinds = {a.get("kind") for a in actions}
     parts = [f"summarised {_plural(count['gist'], 'conversation')}" if count["gist"] else "",
              f"learnt {_plural(facts, 'fact')} about you" if facts else "",
-             f"wrote the timeline for {_plural(count['digest'], 'period')}" if count["digest"] else "",
+             f"wrote {_plural(count['digest'], 'timeline entry', 'timeline entries')}" if count["digest"] else "",
              "rewrote the current arc" if "narrative" in kinds else "",
              "reflected" if "reflect" in kinds else ""]
     return ", ".join(p for p in parts if p) or "nothing needed doing"
