@@ -85,10 +85,10 @@ def test_every_recall_stage_and_context_layer_is_said_in_words() -> None:
         assert stage.name in STAGE_WORDS, f"stage {stage.name!r} has no words for Why?"
     for layer in ("recalled", "gists", "digests", "session_gist", "recent"):
         assert layer in LAYER_WORDS
-    assert found_by("answer+bm25+context+dense") == ["the answer to a matching question", "found by words",
-                                                     "found by words, read with the turn before it",
-                                                     "found by meaning"]
-    assert found_by("dense+dense+newstage") == ["found by meaning", "newstage"]  # a name not yet worded still shows
+    assert found_by("answer+bm25+context+dense") == ["as the answer to a matching question", "by words",
+                                                     "by meaning"]  # context adds nothing to bm25
+    assert found_by("context") == ["by words in it or the turn before it"]
+    assert found_by("dense+dense+newstage") == ["by meaning", "newstage"]  # a name not yet worded still shows
 
 
 # -- a cut reply -----------------------------------------------------------------------------------------------
@@ -235,7 +235,6 @@ def test_why_dates_a_summary_by_the_days_it_speaks_of_and_says_how_it_was_found(
     assert summary["created_at"] == gist.updated_at and not gist.updated_at.startswith("2024")
     assert (summary["began_at"], summary["ended_at"]) == (first.created_at, last.created_at)
     assert summary["layer_words"] == "A past conversation"
-    assert summary["found_by"] == ["found by meaning", "found by words"]
+    assert summary["found_by"] == ["by meaning", "by words"]
     assert turn_entry["began_at"] == turn_entry["ended_at"] == first.created_at
-    assert turn_entry["found_by"] == ["the answer to a matching question",
-                                      "found by words, read with the turn before it"]
+    assert turn_entry["found_by"] == ["as the answer to a matching question", "by words in it or the turn before it"]

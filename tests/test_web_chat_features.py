@@ -188,9 +188,11 @@ def test_why_shows_the_date_and_conversation_of_each_recalled_memory(page: Page,
     page.get_by_role("button", name="Why?").last.click()
     why = page.locator(".why").last
     expect(why).to_contain_text("Tromsø", timeout=30_000)
-    date = page.evaluate("new Date().toISOString().slice(0, 10)")
+    date = page.evaluate("window.LyraDates.dayLabel(new Date().toISOString())")  # "Thu 26 Nov 2026", as Search
     entry = why.locator("li").filter(has_text="Tromsø").first
     expect(entry.locator(".badge.date")).to_contain_text(date)
+    expect(entry.locator(".why-found")).to_contain_text("found by")  # how it was found, in words
+    expect(why).not_to_contain_text("recalled ·")
     shot(page, "why-dates")
     entry.get_by_role("link", name="Open").click()
     expect(page.locator(".message.user .bubble").first).to_have_text(

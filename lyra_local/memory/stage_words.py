@@ -12,29 +12,34 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-# Each recall stage's name (``Stage.name``) -> what it did, said of the memory it found or raised.
+# Each recall stage's name (``Stage.name``) -> how it found or raised a memory, to follow "found ": the page
+# says "found by meaning and by words".
 STAGE_WORDS: Mapping[str, str] = MappingProxyType({
     # stages that find memories (they put them in the pool, so a trace names them)
-    "dense": "found by meaning",  # nearest vectors: meaning without shared words
-    "bm25": "found by words",  # full text (BM25) over the memory alone: it shares words with your message
-    "context": "found by words, read with the turn before it",  # full text over a turn read after the one before
-    "rare": "found by a rare word (a name, a number)",  # full text on the question's rare words only
-    "date": "said in the days your message names",  # a question naming a period looks among its turns
-    "answer": "the answer to a matching question",  # the turn after a matching turn that asks
-    "gists": "from a conversation whose summary matched",  # the optional stage: sessions whose gists match
+    "dense": "by meaning",  # nearest vectors: meaning without shared words
+    "bm25": "by words",  # full text (BM25) over the memory alone: it shares words with your message
+    "context": "by words in it or the turn before it",  # full text over a turn read after the one before it
+    "rare": "by a rare word (a name, a number)",  # full text on the question's rare words only
+    "date": "in the days your message names",  # a question naming a period looks among its turns
+    "answer": "as the answer to a matching question",  # the turn after a matching turn that asks
+    "gists": "through its conversation's summary",  # the optional stage: sessions whose gists match
     # stages that re-rank what was found (never named by a trace today; worded so a new use reads right)
-    "neighbours": "close in meaning to the turns around it",
-    "speaker": "said by the one your message is about",
-    "lexical_trust": "its words weighed by how specific they are",
-    "session": "from a conversation with other matching turns",
-    "current": "the latest of what matched",
-    "rerank": "re-read beside your message",
-    "bursts": "part of a burst of messages",
-    "diversity": "not a repeat of another memory",
+    "neighbours": "by meaning, with the turns around it",
+    "speaker": "as said by the one your message is about",
+    "lexical_trust": "by how specific its words are",
+    "session": "through its conversation's other matching turns",
+    "current": "as the latest of what matched",
+    "rerank": "by a second reading beside your message",
+    "bursts": "with the burst of messages it belongs to",
+    "diversity": "as no repeat of another memory",
     # how the context took a digest that recall did not rank (the recent turns' "session" is the stage above's
     # name too: their layer, "recent", says what they are, and the page leaves them out)
-    "timeline": "from your timeline",
+    "timeline": "on your timeline",
 })
+
+# A stage whose finding says nothing more once another found the memory too: a turn whose own words matched
+# (bm25) also matches when read with the turn before it (context).
+IMPLIED_BY: Mapping[str, str] = MappingProxyType({"context": "bm25", "neighbours": "dense"})
 
 # A context layer's name (``context.TraceEntry.layer``) -> what it is.
 LAYER_WORDS: Mapping[str, str] = MappingProxyType({
@@ -47,10 +52,14 @@ LAYER_WORDS: Mapping[str, str] = MappingProxyType({
 
 
 def found_by(stages: str) -> list[str]:
-    """A trace's ``stage`` ("dense+bm25+answer") in words, each once, in order; a name with no words is kept as
-    it is (a trace written before the name was worded must still show)."""
+    """A trace's ``stage`` ("dense+bm25+answer") in words, each once, in order, leaving out what another says
+    already (``IMPLIED_BY``); a name with no words is kept as it is (a trace written before the name was worded
+    must still show)."""
+    names = [n for n in stages.split("+") if n]
     words: list[str] = []
-    for name in filter(None, stages.split("+")):
+    for name in names:
+        if IMPLIED_BY.get(name) in names:
+            continue
         said = STAGE_WORDS.get(name, name)
         if said not in words:
             words.append(said)

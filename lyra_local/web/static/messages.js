@@ -199,11 +199,15 @@ function contextWhy(trace) {
           el("ul", { class: "plain" }, fragment(memories.map(whyItem)))];
 }
 
+/* "a", "a and b", "a, b and c". */
+const listed = (words) => (words.length < 2 ? words.join("") : `${words.slice(0, -1).join(", ")} and ${words.at(-1)}`);
+
 /* One memory of a trace: what it is and how it was found, in words; the days it speaks of; its text. */
 function whyItem(m) {
-  const how = [m.layer_words || m.layer, (m.found_by || []).join(", ")].filter(Boolean).join(" · ");
+  const found = m.found_by && m.found_by.length ? `found ${listed(m.found_by)}` : "";
   return el("li", {},
-    el("span", { class: "badge", text: how }),
+    el("span", { class: "badge", text: m.layer_words || m.layer }),
+    found ? el("span", { class: "muted why-found", text: ` ${found} ` }) : null,
     memoryDate(m),
     el("span", m.forgotten ? { class: "muted", text: " (forgotten)" } : m.set_aside
       ? { class: "muted", text: " (a version not chosen now)" } : { text: " " + clip(m.content, 300) }),
