@@ -120,7 +120,8 @@ def test_an_off_the_record_conversation_leaves_nothing_once_left(page: Page, ser
     send(page, f"My secret word is {word}.")
     replied(page, 1)
     shot(page, "off-the-record")
-    assert not any(word in h["content"] for h in httpx.get(f"{served.url}/api/recall", params={"q": word}).json()["hits"])
+    hits = httpx.get(f"{served.url}/api/recall", params={"q": word}).json()["hits"]
+    assert not any(word in h["content"] for h in hits)
     found = httpx.get(f"{served.url}/api/search", params={"q": word}).json()["results"]
     assert not any(word in r["content"] for r in found)
     with zipfile.ZipFile(io.BytesIO(httpx.get(f"{served.url}/api/export").content)) as archive:
@@ -150,7 +151,8 @@ def test_search_finds_a_planted_memory_with_its_date_and_opens_it(page: Page, se
     expect(result).to_be_visible(timeout=30_000)
     date = page.evaluate("new Date().toISOString().slice(0, 10)")  # stored in UTC, shown as its day
     expect(result.locator("time.badge.date")).to_have_attribute("datetime", re.compile("^" + date))
-    expect(result.locator("time.badge.date")).to_have_text(page.evaluate("LyraDates.dayLabel(new Date().toISOString())"))
+    today = page.evaluate("LyraDates.dayLabel(new Date().toISOString())")
+    expect(result.locator("time.badge.date")).to_have_text(today)
     expect(result.locator(".snippet mark").first).to_be_visible()  # the words that matched
     shot(page, "search")
     result.get_by_role("link", name="Open").first.click()  # a link (#session=…&turn=…), apart from Forget
