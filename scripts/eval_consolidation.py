@@ -247,28 +247,41 @@ def supported_sentences(store: Store, models: Models, turns: dict[int, list[Exch
 
 def floor_table() -> None:
     """The facts floor alone (``mind/statements.py``) over every turn of the person's in every set, judged against
-    the gold where there is one: it reads turns, not gists, so it is the same with any model."""
+    the gold where there is one: it reads turns, not gists, so it is the same with any model. Coverage: the share
+    of the person's gold observations that some correct fact stands on."""
     from lyra_local.mind.profile import grounded_facts
 
     for dataset in ("locomo-dev", "memorybank"):
         counts: Counter[str] = Counter()
+        by_key: dict[str, Counter[str]] = defaultdict(Counter)
+        covered: set[tuple[str, str]] = set()
+        observed = 0
         for memory_set in load(dataset):
             gold = GOLD.get(memory_set.name)
+            sources_here = {m["source_id"] for s in memory_set.sessions for m in s["messages"]}
+            observed += sum(o.speaker == memory_set.user and bool(o.evidence & sources_here) for o in gold or [])
             for session in memory_set.sessions:
                 own = [m for m in session["messages"] if m["role"] == "user"]
                 speakers = {split_speaker(m["content"])[0] or "" for m in session["messages"]} | {memory_set.user,
                                                                                                   "Lyra"}
                 for key, value, n in grounded_facts([], [m["content"] for m in own], speakers)[0]:
                     source = own[n]["source_id"]
-                    verdict = ("unjudged" if gold is None else "correct" if fact_supported(
-                        key, value, source, memory_set.user, speakers, gold) else "wrong")
+                    support = None if gold is None else fact_supported(key, value, source, memory_set.user, speakers,
+                                                                       gold)
+                    verdict = "unjudged" if gold is None else "correct" if support else "wrong"
+                    if support:
+                        covered.add((memory_set.name, support.text))
                     counts[verdict] += 1
+                    by_key[key][verdict] += 1
                     print(f"  {verdict} floor fact in {memory_set.name}: {key} = {value!r} ← {source}: "
                           f"{own[n]['content'][:160]!r}")
         judged = counts["correct"] + counts["wrong"]
         print(f"{dataset}: {sum(counts.values())} facts; "
-              + (f"precision {counts['correct'] / judged:.3f} ({counts['correct']} of {judged})" if judged
-                 else f"{counts['unjudged']} with no gold (read them above)") + "\n")
+              + (f"precision {counts['correct'] / judged:.3f} ({counts['correct']} of {judged}), coverage "
+                 f"{len(covered) / max(observed, 1):.4f} ({len(covered)} of {observed} gold observations of the "
+                 f"person)" if judged else f"{counts['unjudged']} with no gold (read them above)"))
+        print("  by key: " + ", ".join(f"{key} {sum(c.values())}" + (f" ({c['wrong']} wrong)" if c["wrong"] else "")
+                                      for key, c in sorted(by_key.items())) + "\n")
 
 
 def support_table(models: Models) -> None:

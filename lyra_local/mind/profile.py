@@ -20,6 +20,7 @@ from ..store.derived import ProfileFact
 from . import prompts
 from .chunks import split_to
 from .grounding import FRAMING, forms, vocabulary
+from .lexicon import EVENTS
 from .scribe import Scribe
 from .statements import acceptable, content_words, floor_facts, own_sentences, said_as
 
@@ -34,15 +35,23 @@ KEYS = {
     "job": ("occupation", "work", "profession", "career", "employer", "workplace", "role"),
     "education": ("school", "studies", "study", "university", "degree", "college"),
     "partner": ("spouse", "husband", "wife", "boyfriend", "girlfriend", "relationship"),
-    "children": ("kids", "child", "son", "daughter", "sons", "daughters"),
-    "family": ("parents", "mother", "father", "mom", "dad", "sister", "brother", "siblings"),
+    "children": ("kids", "child", "sons", "daughters"),
+    # a relative by name, one key each: a sister does not replace a brother as one "family" value would
+    "sister": ("sis",),
+    "brother": ("bro",),
+    "mother": ("mom", "mum", "mam"),
+    "father": ("dad",),
+    "son": (),
+    "daughter": (),
+    "family": ("parents", "siblings", "relatives"),
     "pet": ("pets", "dog", "cat"),
     "friends": ("friend", "best friend"),
     "hobbies": ("hobby", "interest", "interests", "pastime", "activities"),
     "likes": ("like", "favorite", "favourite", "loves", "enjoys"),
     "dislikes": ("dislike", "hates"),
     "health": ("illness", "condition", "allergy", "allergies", "diet"),
-    "plans": ("plan", "goal", "goals", "dream"),
+    "plans": ("plan", "goal", "goals", "dream"),  # a move is a plan, with its date: "moving to Leeds in May"
+    "events": ("event", "appointment", "appointments", "upcoming", "upcoming event"),  # "interview on 2 May"
     "routine": ("routines", "habit", "habits"),
     "identity": ("gender", "pronouns"),
     "beliefs": ("religion", "faith", "values"),
@@ -59,7 +68,8 @@ for _key, _extra in {"home city": "live lived living moved", "origin": "grew bor
                      "children": "kid", "pet": "adopted puppy kitten", "hobbies": "enjoy love",
                      "likes": "love enjoy", "dislikes": "hate", "health": "sick doctor",
                      "plans": "planning want going", "music": "play playing listen", "books": "read",
-                     "sport": "play playing run running gym", "name": "called", "age": "old turned"}.items():
+                     "sport": "play playing run running gym", "name": "called", "age": "old turned",
+                     "events": " ".join(EVENTS)}.items():
     CUES[_key] |= set(_extra.split())
 for _key in CUES:  # "in", "from", "one": a word any sentence may hold says no kind
     CUES[_key] -= FRAMING

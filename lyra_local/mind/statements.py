@@ -1,39 +1,94 @@
 """What a person says of themselves, read without a model.
 
 A fact about the person must come from a sentence in which they speak of
-themselves: their own first-person sentences, with the speaker's label, the
-captions of shared photos and what they quote of others taken out. The floor of
-the profile reads those sentences with plain patterns ("I live in Lisbon",
-"my dog Rex", "I play the violin"): a box whose model is too small to extract
-facts still learns true basics, and a capable model's proposals pass the same
-test of where they were said (``said_as``).
+themselves: their own clauses, with the speaker's label, the captions of shared
+photos and what they quote of others taken out, and none that is a question, a
+wish, a negation, the past or someone else's words (``clauses.refusal``). The
+floor of the profile reads those clauses with the patterns of ``PATTERNS``
+("I live in Lisbon", "my dog Rex", "i work night shifts as a nurse"): a box
+whose model is too small to extract facts still learns true basics, and a
+capable model's proposals pass the same test of where they were said
+(``said_as``).
 
 A value must sit next to what says its kind: "my dog Rex" is a pet, while a
-turn that says "Rex" somewhere and "dog" somewhere else is not.
+turn that says "Rex" somewhere and "dog" somewhere else is not. A lowercase
+word is a name only where the pattern's shape leaves nothing else it could be
+("my name is jo", "a greyhound called biscuit", "walking our beagle rufus"):
+"I'm tired", "my dog sleeps" and "call me later" name no one.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections import defaultdict
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from .clauses import ASIDE, clauses, refusal
 from .grounding import FRAMING, forms, sentences, split_speaker, words
+from .lexicon import (
+    ACTIVITIES,
+    BREEDS,
+    EVENTS,
+    HOBBY_NOUNS,
+    JOB_MODIFIERS,
+    JOBS,
+    MONTHS,
+    NOT_A_NAME,
+    PARTNERS,
+    PET_ADJECTIVES,
+    PETS,
+    REGULARLY,
+    RELATIONS,
+    RELATIVE_ADJECTIVES,
+    WEEKDAYS,
+    WORKPLACES,
+)
 
 FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "my", "me", "mine", "myself", "im", "ive"})
-ASIDE = re.compile(r"\[[^\]]*\]|“[^”]*”|\"[^\"]*\"|‘[^’]{12,}’")  # photo captions, quotes of others
 NEAR = 3  # words between a cue and the value it says the kind of
 
-NAME = r"(?P<value>[A-Z][a-z]+(?: [A-Z][a-z]+)?)"
+
+def _any_of(words_: Iterable[str]) -> str:
+    """A regex alternation of words, the longest first ("jack russell" before "jack")."""
+    return "|".join(re.escape(w) for w in sorted(words_, key=len, reverse=True))
+
+
+NAME = r"(?P<value>[A-Z][a-z]+(?:-[A-Z][a-z]+)?(?: [A-Z][a-z]+)?)(?!'s)"  # "Maya", "Mary-Jane", "Maya Patel"
+ANY_NAME = r"(?P<value>[A-Za-z][a-z]+(?:-[A-Za-z][a-z]+)?)(?!'s)"  # lowercase too: checked by ``_a_name``
+# A name in the possessive ("my daughter Sara's birthday") speaks of something of theirs, not of them: not read.
+# Where a name said in lowercase must end: the clause, a comma, or a verb of its own ("rufus is", "jess lives").
+NAME_END = (r"(?=\s*$|\s*[,.!;:]|\s+(?:is|was|has|had|and|who|just|too|\w+s|\w+ed|this|today|to|at|in|on|for|"
+            r"with|every|last|yesterday|here|there|tonight|tomorrow|later|now)\b)")
+INTRO_END = r"(?=\s*$|\s*[,.!;:]|\s+(?:and|here|from|btw|aka|x+)\b)"  # "I'm Maya, 34", "I'm Maya and I..."
 PLACE = r"(?P<value>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2})"
-PETS = r"(?P<kind>dog|cat|puppy|pup|kitten|bunny|rabbit|hamster|parrot|bird|turtle|horse|guinea pig)"
-PARTNERS = r"(?P<kind>husband|wife|boyfriend|girlfriend|partner|fianc[ée]e?)"
-INSTRUMENTS = (r"(?P<value>guitar|violin|piano|drums|cello|flute|saxophone|sax|trumpet|clarinet|ukulele|bass|"
-               r"keyboard|harp|banjo|harmonica)")
-SPORTS = (r"(?P<value>basketball|football|soccer|tennis|baseball|volleyball|golf|hockey|badminton|rugby|"
-          r"chess|cricket|table tennis|ping pong)")
-CITY_WORDS = {"Street", "Avenue", "Road", "Mall", "Park", "School", "University", "College", "Center", "Centre",
-              "Church", "Hospital", "Library", "Museum", "Cafe", "Café"}
+ANY_PLACE = r"(?P<value>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2}|[a-z]{3,}(?= in\b| on\b| next\b| this\b|\s*[,.!;:]|\s*$))"
+FROM_PLACE = r"(?:from [A-Za-z]+(?: [A-Z][a-z]+)? )"
+WE = r"(?:I|[Ww]e)"
+OWN = r"(?:[Mm]y|[Oo]ur)"
+SUBJECTLESS = r"(?:^|\b(?:I|I'm|I am|[Ww]e|[Ww]e're|[Ww]e are) )(?:(?:just|finally|also|recently) )?"
+# "i'm thinking of moving", "we're planning to move", "moving to leeds": a move they are making, not a wish
+MOVING = (rf"{SUBJECTLESS}(?:(?:thinking|planning) (?:of|about|on) |(?:planning|going|about) to )?"
+          r"(?:moving|move|relocating|relocate) ")
+KINDS = rf"(?P<kind>{_any_of(PETS | BREEDS | {'guinea pig'})})"
+PET_ADJ = rf"(?:(?:{_any_of(PET_ADJECTIVES)}),? )*"
+OWNS = (rf"\b{WE}(?:'ve| have)?(?: just| finally| recently)? (?:got|have|adopted|rescued|own|bought|took in) "
+        r"(?:a|an|another) ")
+CALLED = r"(?:who's |who is |that's |is |'s )?(?:named|called)"
+PARTNER_KINDS = rf"(?P<kind>{_any_of(PARTNERS)})"
+JOB = rf"(?P<value>(?:(?:{_any_of(JOB_MODIFIERS)}) )*(?:{_any_of(JOBS)}))(?! at heart| wannabe)"
+# a named workplace ("St James's hospital", "Google", "st james's hospital"); "the hospital" names none
+WORKPLACE = (rf"(?P<place>[A-Z][\w'&]*(?: [A-Z][\w'&]*){{0,3}}(?: (?:{_any_of(WORKPLACES)}))?"
+             rf"|(?!the |a |an |my )(?:[a-z'&]+ ){{1,3}}?(?:{_any_of(WORKPLACES)}))")
+ANY_WORKPLACE = rf"(?P<value>(?:the )?(?:[a-z'&]+ ){{0,2}}(?:{_any_of(WORKPLACES)}))\b"
+STARTED = r"(?:started|start) (?:work |working |my new job |a new job |my job )?"
+CLASS_ADJ = rf"(?:(?:weekly|new|local|evening|morning|night|beginners?|beginner's|{_any_of(WEEKDAYS)}) )*"
+JOINED = (r"(?:started|joined|signed up for|take|taking|do|doing|go to|'m doing|'m taking|am doing|am taking) "
+          r"(?:a |an |the |my )?")
+MONTH = rf"(?i:{_any_of(MONTHS)})\b"
+DAY = rf"(?:\d{{1,2}}(?:st|nd|rd|th)?(?: of)? {MONTH}|{MONTH}\.? \d{{1,2}}(?:st|nd|rd|th)?\b)"
+WHEN = rf"(?P<when> (?:on (?:the )?{DAY}|in {MONTH}|in (?:early |late |mid )?(?:{MONTH}|20\d\d)))"
+EVENT = rf"(?:{_any_of(EVENTS)})"
 
 
 @dataclass(frozen=True)
@@ -41,39 +96,100 @@ class Pattern:
     key: str
     regex: re.Pattern[str]
     template: str = "{value}"  # how the value reads ("a dog named {value}")
+    names: bool = False  # the value is someone's name: checked by ``_a_name``
+    places: bool = False  # the value is a place, maybe in lowercase: checked by ``_a_place``
 
 
-def _p(key: str, regex: str, template: str = "{value}") -> Pattern:
-    return Pattern(key, re.compile(regex), template)
+def _p(key: str, regex: str, template: str = "{value}", names: bool = False, places: bool = False) -> Pattern:
+    return Pattern(key, re.compile(regex), template, names, places)
 
 
-# Each pattern is matched against one first-person sentence of the person's; the value is the named group.
-# A key holds one value: "my daughter Sara" is not the value of "children" (there may be more), so relatives
-# are learnt by count ("I have two kids") and a partner by name, never one relative standing for all.
+def _relatives() -> list[Pattern]:
+    """"my sister Jess", "my little bro sam": one key per relation, so a brother does not replace a sister."""
+    out = []
+    for key in sorted(set(RELATIONS.values())):
+        relation = _any_of([w for w, k in RELATIONS.items() if k == key])
+        said = rf"\b[Mm]y (?:(?:{_any_of(RELATIVE_ADJECTIVES)}) )?(?:{relation})"
+        out += [_p(key, rf"{said},? {NAME}\b", names=True), _p(key, rf"{said},? {ANY_NAME}{NAME_END}", names=True)]
+    return out
+
+
+PET = "a {kind} named {value}"
+# Each pattern is matched against one plain clause of the person's (``clauses``); the value is the named group.
+# A key holds one value: "my daughter Sara" is not the value of "children" (there may be more), so children are
+# learnt by count ("I have two kids"), a partner, a sister or a son by name, never one relative standing for all.
 PATTERNS = (
-    _p("home city", rf"\bI(?:'m| am)? (?:live|living) in {PLACE}\b"),
-    _p("home city", rf"\bI(?:'ve| have)? moved (?:here |back )?to {PLACE}\b"),
+    # their name: said outright, or a capitalized word no English reading fits ("I'm Maya", never "I'm Home")
+    _p("name", rf"\b[Mm]y name(?:'s| is) {ANY_NAME}(?: (?P<surname>[A-Z][a-z]+))?\b", "{value}{surname}", True),
+    _p("name", rf"\b[Cc]all me {ANY_NAME}{INTRO_END}", names=True),
+    _p("name", rf"\b(?:I'm|I am) {NAME}{INTRO_END}", names=True),
+    _p("name", rf"^(?i:hi|hello|hey|hiya|heya)\W*(?:(?i:there|all|everyone)\W*)?(?:I'm|I am) {ANY_NAME}{INTRO_END}",
+       names=True),
+    _p("name", rf"\b[Ii]t's {NAME} again\b", names=True),
+    # where they live, and moves: "moving from Leeds to Edinburgh" says where they live now and where they go
+    _p("home city", rf"\b{WE}(?:'m| am|'re| are)? (?:currently |still |now )?(?:live|living|based) in {ANY_PLACE}",
+       places=True),
+    _p("home city", rf"\b{WE}(?:'ve| have)?(?: just| recently| finally)? moved (?:here |back )?{FROM_PLACE}?"
+                    rf"to {PLACE}\b"),
+    _p("home city", rf"{MOVING}from {ANY_PLACE} to\b", places=True),
+    _p("plans", rf"{MOVING}{FROM_PLACE}?to {ANY_PLACE}{WHEN}?", "moving to {value}{when}", places=True),
     _p("origin", rf"\bI (?:grew up|was born|was raised) in {PLACE}\b"),
     _p("origin", rf"\bI(?:'m| am) (?:originally )?from {PLACE}\b"),
     _p("origin", rf"\bI moved (?:here |away )?from {PLACE}\b"),
     _p("origin", rf"\b[Mm]y home ?(?:town|country)(?: is|,)? {PLACE}\b"),
-    _p("pet", rf"\b[Mm]y (?:new )?{PETS},? (?:named |called )?{NAME}\b", "a {kind} named {value}"),
-    _p("pet", rf"\b{NAME},? [Mm]y (?:new )?{PETS}\b", "a {kind} named {value}"),
-    _p("partner", rf"\b[Mm]y {PARTNERS},? {NAME}\b", "{kind} {value}"),
+    # pets: the kind (a breed is one) next to the name
+    _p("pet", rf"\b{OWN} {PET_ADJ}{KINDS},? (?:(?:named|called) )?{NAME}\b", PET, True),
+    _p("pet", rf"\b{OWN} {PET_ADJ}{KINDS}(?:'s name is|,? {CALLED}) {ANY_NAME}\b", PET, True),
+    _p("pet", rf"{OWNS}{PET_ADJ}{KINDS},? (?:(?:named|called) )?{NAME}\b", PET, True),
+    _p("pet", rf"{OWNS}{PET_ADJ}{KINDS},? {CALLED} {ANY_NAME}\b", PET, True),
+    _p("pet", rf"\b{NAME},? {OWN} (?:new )?{KINDS}\b", PET, True),
+    _p("pet", rf"\b{OWN} {PET_ADJ}{KINDS},? {ANY_NAME}{NAME_END}", PET, True),
+    # partner and family, by name
+    _p("partner", rf"\b[Mm]y {PARTNER_KINDS},? {NAME}\b", "{kind} {value}", True),
+    _p("partner", rf"\b[Mm]y {PARTNER_KINDS},? {ANY_NAME}{NAME_END}", "{kind} {value}", True),
+    *_relatives(),
+    # work: a job a list knows, and a named workplace with it
+    _p("job", rf"\b(?:I|I'm|I am)(?: currently| now| still)? (?:work|working)(?: [a-z]+){{0,3}}? as (?:an? )?{JOB}"
+              rf"(?: (?:at|in|for) {WORKPLACE})?", "{value}{at}"),
+    _p("job", rf"\b(?:I'm|I am) (?:an?|the) {JOB}(?: (?:at|in|for) {WORKPLACE})?\b", "{value}{at}"),
+    _p("job", r"\bI work as (?:an? )?(?P<value>[a-z]+(?: [a-z]+)?)\b(?<!\bthe)"),
+    _p("job", rf"\b(?:I (?:work|am working|'m working) |{SUBJECTLESS}{STARTED})(?:at|for) {ANY_WORKPLACE}",
+       "at {value}"),
+    _p("job", rf"\bI work (?:at|for) {PLACE}\b"),
+    # what they do regularly: a class or club they go to, an activity with how often
+    _p("hobbies", rf"(?:^|\b{WE}(?:'ve| have)? )(?:(?:just|recently) )?{JOINED}{CLASS_ADJ}"
+                  rf"(?P<value>{_any_of(ACTIVITIES)}) (?:{_any_of(HOBBY_NOUNS)})\b"),
+    _p("hobbies", rf"{SUBJECTLESS}(?:(?:go|do|play|practi[cs]e) )?(?:to (?:the )?)?(?P<value>{_any_of(ACTIVITIES)})"
+                  rf"(?: (?:[a-z]+ ){{0,2}}?)? (?:{REGULARLY})\b"),
+    # what they announce with a date that stays true ("on 2 May", never "tomorrow")
+    _p("events", rf"\b{WE}(?:'ve got| have got| have| got|'ve) (?:an?|my|our) "
+                 rf"(?P<value>(?:[a-z]+ ){{0,2}}?{EVENT}){WHEN}", "{value}{when}"),
+    _p("events", rf"\b[Mm]y (?P<value>(?:[a-z]+ )?{EVENT}) is{WHEN}", "{value}{when}"),
+    _p("events", rf"\b(?:I'm|I am|[Ww]e're|[Ww]e are) (?P<value>getting married){WHEN}", "{value}{when}"),
+    # the rest, as before
     _p("plans", r"\b(?:into|considering|pursue|pursuing|thinking about) (?P<value>[a-z]+(?:(?: and| or)? [a-z]+){0,3}) "
                 r"as a career\b", "a career in {value}"),
     _p("children", r"\bI have (?P<value>(?:one|two|three|four|five|\d) "
                    r"(?:kids|children|sons|daughters|son|daughter))\b"),
     _p("age", r"\bI(?:'m| am| just turned| turned) (?P<value>\d{1,2})(?: years old)?\b(?! (?:minutes|hours|days|weeks|"
               r"months|times|of|am|pm|percent|%))"),
-    _p("music", rf"\bI(?:'ve| have)? (?:play|played|playing|been playing|started playing|learning to play|love "
-                rf"playing) the {INSTRUMENTS}\b"),
-    _p("sport", rf"\bI (?:play|played|love playing|started playing|'ve been playing) {SPORTS}\b"),
-    _p("job", r"\bI work as (?:an? )?(?P<value>[a-z]+(?: [a-z]+)?)\b(?<!\bthe)"),
-    _p("job", rf"\bI work (?:at|for) {PLACE}\b"),
+    _p("music", r"\bI(?:'ve| have)? (?:play|played|playing|been playing|started playing|learning to play|love "
+                r"playing) the (?P<value>guitar|violin|piano|drums|cello|flute|saxophone|sax|trumpet|clarinet|ukulele|"
+                r"bass|keyboard|harp|banjo|harmonica)\b"),
+    _p("sport", r"\bI (?:play|played|love playing|started playing|'ve been playing) (?P<value>basketball|football|"
+                r"soccer|tennis|baseball|volleyball|golf|hockey|badminton|rugby|chess|cricket|table tennis|"
+                r"ping pong)\b"),
     _p("education", r"\bI(?:'m| am) (?:studying|majoring in) (?P<value>[a-z]+(?: [a-z]+)?)\b"),
 )
 AGE_MIN, AGE_MAX = 5, 99
+CITY_WORDS = {"Street", "Avenue", "Road", "Mall", "Park", "School", "University", "College", "Center", "Centre",
+              "Church", "Hospital", "Library", "Museum", "Cafe", "Café"}
+NOT_A_PLACE = frozenset("fear hope denial peace pain debt sin luxury poverty comfort misery chaos harmony bed "
+                        "sweatpants pyjamas pajamas hoodies jeans leggings trainers sneakers heels flats house flat "
+                        "apartment town city country village suburbs countryside area".split())
+# a lowercase word whose ending says it is no name ("sleeps", "named", "running", "lonely", "paranoid")
+NOT_A_NAME_ENDING = re.compile(r"(?:[^su]s|ed|ing|ly|ous|ful|ive|less|able|ible|ish|oid|est)$")
+SIGNATURE = re.compile(r"^\s*(?:[-–—~]+|(?i:cheers|thanks|love|best|regards|xx+),?)\s*(?P<value>[A-Z][a-z]+)\s*$")
 
 
 def own_sentences(text: str) -> list[str]:
@@ -89,21 +205,69 @@ def content_words(value: str) -> list[str]:
 
 
 def floor_facts(text: str, names: Collection[str]) -> list[tuple[str, str]]:
-    """The facts plain patterns find in one turn of the person's, first match per key; never a value that is
-    a speaker's name (``names``, folded)."""
+    """The facts plain patterns find in one turn of the person's, first match per key; never from a refused
+    clause (a question, a wish, a negation, the past, someone else's words), never a value that is a speaker's
+    name (``names``, folded)."""
     found: dict[str, str] = {}
-    for sentence in own_sentences(text):
+    for clause in clauses(text):
+        if refusal(clause):
+            continue
         for pattern in PATTERNS:
             if pattern.key in found:
                 continue
-            m = pattern.regex.search(sentence)
-            if m is None:
-                continue
-            parts = {k: _trimmed(v) for k, v in m.groupdict().items() if v}
-            value = pattern.template.format(**parts)
-            if acceptable(pattern.key, value, names):
+            value = _first_value(pattern, clause)
+            if value is not None and acceptable(pattern.key, value, names):
                 found[pattern.key] = value
+    signed = signature(text)
+    if signed and "name" not in found:
+        found["name"] = signed
     return list(found.items())
+
+
+def _first_value(pattern: Pattern, clause: str) -> str | None:
+    """The value of the pattern's first match in the clause whose parts are what they claim to be."""
+    for m in pattern.regex.finditer(clause):
+        parts: defaultdict[str, str] = defaultdict(str, {k: v for k, v in m.groupdict().items() if v})
+        parts["value"] = _trimmed(parts["value"])
+        if pattern.names and not _a_name(parts["value"]):
+            continue
+        if pattern.places and not _a_place(parts["value"]):
+            continue
+        if parts["value"][:1].islower() and (pattern.names or pattern.places):
+            parts["value"] = parts["value"].title()
+        parts["kind"] = (PARTNERS.get(parts["kind"].casefold()) or parts["kind"]).casefold()
+        parts["at"] = f" at {parts['place']}" if parts["place"] else ""
+        parts["when"] = f" {parts['when'].strip()}" if parts["when"] else ""
+        parts["surname"] = f" {parts['surname']}" if parts["surname"] else ""
+        return pattern.template.format_map(parts)
+    return None
+
+
+def _a_name(value: str) -> bool:
+    """Whether every word of a matched name may be one: not a word of the lists (a state, a place, a month, a
+    nationality, a verb), and in lowercase not ending as no name does."""
+    for word in re.split(r"[ -]", value):
+        folded = word.casefold()
+        if len(folded) < 2 or folded in NOT_A_NAME or folded in FRAMING:
+            return False
+        if word.islower() and NOT_A_NAME_ENDING.search(folded):
+            return False
+    return True
+
+
+def _a_place(value: str) -> bool:
+    return value.casefold() not in NOT_A_PLACE and value.casefold() not in FRAMING and value.casefold() not in \
+        NOT_A_NAME
+
+
+def signature(text: str) -> str | None:
+    """The name a turn is signed with ("...see you soon!\\n- Tom"): its last line a dash and a capitalized name
+    after a line that ends a sentence (a list's last item, "- Milk", follows no such line)."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    if len(lines) < 2 or not re.search(r"[.!?)\w]\s*$", lines[-2]) or re.match(r"\s*[-–—*•]", lines[-2]):
+        return None
+    m = SIGNATURE.match(lines[-1])
+    return m.group("value") if m and _a_name(m.group("value")) else None
 
 
 def _trimmed(part: str) -> str:
