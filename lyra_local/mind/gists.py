@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timezone, tzinfo
 
+from ..authors import reply_author
 from ..store import Exchange, Store
 from ..store.db import local_day
 from ..store.derived import Gist
@@ -33,8 +34,10 @@ class GistDraft:
     previous: Gist | None = None  # the gist it updates
 
 
-def transcript(turns: list[Exchange], names: dict[str, str]) -> list[str]:
-    who = {"user": names["user"], "assistant": names["name"], "system": "Note"}
+def transcript(turns: list[Exchange], names: dict[str, str], replies: str | None = None) -> list[str]:
+    """The turns as lines the model reads, each under its author: the person, and ``replies`` (the assistant a
+    conversation was imported from, ``authors.reply_author``) or else the companion."""
+    who = {"user": names["user"], "assistant": replies or names["name"], "system": "Note"}
     return [f"{who.get(t.role, t.role)}: {' '.join(t.content.split())}" for t in turns]
 
 
@@ -48,23 +51,27 @@ def draft_gist(scribe: Scribe, store: Store, session_id: int, zone: tzinfo = tim
     if not turns:
         return None
     header = f"Conversation \u201c{session.name}\u201d, {local_day(turns[0].created_at, zone)}:"
-    lines = transcript(turns, scribe.names)
+    # An imported conversation is between the person and ChatGPT (say): the model is told so, never the companion
+    replies = reply_author(session.source, scribe.names["name"])
+    lines = transcript(turns, scribe.names, replies)
+    mouth = {"name": replies}
     count = scribe.count
     if previous is not None:
         material = f"Summary so far:\n{previous.content}\n\n"
-        room = scribe.budget(prompts.GIST_UPDATE) - count(material) - count(header) - 4
+        room = scribe.budget(prompts.GIST_UPDATE, **mouth) - count(material) - count(header) - 4
         chunks = pack(lines, room, count) if room > 64 else []
         if len(chunks) == 1:
-            text = scribe.write(prompts.GIST_UPDATE, material + "New turns. " + header + "\n" + "\n".join(chunks[0]))
+            text = scribe.write(prompts.GIST_UPDATE, material + "New turns. " + header + "\n" + "\n".join(chunks[0]),
+                                **mouth)
             return GistDraft(session_id, text, turns[-1].id, len(turns), 1, True, tuple(t.id for t in turns), previous)
-    room = scribe.budget(prompts.GIST) - count(header) - 16
+    room = scribe.budget(prompts.GIST, **mouth) - count(header) - 16
     chunks = pack(lines, room, count)
     if len(chunks) == 1 and previous is None:
-        text = scribe.write(prompts.GIST, header + "\n" + "\n".join(chunks[0]))
+        text = scribe.write(prompts.GIST, header + "\n" + "\n".join(chunks[0]), **mouth)
     else:
-        partials = [scribe.write(prompts.GIST, f"{header} (part {i} of {len(chunks)})\n" + "\n".join(chunk))
+        partials = [scribe.write(prompts.GIST, f"{header} (part {i} of {len(chunks)})\n" + "\n".join(chunk), **mouth)
                     for i, chunk in enumerate(chunks, 1)]
         earlier = [previous.content] if previous is not None else []
-        text = scribe.reduce(prompts.MERGE, earlier + partials)
+        text = scribe.reduce(prompts.MERGE, earlier + partials, **mouth)
     return GistDraft(session_id, text, turns[-1].id, len(turns), len(chunks), previous is not None,
                      tuple(t.id for t in turns), previous)

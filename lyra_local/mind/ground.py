@@ -3,8 +3,10 @@
 ``Ground`` is built per unit of work (it uses that unit's scribe for token
 counts and names). It decides what may be written and how (``abstractive``:
 the model's draft, checked; ``extractive``: the sources' own sentences) and
-reports each rejection as the names of the failed checks, for the log. It
-never writes: the ``Dreamer`` does, in one transaction per memory.
+reports each rejection as the names of the failed checks, for the log. Each
+turn is put in its author's mouth: the person's under their name, a reply under
+the companion's, or under the assistant's it was imported from (``authors``).
+It never writes: the ``Dreamer`` does, in one transaction per memory.
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..store import Exchange, Store
+from ..authors import imported_from, reply_author
+from ..store import Exchange, Session, Store
 from ..store.db import from_iso
 from ..store.recall_index import RecallIndex
 from . import grounding
-from .grounding import Quote, Source, Verdict
+from .grounding import Quote, Said, Source, Verdict
 from .profile import grounded_facts
+from .statements import floor_facts
 
 COMPANION = 0.8  # the floor weighs the companion's own sentences less than the person's
+ONE_PIECE = 3  # the extract of a roll-up over one piece: its three most central sentences
 KEEP = 0.5  # a summary keeps its supported sentences if at least half are; else the floor is written
 MOODS = frozenset("""calm content happy glad cheerful curious hopeful grateful thoughtful reflective tired
 sad worried anxious restless excited proud relaxed peaceful focused quiet warm playful concerned
@@ -58,53 +63,91 @@ class Ground:
         self.count = count
         self.names = names
         self.budget = budget
+        self._sessions: dict[int, Session] = {}
 
-    def _check(self, text: str, sources: Sequence[Source], keep: float = 1.0) -> tuple[Verdict, str]:
+    def _check(self, text: str, sources: Sequence[Source], keep: float = 1.0,
+               not_speaking: Sequence[str] = ()) -> tuple[Verdict, str]:
         # A name the model is given is allowed unsaid only for someone who speaks in the sources: in an
         # imported talk between two people ("Caroline: ..."), the companion's name would put their words
         # in the wrong mouth. Roll-ups allow a name that their pieces say.
         speaking = {s.who for s in sources if s.who}
         names = [n for n in (self.names.get("user", ""), self.names.get("name", "")) if n in speaking]
-        return grounding.check(text, sources, self.embed, budget=self.budget, count=self.count, names=names, keep=keep)
+        return grounding.check(text, sources, self.embed, budget=self.budget, count=self.count, names=names, keep=keep,
+                               not_speaking=not_speaking)
 
-    def _who(self, turn: Exchange) -> str:
-        return self.names.get("user", "the user") if turn.role == "user" else self.names.get("name", "the companion")
+    def _session(self, session_id: int) -> Session:
+        if session_id not in self._sessions:
+            self._sessions[session_id] = self.store.sessions.get(session_id)
+        return self._sessions[session_id]
+
+    def replier(self, turn: Exchange) -> str:
+        """Who wrote the replies of the turn's conversation: the assistant it was imported from, else the
+        companion."""
+        return reply_author(self._session(turn.session_id).source, self.names.get("name", "the companion"))
+
+    def person(self, turns: Sequence[Exchange]) -> str:
+        """The person's name: configured or in the profile (``names``), else one they give in these turns
+        ("Hi! I'm Maya": the profile learns it only after the gists), else "the user"."""
+        known = self.names.get("user", "")
+        if known and known != "the user":
+            return known
+        speakers = {self.names.get("name", "").casefold()}
+        return next((value for t in turns if t.role == "user" for key, value in floor_facts(t.content, speakers)
+                     if key == "name"), "the user")
+
+    def _who(self, turn: Exchange, person: str | None = None) -> str:
+        if turn.role == "user":
+            return person or self.names.get("user", "the user")
+        return self.replier(turn)
 
     def turn_sources(self, turns: Sequence[Exchange]) -> list[Source]:
         vectors = RecallIndex(self.store).vectors("exchange", self.model, [t.id for t in turns])
         return [Source(t.content, grounding.split_speaker(t.content)[0] or self._who(t), vectors.get(t.id))
                 for t in turns]
 
-    def floor(self, quotes: Sequence[Quote]) -> str:
-        return grounding.extractive(quotes, self.embed, budget=self.budget, count=self.count)
+    def floor(self, quotes: Sequence[Quote], most: int = grounding.FLOOR_QUOTES) -> str:
+        return grounding.extractive(quotes, self.embed, budget=self.budget, count=self.count, most=most)
+
+    def said(self, turns: Sequence[Exchange]) -> list[Said]:
+        """The turns as the floor reads them: the person's, edited to the third person under their name, and the
+        replies, reduced to what they were about under their author's (ChatGPT's for an imported conversation)."""
+        person = self.person(turns)
+        return [Said(person, t.content, 1.0, to=self.replier(t)) if t.role == "user" else
+                Said(self.replier(t), t.content, COMPANION, reply=True, to=person)
+                for t in turns if t.role in ("user", "assistant")]
 
     def gist(self, draft: str | None, turns: Sequence[Exchange], session_name: str = "",
              zone: tzinfo = timezone.utc) -> Written:
-        """The model's gist if it passes every check, else the session's own most central sentences.
+        """The model's gist if it passes every check, else the session's own most central sentences, edited.
 
-        The model is shown the session's name and date, so a gist may say them too.
+        The model is shown the session's name and date, so a gist may say them too. Over a conversation whose
+        replies were imported, a draft naming the companion fails whole: the replies were never the companion's.
         """
         verdict = None
         if draft is not None:
             header = Source(when(turns, session_name, zone))
-            verdict, kept = self._check(draft, [*self.turn_sources(turns), header], KEEP)
+            companion = self.names.get("name", "")
+            imported = bool(turns) and imported_from(self._session(turns[0].session_id).source) is not None
+            verdict, kept = self._check(draft, [*self.turn_sources(turns), header], KEEP,
+                                        not_speaking=[companion] if imported and companion else [])
             if verdict.ok:
                 return Written(kept, "abstractive", verdict)
-        quotes = grounding.candidate_quotes([(self._who(t), t.content, 1.0 if t.role == "user" else COMPANION)
-                                             for t in turns])
-        return Written(self.floor(quotes), "extractive", verdict)
+        return Written(self.floor(grounding.candidate_quotes(self.said(turns))), "extractive", verdict)
 
     def rollup(self, draft: Callable[[], str], pieces: Sequence[tuple[str, str]], facts: Sequence[str] = ()
                ) -> Written:
         """A digest or an arc over (text, method) pieces: extractive over any extractive piece, else the checked
-        draft, else extractive over the pieces' sentences. ``facts`` may be drawn on too, not quoted."""
+        draft, else extractive over the pieces' sentences. ``facts`` may be drawn on too, not quoted. The extract
+        of one piece keeps fewer of its sentences (``ONE_PIECE``): a day of one conversation reads shorter than
+        the conversation's gist, not the same text again."""
         quotes = [q for n, (text, _) in enumerate(pieces) for q in grounding.quotes_of(text, n)]
+        most = ONE_PIECE if len(pieces) == 1 else grounding.FLOOR_QUOTES
         if any(method == "extractive" for _, method in pieces):
-            return Written(self.floor(quotes), "extractive")
+            return Written(self.floor(quotes, most), "extractive")
         verdict, kept = self._check(draft(), [Source(t) for t in [*(t for t, _ in pieces), *facts]], KEEP)
         if verdict.ok:
             return Written(kept, "abstractive", verdict)
-        return Written(self.floor(quotes), "extractive", verdict)
+        return Written(self.floor(quotes, most), "extractive", verdict)
 
     def facts(self, facts: list[tuple[str, str]], session_id: int, rejected: Mapping[str, int] | None = None
               ) -> tuple[list[tuple[str, str, int]], list[str]]:

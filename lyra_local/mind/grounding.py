@@ -9,7 +9,9 @@ What fails is not written; the caller logs which check failed, never the text.
 
 ``extractive`` is the floor when a draft fails: the session's own sentences,
 the most central ones by the embedding model, without repeats, in their order,
-within the budget, each attributed to who said it. It is faithful by
+within the budget, edited into a summary's sentences where the edit is
+mechanical (``third_person``: "Maya is thinking of moving …", "ChatGPT
+listed: …"), else quoted once, each naming who said it. It is faithful by
 construction and needs no generative model. This module must not write to the
 store: it only judges and selects.
 """
@@ -24,10 +26,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from . import third_person
+
 SUPPORT = 0.5  # a sentence's best cosine with a source must reach this (scripts/eval_consolidation.py)
 CENTRAL_SHARE = 0.6  # the floor weighs centrality against closeness to what it already chose
 REPEAT = 0.9  # two sentences this similar say the same thing: the floor keeps one
 FLOOR_QUOTES = 5  # the floor's summary of a session or a period: its few most central sentences
+QUOTE_WEIGHT = 0.6  # a sentence no edit can turn to the third person is quoted, and chosen after the edited ones
+CITES = 0.5  # an edited extract's sentence is mostly (this share of its words) the words of the turn it edits
 MIN_WORDS = 6  # shorter sentences ("Wow!", "Thanks, Mel!") say too little to keep in a gist
 SPEAKER = re.compile(r"^([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*)?):\s")
 ROLE_WORDS = ("user", "assistant", "system", "ai", "human", "bot")
@@ -173,14 +179,17 @@ def judge(text: str, sources: Sequence[Source], embed: Embed, *, count: Count,
 
 
 def check(text: str, sources: Sequence[Source], embed: Embed, *, budget: int, count: Count,
-          names: Sequence[str] = (), keep: float = 1.0) -> tuple[Verdict, str]:
+          names: Sequence[str] = (), keep: float = 1.0, not_speaking: Sequence[str] = ()) -> tuple[Verdict, str]:
     """Every grounding check on one draft, and what of it may be written.
 
     A transcript line or an over-long draft fails it whole. Otherwise the
     sentences that fail (a name, number or rare word no source says, or too
     far from every source) are dropped; if fewer than ``keep`` of the
     sentences remain, the draft fails. ``names`` are the user's and the
-    companion's (allowed, though no source says them).
+    companion's (allowed, though no source says them). A name in
+    ``not_speaking`` (the companion's, over a conversation whose replies were
+    imported from another assistant) that no source says fails it whole: such
+    a draft puts the other assistant's words in the companion's mouth.
     """
     if not text.strip() or not sentences(text):
         return Verdict(("empty",), {}), ""
@@ -191,6 +200,12 @@ def check(text: str, sources: Sequence[Source], embed: Embed, *, budget: int, co
     if lines:
         failed.append("speaker_lines")
         counts["speaker_lines"] = lines
+    drafted = set(words(text))
+    said = {w for s in sources for w in words(s.text)}
+    wrong = [n for n in not_speaking if words(n) and set(words(n)) <= drafted and not set(words(n)) <= said]
+    if wrong:
+        failed.append("wrong_mouth")
+        counts["wrong_mouth"] = len(wrong)
     tokens = count(text)
     if tokens > budget:
         failed.append("budget")
@@ -212,34 +227,68 @@ def check(text: str, sources: Sequence[Source], embed: Embed, *, budget: int, co
 
 @dataclass(frozen=True)
 class Quote:
-    """One sentence kept by the floor: who said it, where (for order), and the sentence."""
+    """One sentence kept by the floor: who said it, where (for order), the sentence as said (what its place in
+    the session is measured by), and how the summary writes it (an edit of it; ``None``: the sentence itself)."""
 
     who: str | None
     order: tuple[int, int]
     sentence: str
     weight: float = 1.0  # the companion's own words count for less than the person's
+    text: str | None = None
 
     def render(self) -> str:
-        if not self.who:
-            return self.sentence
-        return f"{self.who[:1].upper()}{self.who[1:]} said, “{self.sentence}”"
+        return self.text if self.text is not None else self.sentence
+
+    @property
+    def quoting(self) -> bool:
+        """Whether it is written as a quote (the floor keeps one at most: two in a row are a transcript again)."""
+        return "“" in self.render()
 
 
-def candidate_quotes(turns: Sequence[tuple[str | None, str, float]], min_words: int = MIN_WORDS) -> list[Quote]:
-    """The sentences of (who, text, weight) turns long enough to say something; a ``Name:`` prefix names the
-    speaker (and makes it a person's turn, weight 1).
+@dataclass(frozen=True)
+class Said:
+    """A turn for the floor: who said it, its text, how much it weighs, whether it is a reply (reduced to what it
+    was about) rather than a person's (edited to the third person), and whom it was said to."""
+
+    who: str | None
+    text: str
+    weight: float = 1.0
+    reply: bool = False
+    to: str | None = None
+
+
+def _edit(who: str | None, sentence: str, to: str | None, weight: float) -> tuple[str | None, float]:
+    """A person's sentence as the summary writes it, and its weight: a quote of it weighs less than an edit."""
+    if not who:
+        return None, weight
+    text = third_person.edited(sentence, who, to)
+    return (text, weight) if text else (third_person.in_their_words(sentence, who), weight * QUOTE_WEIGHT)
+
+
+def candidate_quotes(turns: Sequence[Said | tuple[str | None, str, float]], min_words: int = MIN_WORDS
+                     ) -> list[Quote]:
+    """What each turn may give a summary: a person's sentences long enough to say something, edited to the third
+    person (or quoted once where no edit is mechanical), and a reply reduced to what it was about. A ``Name:``
+    prefix names the speaker (and makes it a person's turn, weight 1).
 
     When no sentence is that long (a session of short lines), every sentence is a candidate, weighed by its
     length: "I moved to Lisbon" says more than "ok".
     """
     out = []
-    for t, (who, text, weight) in enumerate(turns):
-        named, body = split_speaker(text)
+    for t, turn in enumerate(Said(*turn) if isinstance(turn, tuple) else turn for turn in turns):
+        named, body = split_speaker(turn.text)
+        if turn.reply and not named and turn.who:
+            about = third_person.reply_about(body, turn.who, turn.to or "", sentences(body))
+            if about and len(words(body)) >= min_words:
+                out.append(Quote(turn.who, (t, 0), about, turn.weight, about))
+            continue
         for s, sentence in enumerate(sentences(body)):
             n = len(words(sentence))
             if n >= min_words:
-                out.append(Quote(named or who, (t, s), sentence.replace("“", "\"").replace("”", "\""),
-                                 (1.0 if named else weight) * min(1.0, n / MIN_WORDS)))
+                plain = sentence.replace("“", "\"").replace("”", "\"")
+                text, weight = _edit(named or turn.who, plain, None if named else turn.to,
+                                     1.0 if named else turn.weight)
+                out.append(Quote(named or turn.who, (t, s), plain, weight * min(1.0, n / MIN_WORDS), text))
     return out if out or min_words <= 1 else candidate_quotes(turns, 1)
 
 
@@ -267,8 +316,9 @@ def extractive(quotes: Sequence[Quote], embed: Embed, *, budget: int, count: Cou
         gains = CENTRAL_SHARE * centrality[open_] - (1 - CENTRAL_SHARE) * closest[open_]
         best = open_[int(np.argmax(gains))]
         open_.remove(best)
-        if closest[best] >= REPEAT or used + costs[best] > budget:
-            continue  # a repeat, or too long for what is left: a shorter quote may still fit
+        if closest[best] >= REPEAT or used + costs[best] > budget or \
+                (quotes[best].quoting and any(quotes[c].quoting for c in chosen)):
+            continue  # a repeat, too long for what is left (a shorter one may still fit), or a second quote
         chosen.append(best)
         used += costs[best]
         closest = np.maximum(closest, vectors @ vectors[best])
@@ -276,19 +326,53 @@ def extractive(quotes: Sequence[Quote], embed: Embed, *, budget: int, count: Cou
 
 
 def cited(text: str, turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The turns (rows with a ``content``) a memory quotes, if it quotes any; else all of them."""
-    quoted = [m.group(2).strip() for m in QUOTED.finditer(text)]
-    if not quoted:
-        return list(turns)
+    """The turns (rows with a ``content``) a memory is an extract of, if it is one; else all of them.
+
+    An extract written as quotes (``Maya said, “…”``, as the floor wrote before
+    its edits) cites the turns holding a quote. An edited extract cites, for
+    each of its sentences, the turn sharing most of its words in runs of two or
+    more ("Maya is thinking of moving to Leeds" is most of "I'm thinking of
+    moving to Leeds"); a text with a sentence that is not mostly one turn's
+    words (a model's summary) is no extract, and all the turns are its sources.
+    """
     plain = [str(t["content"]).replace("“", "\"").replace("”", "\"") for t in turns]
-    return [t for t, said in zip(turns, plain, strict=True) if any(q in said for q in quoted)] or list(turns)
+    quoted = [m.group(2).strip() for m in QUOTED.finditer(text)]
+    if quoted:
+        return [t for t, said in zip(turns, plain, strict=True) if any(q in said for q in quoted)] or list(turns)
+    pairs = [_pairs(words(said)) for said in plain]
+    found: set[int] = set()
+    for sentence in sentences(text):
+        said = words(sentence)
+        shares = [_covered(said, p) for p in pairs]
+        best = max(shares, default=0.0)
+        if best < CITES:
+            return list(turns)
+        found |= {n for n, share in enumerate(shares) if share == best}
+    return [t for n, t in enumerate(turns) if n in found] or list(turns)
 
 
-# "Caroline said", "Lyra said", and also "The user said" (a person without a configured name)
+def _pairs(said: list[str]) -> set[tuple[str, str]]:
+    return set(zip(said, said[1:], strict=False))
+
+
+def _covered(said: list[str], pairs: set[tuple[str, str]]) -> float:
+    """The share of a sentence's words that are in a run of two or more of a turn's words."""
+    hit = [False] * len(said)
+    for i, pair in enumerate(zip(said, said[1:], strict=False)):
+        if pair in pairs:
+            hit[i] = hit[i + 1] = True
+    return sum(hit) / len(said) if said else 0.0
+
+
+# "Caroline said", "Lyra said", and also "The user said" (a person without a configured name): the floor's form
+# before its edits, still read in what it wrote then
 QUOTED = re.compile(r"([A-Z][\w'’.-]*(?: [A-Za-z][\w'’.-]*)?) said, “([^”]+)”")
 
 
 def quotes_of(text: str, order: int) -> list[Quote]:
-    """The quotes of an extractive text (or the sentences of any other), to build an extractive text on it."""
-    found = [Quote(m.group(1), (order, n), m.group(2)) for n, m in enumerate(QUOTED.finditer(text))]
-    return found or [Quote(None, (order, n), s) for n, s in enumerate(sentences(text))]
+    """The sentences of a summary, to build an extract of summaries on it (a quote counts for less than an edit);
+    a text in the floor's former quote form gives its quotes, edited as the floor edits them now."""
+    found = [Quote(m.group(1), (order, n), m.group(2), *_edit(m.group(1), m.group(2), None, 1.0)[::-1])
+             for n, m in enumerate(QUOTED.finditer(text))]
+    return found or [Quote(None, (order, n), s, QUOTE_WEIGHT if "“" in s else 1.0)
+                     for n, s in enumerate(sentences(text))]

@@ -1,0 +1,116 @@
+"""Issue 37, the dream's side of "summaries that read as summaries, imported replies in their source's mouth".
+
+With scripted fakes: a ChatGPT conversation's gist (the floor's edited extract,
+or a model's draft) never credits ChatGPT's replies to the companion; the gist
+model reads them as ChatGPT's; a roll-up of one extract is not the same text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from lyra_local.config import Settings
+from lyra_local.llm.base import GenerationOptions, Message
+from lyra_local.mind import Dreamer
+from lyra_local.mind.gists import transcript
+from lyra_local.store import Exchange, Store
+from lyra_local.store.exchanges import NewExchange
+
+from .fakes import FakeChatModel, FakeEmbedder
+
+MOVING = [  # Maya's "Moving plans", as a ChatGPT export holds it (her words verbatim, messy on purpose)
+    "I'm thinking of moving from Leeds to Edinburgh in September",
+    "That's a big move! It is normal to feel nervous about moving to a new city. Here are a few things to "
+    "weigh up:\n\n1. **Rent**: flats in Edinburgh cost more than in Leeds.\n2. **Work**: nursing jobs in "
+    "the NHS Lothian trust.\n3. **Friends and family** nearby.",
+    "my sister Jess lives there already, she's a teacher",
+    "That's lovely, having family nearby can make a move much easier. Jess could show you around.",
+    "Jess says the flats near Leith are cheaper",
+    "Leith is popular and often cheaper than the New Town. Here are a few things to check:\n- **Commute** "
+    "to your new hospital\n- **Rent and council tax**\n- **Noise** if you sleep in the day after night shifts",
+]
+
+
+def add_conversation(store: Store, name: str, day: str, turns: Sequence[str], source: str = "chatgpt") -> int:
+    session = store.sessions.create(name, created_at=f"{day}T09:00:00+00:00", source=source)
+    with store.write() as conn:
+        store.exchanges.insert(conn, [NewExchange(session.id, "user" if i % 2 == 0 else "assistant", text,
+                                                  f"{day}T09:{i:02d}:00+00:00") for i, text in enumerate(turns)],
+                               None, None)
+    return session.id
+
+
+def drafting(gist: str) -> Callable[[Sequence[Message], GenerationOptions | None], str]:
+    def respond(messages: Sequence[Message], options: GenerationOptions | None) -> str:
+        if options is not None and options.json_schema is not None:
+            if "standing facts" in messages[-1]["content"]:
+                return '{"facts": []}'
+            return '{"mood": "calm", "energy": 0.5, "self_narrative": "", "reflections": []}'
+        return gist
+    return respond
+
+
+def maya(make_settings: Callable[..., Settings]) -> Settings:
+    return make_settings('[companion]\nuser_name = "Maya"\n[dream]\nsession_idle_s = 0\n')
+
+
+def test_the_floor_of_a_chatgpt_conversation_is_an_edited_extract_in_the_right_mouths(
+        store: Store, make_settings: Callable[..., Settings]) -> None:
+    session = add_conversation(store, "Moving plans", "2024-03-10", MOVING)
+    Dreamer(store, FakeChatModel(respond=drafting("Maya: hi. ChatGPT: hello.")), FakeEmbedder(),
+            maya(make_settings)).run_pass(force=True)
+    gist = store.derived.gist(session)
+    assert gist is not None and gist.method == "extractive"
+    text = gist.content
+    assert "said, “" not in text and text.count("“") <= 1
+    assert "Lyra" not in text  # ChatGPT's replies are ChatGPT's
+    assert "Maya is thinking of moving from Leeds to Edinburgh in September." in text
+    assert "Maya's sister Jess lives there already, she's a teacher." in text
+    assert "ChatGPT" in text  # a reply reduced to what it was about, under its author's name
+    digest = next(d for d in store.derived.digests("day"))
+    assert digest.content != text and "said, “" not in digest.content  # one conversation's day is shorter
+    assert set(digest.content.split(". ")) <= set(text.split(". ")) | {s + "." for s in text.split(". ")}
+
+
+def test_a_draft_crediting_the_companion_with_an_imported_reply_fails_whole(
+        store: Store, make_settings: Callable[..., Settings]) -> None:
+    session = add_conversation(store, "Moving plans", "2024-03-10", MOVING)
+    events: list[dict[str, object]] = []
+    draft = ("Maya is thinking of moving from Leeds to Edinburgh in September. Lyra said it is normal to feel "
+             "nervous about moving to a new city. Maya's sister Jess lives there already and is a teacher.")
+    Dreamer(store, FakeChatModel(respond=drafting(draft)), FakeEmbedder(), maya(make_settings),
+            on_event=events.append).run_pass(force=True)
+    gist = store.derived.gist(session)
+    assert gist is not None and gist.method == "extractive" and "Lyra" not in gist.content
+    rejected = next(e for e in events if e["kind"] == "gist.rejected")
+    assert "wrong_mouth" in rejected["detail"]["checks"]  # type: ignore[index]
+
+
+def test_the_same_draft_over_the_companions_own_conversation_may_name_it(
+        store: Store, make_settings: Callable[..., Settings]) -> None:
+    session = add_conversation(store, "Moving plans", "2024-03-10", MOVING, source="lyra")
+    events: list[dict[str, object]] = []
+    draft = "Maya is thinking of moving from Leeds to Edinburgh in September."
+    Dreamer(store, FakeChatModel(respond=drafting(draft)), FakeEmbedder(), maya(make_settings),
+            on_event=events.append).run_pass(force=True)
+    assert not any("wrong_mouth" in str(e["detail"]) for e in events)
+    gist = store.derived.gist(session)
+    assert gist is not None and gist.method == "abstractive"
+
+
+def test_the_gist_model_reads_imported_replies_as_chatgpts(store: Store,
+                                                            make_settings: Callable[..., Settings]) -> None:
+    add_conversation(store, "Moving plans", "2024-03-10", MOVING)
+    model = FakeChatModel(respond=drafting("Maya is moving."))
+    Dreamer(store, model, FakeEmbedder(), maya(make_settings)).run_pass(force=True)
+    asked = next(m[-1]["content"] for m, options in model.history if options is None or options.json_schema is None)
+    assert "\nChatGPT: That's a big move!" in asked and "Lyra" not in asked
+    assert "between Maya and ChatGPT" in asked
+
+
+def test_transcript_names_each_turns_author() -> None:
+    turns = [Exchange(1, 1, "user", "hi", "2024-03-10T09:00:00+00:00"),
+             Exchange(2, 1, "assistant", "hello", "2024-03-10T09:01:00+00:00")]
+    names = {"user": "Maya", "name": "Lyra"}
+    assert transcript(turns, names, "ChatGPT") == ["Maya: hi", "ChatGPT: hello"]
+    assert transcript(turns, names) == ["Maya: hi", "Lyra: hello"]
