@@ -72,9 +72,15 @@ def clauses(text: str) -> list[str]:
     return out
 
 
+# the person's own announcement: "wanted to let you know I joined a club" is neither a wish nor someone's words
+ANNOUNCING = re.compile(r"\b(?:(?:I|I'm|I am|just|so)\s+)?(?:(?:want|wanted|wanna|excited|happy|glad) to |to )?"
+                        r"(?:tell you|let you know)(?: that)?\b", re.I)
+
+
 def refusal(clause: str) -> str | None:
     """Why a clause states no standing fact of the person's ("question", "hypothetical", "negation", "past",
     "reported"), or ``None`` when it may."""
     if clause.rstrip().endswith("?") or _QUESTION_START.match(clause):
         return "question"
+    clause = ANNOUNCING.sub(" ", clause)
     return next((why for why, said in REFUSALS.items() if said.search(clause)), None)

@@ -54,8 +54,9 @@ def _any_of(words_: Iterable[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(words_, key=len, reverse=True))
 
 
-NAME = r"(?P<value>[A-Z][a-z]+(?:-[A-Z][a-z]+)?(?: [A-Z][a-z]+)?)(?!'s)"  # "Maya", "Mary-Jane", "Maya Patel"
-ANY_NAME = r"(?P<value>[A-Za-z][a-z]+(?:-[A-Za-z][a-z]+)?)(?!'s)"  # lowercase too: checked by ``_a_name``
+UPPER, LOWER = "A-ZÀ-ÖØ-Þ", "a-zß-öø-ÿ"  # "Lucía", "Zoë", "Çelik"
+NAME = rf"(?P<value>[{UPPER}][{LOWER}]+(?:-[{UPPER}][{LOWER}]+)?(?: [{UPPER}][{LOWER}]+)?)(?!'s)"  # "Mary-Jane Lee"
+ANY_NAME = rf"(?P<value>[{UPPER}{LOWER}][{LOWER}]+(?:-[{UPPER}{LOWER}][{LOWER}]+)?)(?!'s)"  # lowercase too: ``_a_name``
 # A name in the possessive ("my daughter Sara's birthday") speaks of something of theirs, not of them: not read.
 # Where a name said in lowercase must end: the clause, a comma, or a verb of its own ("rufus is", "jess lives").
 NAME_END = (r"(?=\s*$|\s*[,.!;:]|\s+(?:is|was|has|had|and|who|just|too|\w+s|\w+ed|this|today|to|at|in|on|for|"
@@ -159,6 +160,10 @@ PATTERNS = (
     # what they do regularly: a class or club they go to, an activity with how often
     _p("hobbies", rf"(?:^|\b{WE}(?:'ve| have)? )(?:(?:just|recently) )?{JOINED}{CLASS_ADJ}"
                   rf"(?P<value>{_any_of(ACTIVITIES)}) (?:{_any_of(HOBBY_NOUNS)})\b"),
+    _p("hobbies", rf"(?:^|\b{WE}(?:'ve| have)? )(?:(?:just|recently) )?(?:joined|signed up for|go to) (?:a |an |the )?"
+                  rf"{CLASS_ADJ}(?P<value>[a-z]{{3,}} club)\b"),
+    _p("hobbies", rf"(?:^|\bI(?:'ve| have)? )(?:(?:just|recently) )?(?:started|took up|taken up|picked up) "
+                  rf"(?P<value>{_any_of(ACTIVITIES)})\b(?! (?:class|course|lesson|shoes|gear|kit|stuff|things))"),
     _p("hobbies", rf"{SUBJECTLESS}(?:(?:go|do|play|practi[cs]e) )?(?:to (?:the )?)?(?P<value>{_any_of(ACTIVITIES)})"
                   rf"(?: (?:[a-z]+ ){{0,2}}?)? (?:{REGULARLY})\b"),
     # what they announce with a date that stays true ("on 2 May", never "tomorrow")
@@ -174,7 +179,8 @@ PATTERNS = (
     _p("age", r"\bI(?:'m| am| just turned| turned) (?P<value>\d{1,2})(?: years old)?\b(?! (?:minutes|hours|days|weeks|"
               r"months|times|of|am|pm|percent|%))"),
     _p("music", r"\bI(?:'ve| have)? (?:play|played|playing|been playing|started playing|learning to play|love "
-                r"playing) the (?P<value>guitar|violin|piano|drums|cello|flute|saxophone|sax|trumpet|clarinet|ukulele|"
+                r"playing) (?:the |an? )?(?:acoustic |electric |classical )?"
+                r"(?P<value>guitar|violin|piano|drums|cello|flute|saxophone|sax|trumpet|clarinet|ukulele|"
                 r"bass|keyboard|harp|banjo|harmonica)\b"),
     _p("sport", r"\bI (?:play|played|love playing|started playing|'ve been playing) (?P<value>basketball|football|"
                 r"soccer|tennis|baseball|volleyball|golf|hockey|badminton|rugby|chess|cricket|table tennis|"
