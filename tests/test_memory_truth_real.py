@@ -1,0 +1,121 @@
+"""What Lyra shows about a person is true and in the right mouth, with the real default models (issue 37).
+
+A new user's first hour: a fresh ``lyra serve`` with no name configured, Maya's ChatGPT export (four
+conversations, ``tests/maya_export.py``) uploaded through the page's import, one forced dream, and the Memory
+panel read as she would read it. With the 135M demo model the dream's drafts fail their checks, so what is
+shown is what can be known without a capable model: the facts she states about herself, summaries edited from
+her own sentences, ChatGPT's answers credited to ChatGPT. The screenshots (test-output/screenshots/maya-*.png)
+are the "after" of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, expect
+
+from . import maya_export
+from .conftest import Served
+from .test_web_ui import CONFIG, browser, shot, start  # noqa: F401  (the browser fixture)
+
+pytestmark = [pytest.mark.slow, pytest.mark.models]
+DREAM_S = 900
+CHAIN = re.compile(r"said, [“\"].*said, [“\"]", re.S)  # `X said, "…" Y said, "…"`: a transcript, not a summary
+
+
+def import_export(served: Served, path: Path) -> dict[str, Any]:
+    job = httpx.put(f"{served.url}/api/import", params={"filename": path.name}, content=path.read_bytes(),
+                    timeout=60).json()["job"]
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        status: dict[str, Any] = httpx.get(f"{served.url}/api/import/{job}").json()
+        if status["status"] != "running":
+            assert status["status"] == "done", status
+            return status
+        time.sleep(0.5)
+    raise AssertionError("the import did not finish")
+
+
+def dream(served: Served) -> float:
+    started = time.monotonic()
+    assert httpx.post(f"{served.url}/api/dream").json()["started"]
+    while time.monotonic() < started + DREAM_S:
+        status = httpx.get(f"{served.url}/api/dream").json()
+        if not status["running"] and status["last_pass"]:
+            assert status["last_pass"]["status"] == "done", status["last_pass"]
+            return time.monotonic() - started
+        time.sleep(1)
+    raise AssertionError(f"the dream pass took more than {DREAM_S} s")
+
+
+@pytest.fixture(scope="module")
+def maya(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    tmp = tmp_path_factory.mktemp("maya")
+    for served in start(tmp, CONFIG.replace('user_name = "Sam"\n', "")):  # a new user: no name configured
+        import_export(served, maya_export.write(tmp / "chatgpt-export.zip"))
+        print(f"\nthe forced dream over Maya's four conversations took {dream(served):.0f} s")
+        yield served
+
+
+def get(served: Served, path: str) -> Any:
+    response = httpx.get(f"{served.url}{path}", timeout=30)
+    response.raise_for_status()
+    return response.json()
+
+
+def summaries(served: Served) -> list[str]:
+    """Every gist, digest and the arc the dream wrote."""
+    gists = [get(served, f"/api/sessions/{s['id']}/gist")["gist"] for s in get(served, "/api/sessions")["sessions"]]
+    texts = [g["content"] for g in gists if g]
+    texts += [d["content"] for d in get(served, "/api/digests")["digests"]]
+    narrative = get(served, "/api/narrative")["narrative"]
+    return texts + ([narrative] if narrative else [])
+
+
+def test_about_you_holds_what_maya_said_of_herself_and_nothing_false(maya: Served) -> None:
+    facts = [(f["key"], " ".join(f["value"].casefold().split())) for f in get(maya, "/api/profile")["facts"]]
+    print("About you:", facts)
+    false = [(k, v) for k, v in facts if not maya_export.is_true(k, v)]
+    assert false == [], f"false facts: {false}"
+    held = {name for name, pattern in maya_export.PLANTED.items() if any(pattern.search(v) for _, v in facts)}
+    assert len(held) >= 5, f"only {sorted(held)} of the seven planted facts: {facts}"
+
+
+def test_no_summary_credits_chatgpt_to_lyra_or_reads_as_a_transcript(maya: Served) -> None:
+    texts = summaries(maya)
+    assert texts, "the dream wrote no summary"
+    for text in texts:
+        print("summary:", text)
+        assert "Lyra" not in text, text  # Lyra never spoke in these conversations: ChatGPT did
+        assert not CHAIN.search(text), text
+
+
+def test_lyras_own_voice_never_copies_mayas_words(maya: Served) -> None:
+    state = get(maya, "/api/self")["self_state"] or {}
+    mine = [state.get("self_narrative") or "", *(state.get("reflections") or [])]
+    print("How I am:", mine)
+    for text in mine:
+        assert maya_export.copied_runs(text, maya_export.HER_WORDS) == [], text
+
+
+def test_the_memory_panel_shows_each_text_once(browser: Browser, maya: Served) -> None:  # noqa: F811
+    page = browser.new_page(viewport={"width": 1280, "height": 1400})
+    page.goto(maya.url)
+    page.wait_for_load_state("networkidle")
+    page.click(".tab[data-panel=memory]")
+    page.wait_for_load_state("networkidle")
+    expect(page.locator("#timeline details").first).to_be_visible()
+    page.evaluate("document.querySelectorAll('#timeline details').forEach(d => { d.open = true; })")
+    page.wait_for_load_state("networkidle")
+    shot(page, "maya-memory-panel")
+    texts = [" ".join(t.split()) for t in page.locator("#timeline .memory-item p").all_inner_texts()]
+    assert texts and len(texts) == len(set(texts)), texts
+    labels = page.locator("#timeline summary").all_inner_texts()
+    assert not any(re.search(r"\b[2-9] weeks?\b", label) for label in labels), labels  # a month of four days
+    page.close()
