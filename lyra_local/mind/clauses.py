@@ -2,7 +2,8 @@
 
 People type in lowercase, without full stops, with emoji and shorthand ("im", "w/ my bf", "2x a week"):
 ``plain`` spells the shorthand out so one pattern reads every spelling, and ``clauses`` cuts a turn where a
-thought ends (a full stop, an emoji, "lol", " - ", "but") even when no capital follows.
+thought ends (a full stop, an emoji, "lol", " - ") even when no capital follows. "But" does not end one: what
+follows it may take back what came before ("I started a pottery class but quit"), so both are read together.
 
 A clause says a standing fact only when the person states it as true of themselves now. ``refusal`` names why
 a clause does not: a question ("are you a nurse?", "should i move to leeds"), a hypothetical or a wish ("if I
@@ -30,7 +31,7 @@ SHORT_WORD = re.compile(r"(?<![\w'])(?:w/|[A-Za-z']+)(?![\w'])")
 # where a thought ends even without a capital after it
 BREAK = re.compile(r"(?<=[.!?;])\s+|\s+[-–—~]+\s+|\s*[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F]+\s*"
                    r"|,\s+(?=(?:can|could|would|will|do|does|should|is|are|any)\s+(?:you|u|I|we|ideas|tips)\b)"
-                   r"|\s*\b(?:lol|lmao|lmfao|rofl|haha\w*|hehe\w*|omg|xx+)\b[.!]*\s*|,?\s+but\s+|\s*[()]\s*", re.I)
+                   r"|\s*\b(?:lol|lmao|lmfao|rofl|haha\w*|hehe\w*|omg|xx+)\b[.!]*\s*|\s*[()]\s*", re.I)
 
 _QUESTION_START = re.compile(
     r"^(?:(?:and|so|but|or|also|oh|ok|okay|well|hmm+|hey|btw|like|just|wait)\W+)*"

@@ -36,6 +36,7 @@ software web data civil mechanical electrical sous pastry line dental veterinary
 delivery hospital care support sales account project office retail freelance private personal yoga swim
 dog graphic sound tattoo nursery maths math science english music art history
 """)
+SCHOOLS = frozenset({"school", "nursery", "college", "university", "academy"})
 # what ends a workplace said in lowercase ("at st james's hospital", "at the bakery")
 WORKPLACES = _words("""
 hospital bakery cafe café shop store supermarket bank factory office warehouse restaurant hotel library garage
@@ -123,7 +124,9 @@ loves likes hates lives says works sleeps barks eats ate runs ran gets got keeps
 wants needs seems looks has had was is does did makes made takes took sits sat plays played bit bites
 walks walk walker sitter food treats treat toys toy bed bowl lead leash collar vet groomer park door crate
 insurance hair friend friends years months weeks days pics photos pic photo breed mix cross puppy kitten
-in-law inlaw law ya xd bb mr ms mrs dr ha ah oh uh um er eh ye
+in-law inlaw law alright stoked hungover shattered sorted sound grand legit lit psyched pumped gone
+sometime asap heartbroken cheap skint team fam bae babe mate dude bro sis hun love darling sweetie honey buddy pal
+ya xd bb mr ms mrs dr ha ah oh uh um er eh ye
 """)
 # Verbs and words that may follow a lowercase name when the phrase is a clause's subject ("my sister jess lives ...")
 FOLLOWS_A_NAME = _words("is was has had lives lived works worked loves loved just and who whos who's "

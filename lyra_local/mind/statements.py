@@ -41,6 +41,7 @@ from .lexicon import (
     REGULARLY,
     RELATIONS,
     RELATIVE_ADJECTIVES,
+    SCHOOLS,
     WEEKDAYS,
     WORKPLACES,
 )
@@ -77,15 +78,20 @@ OWNS = (rf"\b{WE}(?:'ve| have)?(?: just| finally| recently)? (?:got|have|adopted
         r"(?:a|an|another) ")
 CALLED = r"(?:who's |who is |that's |is |'s )?(?:named|called)"
 PARTNER_KINDS = rf"(?P<kind>{_any_of(PARTNERS)})"
-JOB = rf"(?P<value>(?:(?:{_any_of(JOB_MODIFIERS)}) )*(?:{_any_of(JOBS)}))(?! at heart| wannabe)"
+JOB = rf"(?P<value>(?:(?:{_any_of(JOB_MODIFIERS)}) )*(?:{_any_of(JOBS)}))\b(?!'s| at heart| wannabe)"
 # a named workplace ("St James's hospital", "Google", "st james's hospital"); "the hospital" names none
 WORKPLACE = (rf"(?P<place>[A-Z][\w'&]*(?: [A-Z][\w'&]*){{0,3}}(?: (?:{_any_of(WORKPLACES)}))?"
              rf"|(?!the |a |an |my )(?:[a-z'&]+ ){{1,3}}?(?:{_any_of(WORKPLACES)}))")
-ANY_WORKPLACE = rf"(?P<value>(?:the )?(?:[a-z'&]+ ){{0,2}}(?:{_any_of(WORKPLACES)}))\b"
+# "started at the school" may be a pupil's: where someone starts work, a place no one studies at
+ANY_WORKPLACE = rf"(?P<value>(?:the )?(?:[a-z'&]+ ){{0,2}}(?:{_any_of(WORKPLACES - SCHOOLS)}))\b"
 STARTED = r"(?:started|start) (?:work |working |my new job |a new job |my job )?"
 CLASS_ADJ = rf"(?:(?:weekly|new|local|evening|morning|night|beginners?|beginner's|{_any_of(WEEKDAYS)}) )*"
 JOINED = (r"(?:started|joined|signed up for|take|taking|do|doing|go to|'m doing|'m taking|am doing|am taking) "
           r"(?:a |an |the |my )?")
+# what may follow "swimming every morning" when it is something they do, not something they talk of ("sounds fun")
+DONE_END = r"(?=\s*$|\s*[,.!;:]|\s+(?:before|after|with|at|in|on|now|and|to|for|then|too|lately|these|if)\b)"
+# what may follow a move that is still a plan ("moving to Leeds was the best decision" is one made)
+PLAN_END = r"(?=\s*$|\s*[,.!;:]|\s+(?:in|on|next|this|soon|with|and|for|to|because|so|tbh|after|once|if)\b)"
 MONTH = rf"(?i:{_any_of(MONTHS)})\b"
 DAY = rf"(?:\d{{1,2}}(?:st|nd|rd|th)?(?: of)? {MONTH}|{MONTH}\.? \d{{1,2}}(?:st|nd|rd|th)?\b)"
 WHEN = rf"(?P<when> (?:on (?:the )?{DAY}|in {MONTH}|in (?:early |late |mid )?(?:{MONTH}|20\d\d)))"
@@ -123,7 +129,8 @@ PATTERNS = (
     # their name: said outright, or a capitalized word no English reading fits ("I'm Maya", never "I'm Home")
     _p("name", rf"\b[Mm]y name(?:'s| is) {ANY_NAME}(?: (?P<surname>[A-Z][a-z]+))?\b", "{value}{surname}", True),
     _p("name", rf"\b[Cc]all me {ANY_NAME}{INTRO_END}", names=True),
-    _p("name", rf"\b(?:I'm|I am) {NAME}{INTRO_END}", names=True),
+    _p("name", rf"^(?:(?i:so|ok|okay|well|oh|and|also|anyway|btw|by the way)\W+)*(?:I'm|I am) {NAME}{INTRO_END}",
+       names=True),
     _p("name", rf"^(?i:hi|hello|hey|hiya|heya)\W*(?:(?i:there|all|everyone)\W*)?(?:I'm|I am) {ANY_NAME}{INTRO_END}",
        names=True),
     _p("name", rf"\b[Ii]t's {NAME} again\b", names=True),
@@ -133,7 +140,7 @@ PATTERNS = (
     _p("home city", rf"\b{WE}(?:'ve| have)?(?: just| recently| finally)? moved (?:here |back )?{FROM_PLACE}?"
                     rf"to {PLACE}\b"),
     _p("home city", rf"{MOVING}from {ANY_PLACE} to\b", places=True),
-    _p("plans", rf"{MOVING}{FROM_PLACE}?to {ANY_PLACE}{WHEN}?", "moving to {value}{when}", places=True),
+    _p("plans", rf"{MOVING}{FROM_PLACE}?to {ANY_PLACE}{WHEN}?{PLAN_END}", "moving to {value}{when}", places=True),
     _p("origin", rf"\bI (?:grew up|was born|was raised) in {PLACE}\b"),
     _p("origin", rf"\bI(?:'m| am) (?:originally )?from {PLACE}\b"),
     _p("origin", rf"\bI moved (?:here |away )?from {PLACE}\b"),
@@ -152,8 +159,8 @@ PATTERNS = (
     # work: a job a list knows, and a named workplace with it
     _p("job", rf"\b(?:I|I'm|I am)(?: currently| now| still)? (?:work|working)(?: [a-z]+){{0,3}}? as (?:an? )?{JOB}"
               rf"(?: (?:at|in|for) {WORKPLACE})?", "{value}{at}"),
-    _p("job", rf"\b(?:I'm|I am) (?:an?|the) {JOB}(?: (?:at|in|for) {WORKPLACE})?\b", "{value}{at}"),
-    _p("job", r"\bI work as (?:an? )?(?P<value>[a-z]+(?: [a-z]+)?)\b(?<!\bthe)"),
+    _p("job", rf"\b(?:I'm|I am) (?:an?) {JOB}(?: (?:at|in|for) {WORKPLACE})?\b", "{value}{at}"),
+    _p("job", r"\bI work as an? (?!team\b|unit\b|group\b|pair\b|family\b)(?P<value>[a-z]+(?: [a-z]+)?)\b(?<!\bthe)"),
     _p("job", rf"\b(?:I (?:work|am working|'m working) |{SUBJECTLESS}{STARTED})(?:at|for) {ANY_WORKPLACE}",
        "at {value}"),
     _p("job", rf"\bI work (?:at|for) {PLACE}\b"),
@@ -165,7 +172,7 @@ PATTERNS = (
     _p("hobbies", rf"(?:^|\bI(?:'ve| have)? )(?:(?:just|recently) )?(?:started|took up|taken up|picked up) "
                   rf"(?P<value>{_any_of(ACTIVITIES)})\b(?! (?:class|course|lesson|shoes|gear|kit|stuff|things))"),
     _p("hobbies", rf"{SUBJECTLESS}(?:(?:go|do|play|practi[cs]e) )?(?:to (?:the )?)?(?P<value>{_any_of(ACTIVITIES)})"
-                  rf"(?: (?:[a-z]+ ){{0,2}}?)? (?:{REGULARLY})\b"),
+                  rf"(?: (?:[a-z]+ ){{0,2}}?)? (?:{REGULARLY})\b{DONE_END}"),
     # what they announce with a date that stays true ("on 2 May", never "tomorrow")
     _p("events", rf"\b{WE}(?:'ve got| have got| have| got|'ve) (?:an?|my|our) "
                  rf"(?P<value>(?:[a-z]+ ){{0,2}}?{EVENT}){WHEN}", "{value}{when}"),
@@ -193,8 +200,10 @@ CITY_WORDS = {"Street", "Avenue", "Road", "Mall", "Park", "School", "University"
 NOT_A_PLACE = frozenset("fear hope denial peace pain debt sin luxury poverty comfort misery chaos harmony bed "
                         "sweatpants pyjamas pajamas hoodies jeans leggings trainers sneakers heels flats house flat "
                         "apartment town city country village suburbs countryside area".split())
-# a lowercase word whose ending says it is no name ("sleeps", "named", "running", "lonely", "paranoid")
+# a word whose ending says it is no name ("sleeps", "named", "running", "lonely", "paranoid"); capitalized, a
+# name may end so ("Ashley", "Fred", "Ahmed"), so only the endings few names have count ("Exhausting", "Relieved")
 NOT_A_NAME_ENDING = re.compile(r"(?:[^su]s|ed|ing|ly|ous|ful|ive|less|able|ible|ish|oid|est)$")
+NOT_A_CAPITALIZED_NAME_ENDING = re.compile(r"(?:ing|ous|ful|ive|less|able|ible|oid|^\w{4,}[^e]ed)$")
 SIGNATURE = re.compile(r"^\s*(?:[-–—~]+|(?i:cheers|thanks|love|best|regards|xx+),?)\s*(?P<value>[A-Z][a-z]+)\s*$")
 
 
@@ -256,7 +265,7 @@ def _a_name(value: str) -> bool:
         folded = word.casefold()
         if len(folded) < 2 or folded in NOT_A_NAME or folded in FRAMING:
             return False
-        if word.islower() and NOT_A_NAME_ENDING.search(folded):
+        if (NOT_A_NAME_ENDING if word.islower() else NOT_A_CAPITALIZED_NAME_ENDING).search(folded):
             return False
     return True
 
