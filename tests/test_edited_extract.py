@@ -114,3 +114,20 @@ def test_transcript_names_each_turns_author() -> None:
     names = {"user": "Maya", "name": "Lyra"}
     assert transcript(turns, names, "ChatGPT") == ["Maya: hi", "ChatGPT: hello"]
     assert transcript(turns, names) == ["Maya: hi", "Lyra: hello"]
+
+
+def test_without_a_configured_name_the_floor_names_the_person_as_they_introduced_themselves(
+        store: Store, make_settings: Callable[..., Settings]) -> None:
+    settings = make_settings('[dream]\nsession_idle_s = 0\n')
+    introduced = add_conversation(store, "Interview prep", "2024-03-10", [
+        "Hi! I'm Maya. I have an interview on 2 May for a ward manager job, can you help me prepare?",
+        "Congratulations! Here is how to prepare:\n1. **Research the trust** and its values.\n"
+        "2. **Prepare examples** of leadership."])
+    unnamed = add_conversation(store, "Moving plans", "2024-03-11", MOVING[:2])
+    Dreamer(store, FakeChatModel(respond=drafting("Maya: hi")), FakeEmbedder(), settings).run_pass(force=True)
+    first, second = store.derived.gist(introduced), store.derived.gist(unnamed)
+    assert first is not None and second is not None
+    assert first.content.startswith("Maya has an interview on 2 May for a ward manager job and asked for help to "
+                                    "prepare."), first.content
+    assert "ChatGPT listed: Research the trust; Prepare examples." in first.content
+    assert second.content.startswith("The user is thinking of moving from Leeds to Edinburgh"), second.content
