@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from lyra_local.mind.clauses import clauses, refusal
+from lyra_local.mind.grounding import forms, words
 from lyra_local.mind.profile import KEYS, canonical_key, grounded_facts
-from lyra_local.mind.statements import floor_facts, signature
+from lyra_local.mind.statements import content_words, floor_facts, signature
 
 from .conftest import REPO
 
@@ -60,6 +61,14 @@ def test_the_floor_is_exact_on_the_set_and_finds_nine_in_ten() -> None:
     print(f"precision {precision:.3f}, recall {recall:.3f} ({sum(found.values())} of {sum(wanted.values())})")
     assert wrong == []  # precision 1.0: no fact the sentence does not state
     assert recall >= 0.9
+
+
+def test_every_word_of_a_floor_value_is_one_the_person_typed() -> None:
+    """"bf Sam", not "boyfriend Sam": the checks downstream count a value word no source says as invented."""
+    for case in CASES["yields"]:
+        typed = {f for w in words(case["said"]) for f in forms(w)}
+        for key, value in floor_facts(case["said"], SPEAKERS):
+            assert all(forms(w) & typed for w in content_words(value)), (case["said"], key, value)
 
 
 @pytest.mark.parametrize("case", CASES["none"], ids=lambda c: c["said"][:40])

@@ -62,9 +62,7 @@ PET_ADJECTIVES = _words("rescue new little old baby sweet senior young big tiny 
 RELATIONS = {"sister": "sister", "sis": "sister", "brother": "brother", "bro": "brother", "mum": "mother",
              "mom": "mother", "mother": "mother", "mam": "mother", "dad": "father", "father": "father",
              "son": "son", "daughter": "daughter"}
-PARTNERS = {"husband": "husband", "hubby": "husband", "wife": "wife", "wifey": "wife", "boyfriend": "boyfriend",
-            "bf": "boyfriend", "girlfriend": "girlfriend", "gf": "girlfriend", "partner": "partner",
-            "fiance": "fiancé", "fiancé": "fiancé", "fiancee": "fiancée", "fiancée": "fiancée"}
+PARTNERS = _words("husband hubby wife wifey boyfriend bf girlfriend gf partner fiance fiancé fiancee fiancée")
 RELATIVE_ADJECTIVES = _words("little big older younger elder baby twin step half eldest youngest")
 
 MONTHS = _words("january february march april may june july august september october november december "

@@ -69,9 +69,10 @@ FROM_PLACE = r"(?:from [A-Za-z]+(?: [A-Z][a-z]+)? )"
 WE = r"(?:I|[Ww]e)"
 OWN = r"(?:[Mm]y|[Oo]ur)"
 SUBJECTLESS = r"(?:^|\b(?:I|I'm|I am|[Ww]e|[Ww]e're|[Ww]e are) )(?:(?:just|finally|also|recently) )?"
-# "i'm thinking of moving", "we're planning to move", "moving to leeds": a move they are making, not a wish
+# "i'm thinking of moving", "we're planning to move", "moving to leeds": a move they are making, not a wish; the
+# value says it in their verb ("relocating to Toronto"), every word of a value being theirs
 MOVING = (rf"{SUBJECTLESS}(?:(?:thinking|planning) (?:of|about|on) |(?:planning|going|about) to )?"
-          r"(?:moving|move|relocating|relocate) ")
+          r"(?P<move>moving|move|relocating|relocate) ")
 KINDS = rf"(?P<kind>{_any_of(PETS | BREEDS | {'guinea pig'})})"
 PET_ADJ = rf"(?:(?:{_any_of(PET_ADJECTIVES)}),? )*"
 OWNS = (rf"\b{WE}(?:'ve| have)?(?: just| finally| recently)? (?:got|have|adopted|rescued|own|bought|took in) "
@@ -140,7 +141,7 @@ PATTERNS = (
     _p("home city", rf"\b{WE}(?:'ve| have)?(?: just| recently| finally)? moved (?:here |back )?{FROM_PLACE}?"
                     rf"to {PLACE}\b"),
     _p("home city", rf"{MOVING}from {ANY_PLACE} to\b", places=True),
-    _p("plans", rf"{MOVING}{FROM_PLACE}?to {ANY_PLACE}{WHEN}?{PLAN_END}", "moving to {value}{when}", places=True),
+    _p("plans", rf"{MOVING}{FROM_PLACE}?to {ANY_PLACE}{WHEN}?{PLAN_END}", "{move} to {value}{when}", places=True),
     _p("origin", rf"\bI (?:grew up|was born|was raised) in {PLACE}\b"),
     _p("origin", rf"\bI(?:'m| am) (?:originally )?from {PLACE}\b"),
     _p("origin", rf"\bI moved (?:here |away )?from {PLACE}\b"),
@@ -250,7 +251,7 @@ def _first_value(pattern: Pattern, clause: str) -> str | None:
             continue
         if parts["value"][:1].islower() and (pattern.names or pattern.places):
             parts["value"] = parts["value"].title()
-        parts["kind"] = (PARTNERS.get(parts["kind"].casefold()) or parts["kind"]).casefold()
+        parts["kind"] = parts["kind"].casefold()  # as they said it ("bf"): every word of a value is theirs
         parts["at"] = f" at {parts['place']}" if parts["place"] else ""
         parts["when"] = f" {parts['when'].strip()}" if parts["when"] else ""
         parts["surname"] = f" {parts['surname']}" if parts["surname"] else ""
