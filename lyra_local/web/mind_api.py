@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -22,11 +22,10 @@ from starlette.concurrency import run_in_threadpool
 from ..errors import BadRequest, LyraError
 from ..mind.about import cards
 from ..mind.backlog import sense
-from ..mind.dream_sentences import conversation_ids, pass_summary, sentence
+from ..mind.dream_log import told
+from ..mind.dream_sentences import pass_summary
 from ..mind.drives import Backlog, compute_drives
 from ..mind.profile import normalize_key
-from ..store import Store
-from ..store.sessions import SessionNotFound
 from .deps import app_state
 from .params import EventId, RowId
 
@@ -47,23 +46,6 @@ def sensed(state: AppState) -> Backlog:
     """The backlog now, which the drives are computed from: the one reading of them that every route shows
     (the Memory and the Dream panels once disagreed: one read the last pass's record, the other the backlog)."""
     return sense(state.store, state.settings.dream, zone=state.settings.companion.zone)
-
-
-def titles(store: Store, session_ids: Iterable[int]) -> dict[int, str | None]:
-    """Each session's name now; None for one that is gone (forgotten), so its old title is never shown."""
-    out: dict[int, str | None] = {}
-    for session_id in set(session_ids):
-        try:
-            out[session_id] = store.sessions.get(session_id).name
-        except SessionNotFound:
-            out[session_id] = None
-    return out
-
-
-def told(store: Store, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The log's events, each with the sentence a person reads (``says``); the raw fields stay for developers."""
-    named = titles(store, (i for e in events for i in conversation_ids(e)))
-    return [{**e, "says": sentence(e, named)} for e in events]
 
 
 @router.get("/dream")
