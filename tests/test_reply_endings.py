@@ -121,7 +121,6 @@ def test_a_reply_cut_at_the_limit_is_stored_as_cut_and_continue_extends_it(clien
 
 # store/branches.py (not this change's file) copies a turn's columns by name to ``asides`` and back: until it
 # copies ``ending`` too, a version chosen back loses its mark. strict: once it does, this fails: drop the mark.
-@pytest.mark.xfail(strict=True, reason="store/branches.py does not carry exchanges.ending to asides and back yet")
 def test_a_cut_version_chosen_back_is_still_marked(client: TestClient, chat: LimitedChat) -> None:
     session = client.post("/api/sessions", json={"name": "story"}).json()["id"]
     chat.enqueue("Once upon a time there was a lighthouse keeper", "was a keeper.")

@@ -158,7 +158,7 @@ DIGEST_COVERS = (f"({_PERIOD_START} || 'T00:00:00.000000+00:00')", f"({_PERIOD_L
 
 # -- the registry -------------------------------------------------------------------------------
 
-_TURN = ("id", "session_id", "role", "created_at", "tokens", "source_id")
+_TURN = ("id", "session_id", "role", "created_at", "tokens", "source_id", "ending")
 
 KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     Kind("session", "sessions", ("conversation", "conversations"),
@@ -170,7 +170,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
          words=("content",), plain=(*_TURN, "remembered"),
          export=Export(SESSIONS_FILE, "messages", ("role", "content", "created_at"),
                        MappingProxyType({"source_id": "source_id", "session_id": "session"}),
-                       ("id", "tokens", "remembered")),
+                       ("id", "tokens", "remembered", "ending")),
          node=True, remove=delete_rows("exchanges"), on_text="forget", vector_tier="exchange",
          fts=MappingProxyType({"turn": "exchanges_fts", "context": "exchange_context_fts"}),
          time_column="created_at", session_column="session_id", current="t.remembered = 1", searchable=True),
@@ -179,7 +179,8 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
                                     "vector_model", "set_aside_seq"),
          export=Export(SESSIONS_FILE, "asides", ("role", "content", "created_at", "set_aside_seq"),
                        MappingProxyType({"source_id": "source_id", "parent_id": "parent", "session_id": "session"}),
-                       ("id", "tokens", "trace", "trace_tokens", "trace_created_at", "vector", "vector_model")),
+                       ("id", "tokens", "trace", "trace_tokens", "trace_created_at", "vector", "vector_model",
+                        "ending")),
          on_text="forget", same_ids_as="exchange", time_column="created_at", session_column="session_id"),
     Kind("gist", "gists", ("summary", "summaries"),
          words=("content",), plain=("id", "session_id", "covers_upto", "created_at", "updated_at", "stale",
