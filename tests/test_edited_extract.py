@@ -130,4 +130,14 @@ def test_without_a_configured_name_the_floor_names_the_person_as_they_introduced
     assert first.content.startswith("Maya has an interview on 2 May for a ward manager job and asked for help to "
                                     "prepare."), first.content
     assert "ChatGPT listed: Research the trust; Prepare examples." in first.content
-    assert second.content.startswith("The user is thinking of moving from Leeds to Edinburgh"), second.content
+    assert second.content.startswith("Maya is thinking of moving from Leeds to Edinburgh"), second.content  # she
+    # gave her name in another conversation, before the profile could learn it
+
+
+def test_a_person_who_never_gave_a_name_is_the_user(store: Store, make_settings: Callable[..., Settings]) -> None:
+    session = add_conversation(store, "Moving plans", "2024-03-11", MOVING[:2])
+    Dreamer(store, FakeChatModel(respond=drafting("Maya: hi")), FakeEmbedder(),
+            make_settings('[dream]\nsession_idle_s = 0\n')).run_pass(force=True)
+    gist = store.derived.gist(session)
+    assert gist is not None
+    assert gist.content.startswith("The user is thinking of moving from Leeds to Edinburgh"), gist.content

@@ -126,3 +126,21 @@ def test_a_prose_reply_is_reduced_to_its_first_plain_statement() -> None:
     # a verb it knows ("decide" is not among them), so no edit
     short = "Sounds fun! How does it feel?"
     assert reply_about(short, "Lyra", "Sam", sentences(short)) is None  # nothing it was about is said plainly
+
+
+@pytest.mark.parametrize(("said", "summary"), [
+    ("I hope you are well", "Maya hopes ChatGPT is well."),  # "you" before a verb: a subject
+    ("I want to thank you so much", "Maya wants to thank ChatGPT so much."),  # after a verb: an object
+])
+def test_the_one_spoken_to_is_named_as_subject_or_object(said: str, summary: str) -> None:
+    assert edited(said, "Maya", "ChatGPT") == summary
+
+
+def test_a_reply_names_the_person_it_was_said_to_without_changing_a_bare_infinitive() -> None:
+    reply = "Swimming is excellent exercise for shift workers: it is low impact and can help you sleep, so you feel rested."
+    assert reply_about(reply, "ChatGPT", "Maya", sentences(reply)) == (
+        "ChatGPT replied that swimming is excellent exercise for shift workers: it is low impact and can help Maya "
+        "sleep, so Maya feels rested.")
+    advice = "Think about work first: whether your job can transfer to a hospital in Edinburgh."
+    assert reply_about(advice, "ChatGPT", "Maya", sentences(advice)) == (
+        "ChatGPT advised: think about work first: whether Maya's job can transfer to a hospital in Edinburgh.")

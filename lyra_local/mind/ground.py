@@ -29,6 +29,7 @@ from .profile import grounded_facts
 from .statements import floor_facts
 
 COMPANION = 0.8  # the floor weighs the companion's own sentences less than the person's
+NAME_SESSIONS, NAME_TURNS = 20, 3  # where a person's name is looked for before the profile has it
 ONE_PIECE = 3  # the extract of a roll-up over one piece: its three most central sentences
 KEEP = 0.5  # a summary keeps its supported sentences if at least half are; else the floor is written
 MOODS = frozenset("""calm content happy glad cheerful curious hopeful grateful thoughtful reflective tired
@@ -86,14 +87,24 @@ class Ground:
         return reply_author(self._session(turn.session_id).source, self.names.get("name", "the companion"))
 
     def person(self, turns: Sequence[Exchange]) -> str:
-        """The person's name: configured or in the profile (``names``), else one they give in these turns
-        ("Hi! I'm Maya": the profile learns it only after the gists), else "the user"."""
+        """The person's name: configured or in the profile (``names``), else one they give in these turns or in
+        the first turns of their recent conversations ("Hi! I'm Maya": the profile learns it only after the
+        gists), else "the user"."""
         known = self.names.get("user", "")
         if known and known != "the user":
             return known
         speakers = {self.names.get("name", "").casefold()}
-        return next((value for t in turns if t.role == "user" for key, value in floor_facts(t.content, speakers)
-                     if key == "name"), "the user")
+
+        def given(said: Sequence[Exchange]) -> str | None:
+            return next((value for t in said if t.role == "user" for key, value in floor_facts(t.content, speakers)
+                         if key == "name"), None)
+
+        found = given(turns)
+        for session in self.store.sessions.list(limit=NAME_SESSIONS) if found is None else ():
+            found = given([t for t in self.store.exchanges.history(session.id) if t.role == "user"][:NAME_TURNS])
+            if found:
+                break
+        return found or "the user"
 
     def _who(self, turn: Exchange, person: str | None = None) -> str:
         if turn.role == "user":
@@ -111,7 +122,8 @@ class Ground:
     def said(self, turns: Sequence[Exchange]) -> list[Said]:
         """The turns as the floor reads them: the person's, edited to the third person under their name, and the
         replies, reduced to what they were about under their author's (ChatGPT's for an imported conversation)."""
-        person = self.person(turns)
+        person = self.person(turns) if any(t.role == "user" and not grounding.split_speaker(t.content)[0]
+                                           for t in turns) else "the user"
         return [Said(person, t.content, 1.0, to=self.replier(t)) if t.role == "user" else
                 Said(self.replier(t), t.content, COMPANION, reply=True, to=person)
                 for t in turns if t.role in ("user", "assistant")]

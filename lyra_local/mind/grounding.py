@@ -33,6 +33,7 @@ CENTRAL_SHARE = 0.6  # the floor weighs centrality against closeness to what it 
 REPEAT = 0.9  # two sentences this similar say the same thing: the floor keeps one
 FLOOR_QUOTES = 5  # the floor's summary of a session or a period: its few most central sentences
 QUOTE_WEIGHT = 0.6  # a sentence no edit can turn to the third person is quoted, and chosen after the edited ones
+REPLY_WEIGHT = 0.8  # in a roll-up, what a reply was about counts for less than what the person said
 CITES = 0.5  # an edited extract's sentence is mostly (this share of its words) the words of the turn it edits
 MIN_WORDS = 6  # shorter sentences ("Wow!", "Thanks, Mel!") say too little to keep in a gist
 SPEAKER = re.compile(r"^([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*)?):\s")
@@ -262,7 +263,10 @@ def _edit(who: str | None, sentence: str, to: str | None, weight: float) -> tupl
     if not who:
         return None, weight
     text = third_person.edited(sentence, who, to)
-    return (text, weight) if text else (third_person.in_their_words(sentence, who), weight * QUOTE_WEIGHT)
+    if text:
+        return text, weight
+    asks = 0.5 if "?" in sentence else 1.0  # of the sentences that can only be quoted, a statement says more
+    return third_person.in_their_words(sentence, who), weight * QUOTE_WEIGHT * asks
 
 
 def candidate_quotes(turns: Sequence[Said | tuple[str | None, str, float]], min_words: int = MIN_WORDS
@@ -374,5 +378,5 @@ def quotes_of(text: str, order: int) -> list[Quote]:
     a text in the floor's former quote form gives its quotes, edited as the floor edits them now."""
     found = [Quote(m.group(1), (order, n), m.group(2), *_edit(m.group(1), m.group(2), None, 1.0)[::-1])
              for n, m in enumerate(QUOTED.finditer(text))]
-    return found or [Quote(None, (order, n), s, QUOTE_WEIGHT if "“" in s else 1.0)
-                     for n, s in enumerate(sentences(text))]
+    return found or [Quote(None, (order, n), s, QUOTE_WEIGHT if "“" in s else REPLY_WEIGHT
+                           if third_person.REPLY.match(s) else 1.0) for n, s in enumerate(sentences(text))]

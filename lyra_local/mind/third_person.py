@@ -43,11 +43,14 @@ PAST = frozenset("""went got had did made saw said took came knew thought felt f
 ran swam began sang wrote bought brought caught taught fought sold sent spent built lost won paid kept slept meant
 ate drank drove rode wore chose broke spoke woke forgot grew threw flew drew held stood sat understood fell""".split())
 NOT_PAST = frozenset("need feed seed bleed speed breed proceed succeed exceed indeed shed bed red wed embed".split())
-AFTER_OBJECT_YOU = frozenset("to for with about at from of by".split())
 INTERJECTIONS = frozenset("""oh omg wow haha hahaha lol ok okay yeah yes yep hey hi hello well aw aww ah hmm um
 thanks thank congrats congratulations great sure absolutely certainly of course awesome cool nice""".split())
 TRAILING = re.compile(r"(?:\s+(?:lol|haha+|lmao|xx+|xd|:\)|:D))+\s*$", re.IGNORECASE)
-IMPERATIVES = frozenset("tell give show let send explain list describe check remind please imagine".split())
+IMPERATIVES = frozenset("""tell give show let send explain list describe check remind please imagine thank thanks
+consider avoid""".split())
+BARE_BEFORE = frozenset("help helps helping let lets make makes see watch hear".split())
+SUBJECT_AFTER = frozenset("""and but so if when because that or then while as since unless until once before after
+though although where""".split())
 OPENERS = frozenset("""the a an this that these those it it's its he she they he's she's they're his her their
 there there's here one some my""".split())
 
@@ -105,16 +108,20 @@ def _swap(sentence: str, me: str | None, you: str | None) -> tuple[str, bool] | 
 
 
 def _subject(parts: list[str], i: int, name: str, second: bool) -> bool:
-    """Name the subject at ``parts[i]`` and make its verb agree; ``False`` where that is not mechanical."""
+    """Name the subject at ``parts[i]`` and make its verb agree; ``False`` where that is not mechanical.
+
+    "you" after a word that is no conjunction is an object where no verb this knows follows ("for you", "thank
+    you so much") or a bare infinitive does ("help you sleep"): it is named and no verb changes.
+    """
     j = i + 2
     while j < len(parts) and parts[j].lower() in ADVERBS:
         j += 2
     verb = third_person_verb(parts[j]) if j < len(parts) and parts[j - 1].strip() == "" else None
+    before = parts[i - 2].lower() if i >= 2 and not re.search(r"[,.;:!?]", parts[i - 1]) else ""
+    if second and before and before not in SUBJECT_AFTER and (verb is None or before in BARE_BEFORE):
+        parts[i] = name
+        return True
     if verb is None:
-        # "you" as an object ("for you") is the one spoken to; as a subject it needs a verb this knows
-        if second and i >= 2 and parts[i - 2].lower() in AFTER_OBJECT_YOU:
-            parts[i] = name
-            return True
         return False
     parts[i] = name
     parts[j] = verb
@@ -208,10 +215,15 @@ def edited(sentence: str, name: str, addressee: str | None = None) -> str | None
     return tidy(f"{name} mentioned that {_lower_opener(sentence.strip())}")
 
 
-def _lower_opener(text: str) -> str:
-    """"The flats are cheaper" -> "the flats are cheaper" (after "that"); a name keeps its capital."""
+def _lower_opener(text: str, context: str = "") -> str:
+    """"The flats are cheaper" -> "the flats are cheaper" (after "that"); a name keeps its capital. A word is
+    taken for no name where it is a common one, or written in lower case elsewhere in ``context``."""
     opener = text.split()[0] if text.split() else ""
-    return opener.lower() + text[len(opener):] if opener.lower() in OPENERS else text
+    lower = opener.lower()
+    stem = lower.removesuffix("ing")
+    common = lower in OPENERS | VERBS | IMPERATIVES or stem != lower and {stem, stem + "e", stem[:-1]} & VERBS or \
+        re.search(rf"(?<![.!?]\s)\b{re.escape(lower)}\b", context)
+    return lower + text[len(opener):] if opener and common and opener[1:] == opener[1:].lower() else text
 
 
 def in_their_words(sentence: str, name: str) -> str:
@@ -221,7 +233,8 @@ def in_their_words(sentence: str, name: str) -> str:
 
 LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(.+)$")
 HEAD = re.compile(r"^\*\*(.+?)\*\*|^__(.+?)__|^([^:]{3,80}):")
-FLUFF = INTERJECTIONS | frozenset("here here's great good sure that's thats what sounds glad".split())
+FLUFF = INTERJECTIONS | frozenset("here here's great good sure that's thats what sounds glad how".split())
+REPLY = re.compile(r"^[\w'’ .-]{1,40}? (?:replied that|listed:|advised:) ")  # a reply reduced by ``reply_about``
 
 
 def _head(item: str, speaker: str, person: str) -> str | None:
@@ -251,6 +264,7 @@ def reply_about(reply: str, speaker: str, person: str, sentences: list[str], mos
         swapped = _swap(sentence, speaker, person)
         if swapped is None:
             continue
-        text = _lower_opener(swapped[0].strip())
-        return tidy(f"{speaker} replied that {text}")
+        text = _lower_opener(swapped[0].strip(), reply)
+        advice = first.group(0).lower() in VERBS | IMPERATIVES
+        return tidy(f"{speaker} advised: {text}" if advice else f"{speaker} replied that {text}")
     return None
