@@ -1,4 +1,5 @@
-"""The memory API: ``/api/recall`` (one tier, every knob) and ``/api/search`` (the search page: every kind)."""
+"""The memory API: ``/api/recall`` (one tier, every knob), ``/api/search`` (the search page: every kind, only
+what matches) and ``/api/timeline`` (the Memory panel's digests, folded by month)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from ..memory import RecallQuery
+from ..memory.folded_timeline import timeline
 from ..memory.search import Order, SearchQuery, SearchTier, search
 from ..transfer.timestamps import time_bound
 from .deps import app_state
 from .params import RowId
 
 router = APIRouter(prefix="/api")
+
+
 @router.get("/recall")
 async def recall(
     request: Request,
@@ -58,3 +62,12 @@ async def search_memory(
                         current_session_id=current_session_id, order=order)
     found = await run_in_threadpool(search, app_state(request).memory, query)
     return {"query": q, "results": [dataclasses.asdict(f) for f in found]}
+
+
+@router.get("/timeline")
+async def memory_timeline(request: Request) -> dict[str, Any]:
+    """The digests as the Memory panel shows them: months newest first, each with the days (and weeks) that had
+    talk, and its entries, a period with one child shown as that child and each text once."""
+    digests = await run_in_threadpool(app_state(request).store.derived.digests)
+    return {"months": [{"month": m.month, "days": m.days, "weeks": m.weeks, "count": m.count,
+                        "entries": [dataclasses.asdict(d) for d in m.entries]} for m in timeline(digests)]}

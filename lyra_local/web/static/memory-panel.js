@@ -17,8 +17,8 @@ async function loadMemory() {
   const load = ++loads;
   const sessionId = currentId();
   try {
-    const [self, world, profile, narrative, digests, sitrep, proposals, current] = await Promise.all([
-      api("/api/self"), api("/api/world"), api("/api/profile"), api("/api/narrative"), api("/api/digests"),
+    const [self, world, profile, narrative, timeline, sitrep, proposals, current] = await Promise.all([
+      api("/api/self"), api("/api/world"), api("/api/profile"), api("/api/narrative"), api("/api/timeline"),
       api("/api/sitrep?format=text"), api("/api/world/proposals"),
       sessionId ? api(`/api/sessions/${sessionId}/gist`) : { gist: null }]);
     if (load !== loads) return;
@@ -37,7 +37,7 @@ async function loadMemory() {
     renderProfile(profile.facts);
     memoryItem($("narrative"), { kind: "narrative", id: narrative.id, text: narrative.narrative,
       method: narrative.method, label: "the current arc", path: "/api/narrative", emptyText: "Not written yet." });
-    renderTimeline(digests.digests);
+    renderTimeline(timeline.months);
     $("sitrep").textContent = sitrep;
   } catch (e) { showError(e.message); }
 }
@@ -80,30 +80,18 @@ function renderProposals(proposals) {
   })));
 }
 
-/* The timeline: a fold per month, newest first, with days as a person says them. */
-function renderTimeline(digests) {
+/* The timeline: a fold per month, newest first, with days as a person says them. The server folds it
+ * (memory/folded_timeline.py): a period with one child is that child, each text is there once, and a month
+ * is labelled by the days (and weeks) that had talk. */
+function renderTimeline(months) {
   const box = $("timeline");
   if (box.querySelector("[data-editing]")) return;  // a refresh waits until the person's edit ends
   const opened = new Set([...box.querySelectorAll("details[open]")].map((d) => d.dataset.month));
-  const months = new Map();
-  for (const d of digests) {
-    const month = D.periodMonth(d.period);
-    if (!months.has(month)) months.set(month, []);
-    months.get(month).push(d);
-  }
-  const rank = { month: 0, week: 1, day: 2 };
-  // the month's own digest, then its weeks and days, newest first (a week before the days it begins with)
-  const order = (a, b) => (a.granularity !== "month") - (b.granularity !== "month")
-    || D.periodStart(b.period).localeCompare(D.periodStart(a.period)) || rank[a.granularity] - rank[b.granularity];
-  box.replaceChildren(fragment([...months.keys()].sort().reverse().map((month) => {
-    const items = months.get(month).sort(order);
-    const counts = ["week", "day"].map((g) => [g, items.filter((d) => d.granularity === g).length])
-      .filter(([, n]) => n).map(([g, n]) => `${n} ${g}${n > 1 ? "s" : ""}`).join(", ");
-    return el("details", { class: "month", "data-month": month, open: opened.has(month) },
-      el("summary", {}, el("span", { text: D.periodLabel(month) }), counts ? el("span", { class: "muted", text: ` · ${counts}` }) : null),
-      el("ol", { class: "plain" }, fragment(items.map(timelineItem))));
-  })));
-  if (!digests.length) box.append(el("p", { class: "muted", text: "Empty so far." }));
+  box.replaceChildren(fragment(months.map(({ month, count, entries }) =>
+    el("details", { class: "month", "data-month": month, open: opened.has(month) },
+      el("summary", {}, el("span", { text: D.periodLabel(month) }), count ? el("span", { class: "muted", text: ` · ${count}` }) : null),
+      el("ol", { class: "plain" }, fragment(entries.map(timelineItem)))))));
+  if (!months.length) box.append(el("p", { class: "muted", text: "Empty so far." }));
 }
 
 function timelineItem(d) {
