@@ -137,7 +137,8 @@ def test_the_one_spoken_to_is_named_as_subject_or_object(said: str, summary: str
 
 
 def test_a_reply_names_the_person_it_was_said_to_without_changing_a_bare_infinitive() -> None:
-    reply = "Swimming is excellent exercise for shift workers: it is low impact and can help you sleep, so you feel rested."
+    reply = ("Swimming is excellent exercise for shift workers: it is low impact and can help you sleep, "
+             "so you feel rested.")
     assert reply_about(reply, "ChatGPT", "Maya", sentences(reply)) == (
         "ChatGPT replied that swimming is excellent exercise for shift workers: it is low impact and can help Maya "
         "sleep, so Maya feels rested.")
