@@ -110,7 +110,7 @@ def digest_material(store: Store, job: DigestJob) -> tuple[list[tuple[str, str]]
     if not rows:
         raise LookupError(f"the sources of the {job.granularity} digest {job.period} are gone")
     pieces = [(content if len(rows) == 1 else f"{label}: {content}", method) for label, content, _, method in rows]
-    if any(method == "extractive" for _, method in pieces):  # quotes are kept as they were said, unlabelled
+    if any(method == "extractive" for _, method in pieces):  # an extract's sentences are rolled up as written
         pieces = [(content, method) for _, content, _, method in rows]
     return pieces, [(kind, int(r.id)) for r in rows]
 
