@@ -145,3 +145,14 @@ def test_a_reply_names_the_person_it_was_said_to_without_changing_a_bare_infinit
     advice = "Think about work first: whether your job can transfer to a hospital in Edinburgh."
     assert reply_about(advice, "ChatGPT", "Maya", sentences(advice)) == (
         "ChatGPT advised: think about work first: whether Maya's job can transfer to a hospital in Edinburgh.")
+
+
+def test_after_replied_that_a_common_word_loses_its_capital_and_a_name_keeps_it() -> None:
+    for reply, summary in [
+        ("Having family nearby makes a move much easier. Ok.", "ChatGPT replied that having family nearby makes a "
+                                                               "move much easier."),
+        ("Leith is popular for its waterfront and food scene.", "ChatGPT replied that Leith is popular for its "
+                                                               "waterfront and food scene."),
+        ("Night shifts are hard on sleep, and a night shift before an interview is harder.",
+         "ChatGPT replied that night shifts are hard on sleep, and a night shift before an interview is harder.")]:
+        assert reply_about(reply, "ChatGPT", "Maya", sentences(reply)) == summary

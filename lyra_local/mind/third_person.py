@@ -221,7 +221,8 @@ def _lower_opener(text: str, context: str = "") -> str:
     opener = text.split()[0] if text.split() else ""
     lower = opener.lower()
     stem = lower.removesuffix("ing")
-    common = lower in OPENERS | VERBS | IMPERATIVES or stem != lower and {stem, stem + "e", stem[:-1]} & VERBS or \
+    known = VERBS | IMPERATIVES | set(AGREEMENT)
+    common = lower in OPENERS | known or stem != lower and {stem, stem + "e", stem[:-1]} & known or \
         re.search(rf"(?<![.!?]\s)\b{re.escape(lower)}\b", context)
     return lower + text[len(opener):] if opener and common and opener[1:] == opener[1:].lower() else text
 
