@@ -93,7 +93,7 @@ def bench_size(n: int, n_queries: int, root: Path) -> dict[str, str]:
     exact_build = time.perf_counter() - start
     naive_p50, naive_p95, naive_res = latencies(lambda q: naive_search(store, q, 10), naive_queries)
     exact_p50, exact_p95, exact_res = latencies(lambda q: [i for i, _ in exact.search(q, 10)], queries)
-    agree = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(naive_res, exact_res)])
+    agree = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(naive_res, exact_res, strict=True)])
     exact_mb = exact.size * DIM * 4 / 2**20
 
     # cold start: load the snapshot and catch up on 1% new rows, vs rebuilding from SQLite
@@ -121,7 +121,7 @@ def bench_size(n: int, n_queries: int, root: Path) -> dict[str, str]:
     reference = Store(data_dir, index_settings=exact_settings)
     shutil.rmtree(data_dir / "index", ignore_errors=True)
     truth = [[i for i, _ in reference.index("exchange", MODEL).search(q, 10)] for q in queries]
-    recall10 = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(truth, hnsw_res)])
+    recall10 = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(truth, hnsw_res, strict=True)])
     hnsw_store.close()
     reference.close()
     shutil.rmtree(data_dir)

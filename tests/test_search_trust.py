@@ -11,7 +11,20 @@ import numpy as np
 import pytest
 
 from lyra_local.memory import Memory
-from lyra_local.memory.search import Found, SearchQuery, dedupe, demote_fresh, ordered, search
+from lyra_local.memory.search import (
+    MEANING,
+    MEANING_FLOORS,
+    Candidate,
+    Found,
+    SearchQuery,
+    dedupe,
+    demote_fresh,
+    matched_by,
+    matches,
+    meaning_floor,
+    ordered,
+    search,
+)
 from lyra_local.memory.snippet import matched_spans, snippet
 from lyra_local.store import Store
 from lyra_local.store.db import to_iso
@@ -55,6 +68,41 @@ def test_matching_takes_prefixes_and_endings_but_not_stopwords_or_parts_of_words
     text = "The painter paints; Painting is what she does. A skiln is no kiln."
     assert [text[a:b] for a, b in matched_spans(text, "what did she paint")] == ["painter", "paints", "Painting"]
     assert [text[a:b] for a, b in matched_spans(text, "kiln")] == ["kiln"]
+
+
+# -- only what matches: by words, by date, by meaning above the floor, or the reply to one that matched ----------
+
+def test_words_come_first_then_the_named_day_then_meaning_from_the_floor() -> None:
+    assert matched_by(True, 0.01, 0.4) == "words"
+    assert matched_by(False, 0.01, 0.4, dated=True) == "date"
+    assert matched_by(False, 0.4, 0.4) == "meaning"
+    assert matched_by(False, 0.399, 0.4) is None
+    assert matched_by(False, None, 0.4) is None  # no vector (being re-embedded): only words can match
+
+
+def test_a_turn_that_matches_nothing_is_shown_only_as_the_reply_to_a_question_that_does() -> None:
+    asked = Candidate(1, words=True, cosine=0.1, asks=True)
+    reply = Candidate(2, words=False, cosine=0.05, previous=1, asks=True)
+    after_reply = Candidate(3, words=False, cosine=0.05, previous=2)  # a reply's reply is no match
+    stray = Candidate(9, words=False, cosine=0.2, previous=8)  # its previous turn was not found
+    told = Candidate(11, words=False, cosine=0.9)  # matched by meaning, but asks nothing
+    after_told = Candidate(12, words=False, cosine=0.0, previous=11)
+    assert matches([reply, after_reply, stray, asked, told, after_told], 0.4) == {1: "words", 2: "reply",
+                                                                                  11: "meaning"}
+
+
+def test_a_word_nobody_said_matches_nothing_so_brings_no_reply() -> None:
+    near = [Candidate(i, words=False, cosine=0.3, previous=i - 1) for i in range(1, 6)]
+    assert matches(near, 0.4) == {}
+
+
+def test_the_floor_is_the_embedding_models_own_and_higher_for_a_word_or_two() -> None:
+    mini = MEANING_FLOORS["all-MiniLM-L6-v2"]
+    assert meaning_floor("all-MiniLM-L6-v2.F16", "our new dog is afraid of the hoover") == mini.sentence
+    assert meaning_floor("/models/all-MiniLM-L6-v2.Q8_0", "my dog") == mini.words  # "my" is a stopword
+    assert meaning_floor("all-MiniLM-L6-v2.F16", "rescue greyhound") == mini.words
+    assert mini.words > mini.sentence
+    assert meaning_floor("nomic-embed-text-v1.5.f16", "a whole sentence of words here") == MEANING.sentence
 
 
 # -- one text once, the fresh question last, ordered by the days spoken of ----------------------------------------

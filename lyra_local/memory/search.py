@@ -4,7 +4,12 @@ Turns, gists and digests come from recall (dense and full-text stages fused);
 profile facts are few, so they are matched here: their words against the
 query's, and their meaning (embedded now) against the query's vector. Unlike a
 reply's recall, which always takes its nearest memories, a search keeps only
-what shares a word with the query or is close to it in meaning. Each
+what is found by words (a word of the query is in its own text: the words
+shown marked) or by meaning (its own vector at least the embedding model's
+floor close to the query's). Being near a matching turn (the turn after a
+question, a turn whose previous one matched) is no match: a word nobody said,
+or one forgotten, finds nothing, so a person can check that a forget worked.
+The floor is measured by ``scripts/search_floor.py`` (docs/benchmarks.md). Each
 result says where it came from (a conversation, a turn to open), so the
 search page can open it, and forget it through the same forget as everywhere.
 Results are interleaved best-first across kinds, so no kind crowds out the rest.
@@ -33,16 +38,32 @@ from ..store.db import to_iso
 from ..store.recall_index import RecallIndex
 from ..store.sessions import SessionNotFound
 from ..transfer.timestamps import time_bound
+from .fusion import asks, query_words
 from .memory import Memory
 from .recall import RecallQuery
-from .snippet import Piece, snippet
+from .snippet import Piece, matched_spans, snippet
 
 SearchTier = Literal["exchange", "gist", "fact", "digest"]
 Order = Literal["best", "newest", "oldest"]
+Match = Literal["words", "date", "meaning", "reply"]
 SEARCH_TIERS: tuple[str, ...] = kinds.SEARCH_TIERS  # the registry's searchable kinds
-MEANING = 0.35  # found by meaning alone, a memory is shown from this cosine with the query (found by words: always)
-FACT_MEANING = 0.55  # a fact matches by meaning from this cosine with the query (by words, at any)
-BY_MEANING_ONLY = {"dense", "neighbours"}  # recall's stages that find without a shared word
+SHORT_QUERY = 2  # a query of at most this many words (stopwords aside) is a word or two: its cosines run noisy
+
+
+@dataclass(frozen=True)
+class Floor:
+    """From which cosine with the query a memory found by meaning alone is shown (found by words: always), for
+    a sentence and for a word or two, per embedding model. Chosen with ``scripts/search_floor.py``: ``sentence``
+    the highest at which recall@10 on LoCoMo's dev half and MemoryBank does not drop; ``words`` the lowest at
+    which about 1 in 100 words nobody said (or forgotten) still shows something."""
+
+    sentence: float
+    words: float
+
+
+MEANING_FLOORS: dict[str, Floor] = {"all-MiniLM-L6-v2": Floor(sentence=0.35, words=0.5)}
+MEANING = Floor(sentence=0.35, words=0.5)  # a model not measured: MiniLM's, the default's
+FACT_MEANING = 0.55  # a fact (a few words: its cosines run high) matches by meaning from this cosine
 FRESH_S = 600.0  # turns of the current conversation this recent come after every older memory
 
 
@@ -87,6 +108,7 @@ class Found:
     granularity: str | None = None
     period: str | None = None
     snippet: tuple[Piece, ...] = ()
+    matched: str = "words"  # how it matches (``matches``): "words" (marked in the snippet), "date", "meaning", "reply"
 
 
 def search(memory: Memory, query: SearchQuery, now: datetime | None = None) -> list[Found]:
@@ -112,8 +134,12 @@ def _recalled(memory: Memory, query: SearchQuery, tier: str, vector: np.ndarray,
     # Recall always fills its k (a reply wants its nearest memories); a search shows only what matches.
     index = RecallIndex(memory.store)
     vectors = index.vectors(tier, memory.active_model, [h.id for h in hits])
-    hits = [h for h in hits if set(h.stages) - BY_MEANING_ONLY
-            or (h.id in vectors and float(vectors[h.id] @ vector) >= MEANING)]
+    before = {i: pair[0] for i, pair in index.neighbours([h.id for h in hits]).items()} if tier == "exchange" else {}
+    how = matches([Candidate(h.id, bool(matched_spans(h.content, query.text)),
+                             float(vectors[h.id] @ vector) if h.id in vectors else None, before.get(h.id),
+                             dated="date" in h.stages, asks=tier == "exchange" and asks(h.content)) for h in hits],
+                  meaning_floor(memory.active_model, query.text))
+    hits = [h for h in hits if h.id in how]
     covers = index.covers(tier, [h.id for h in hits])
     periods = index.rows(tier, [h.id for h in hits]) if tier == "digest" else {}  # the found ones' only
     out = []
@@ -122,8 +148,58 @@ def _recalled(memory: Memory, query: SearchQuery, tier: str, vector: np.ndarray,
         digest = periods.get(h.id)
         out.append(replace(_placed(memory, h.kind, h.id, h.content, h.created_at, h.session_id, h.score),
                            began_at=began, ended_at=ended, granularity=digest["granularity"] if digest else None,
-                           period=digest["period"] if digest else None))
+                           period=digest["period"] if digest else None, matched=how[h.id]))
     return out
+
+
+def meaning_floor(model: str, query: str) -> float:
+    """The cosine from which a memory found by meaning alone is shown, for embedding model ``model`` (by its
+    file's name) and ``query``."""
+    name = model.rsplit("/", 1)[-1]
+    floor = next((f for prefix, f in MEANING_FLOORS.items() if name.startswith(prefix)), MEANING)
+    return floor.words if len(query_words(query)) <= SHORT_QUERY else floor.sentence
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What a search knows of a memory recall found: whether a word of the query is in its own text, whether it
+    was said in the period the query names ("on April 27th"), its own vector's cosine with the query's
+    (``None`` without a vector), the turn before it in its conversation and whether it asks (a turn's only)."""
+
+    id: int
+    words: bool
+    cosine: float | None
+    previous: int | None = None
+    dated: bool = False
+    asks: bool = False
+
+
+def matches(candidates: Sequence[Candidate], floor: float) -> dict[int, Match]:
+    """How each candidate matches the query; one that does not is left out. A turn that matches nothing itself
+    but answers a question that does ("Can you recommend a film?" -> "Try Paddington") is shown as its
+    ``reply``: a word nobody said matches nothing, so it brings no reply either."""
+    out: dict[int, Match] = {}
+    for c in candidates:
+        how = matched_by(c.words, c.cosine, floor, dated=c.dated)
+        if how is not None:
+            out[c.id] = how
+    questions = {c.id for c in candidates if c.asks and c.id in out}
+    for c in candidates:
+        if c.id not in out and c.previous in questions:
+            out[c.id] = "reply"
+    return out
+
+
+def matched_by(words: bool, cosine: float | None, floor: float, *, dated: bool = False) -> Match | None:
+    """How a memory matches a query by itself: by ``words`` (one of the query's is in its text), by ``date`` (said
+    in the period the query names), by meaning (its ``cosine`` with the query at least ``floor``), or not."""
+    if words:
+        return "words"
+    if dated:
+        return "date"
+    if cosine is not None and cosine >= floor:
+        return "meaning"
+    return None
 
 
 def normalized(text: str) -> str:
@@ -174,17 +250,17 @@ def _facts(memory: Memory, query: SearchQuery, vector: np.ndarray, since: str | 
         return []
     texts = [f"{f.key}: {f.value}" for f in facts]
     meaning = np.asarray(memory.embedder.embed(texts), dtype=np.float32) @ vector
-    asked = set(re.findall(r"\w{3,}", query.text.lower()))
     scored = []
     for fact, text, cosine in zip(facts, texts, meaning, strict=True):
-        words = len(asked & set(re.findall(r"\w{3,}", text.lower())))
-        if words or cosine >= FACT_MEANING:
-            scored.append((words + float(cosine), fact))
-    scored.sort(key=lambda pair: -pair[0])
+        words = len(matched_spans(text, query.text))
+        how = matched_by(words > 0, float(cosine), FACT_MEANING)
+        if how is not None:
+            scored.append((words + float(cosine), how, fact))
+    scored.sort(key=lambda found: -found[0])
     return [replace(_placed(memory, "fact", f.id, f"{f.key}: {f.value}", f.observed_at or f.created_at,
                             f.source_session_id, score),
-                    began_at=f.observed_at or f.created_at, ended_at=f.observed_at or f.created_at)
-            for score, f in scored[:query.k]]
+                    began_at=f.observed_at or f.created_at, ended_at=f.observed_at or f.created_at, matched=how)
+            for score, how, f in scored[:query.k]]
 
 
 def _placed(memory: Memory, tier: str, item_id: int, content: str, created_at: str, session_id: int | None,

@@ -1,5 +1,7 @@
-/* Search: what I remember, by meaning and by words; each result dated by the days it speaks of, its matched
- * words marked, Open (a link) under it and Forget away from it. */
+/* Search: what I remember, by meaning and by words; each result dated by the days it speaks of, saying how it
+ * was found (by words: the matched words marked; by date; by meaning: close, no word in common; the reply to a
+ * match), Open (a link) under it and Forget away from it. Only what matches is shown, so a word nobody said
+ * (or one forgotten) finds nothing. */
 import { api } from "./api.js";
 import { emit } from "./bus.js";
 import { currentId } from "./conversation.js";
@@ -32,9 +34,30 @@ async function runSearch() {
   $("search-status").textContent = "Searching…";
   try {
     const { results } = await api(`/api/search?${params}`);
-    $("search-status").textContent = results.length ? `${results.length} found.` : "Nothing found.";
+    $("search-status").replaceChildren(...(results.length ? [`${results.length} found.`] : nothingFound()));
     $("search-results").replaceChildren(fragment(results.map(searchResult)));
   } catch (e) { $("search-status").textContent = ""; showError(e.message); }
+}
+
+/* Nothing matched: said plainly, with what that means after a forget. */
+function nothingFound() {
+  return ["Nothing found.", el("span", { class: "muted search-hint",
+    text: " Nothing said shares these words or is close in meaning. What you forgot is gone: it is found nowhere." })];
+}
+
+/* How a result was found, in words (memory/search.py `matches`): a word of the search is in it (marked), it
+ * was said on the day the search names, it is close in meaning with no word in common, or it answers one that
+ * matched. */
+const FOUND_BY = {
+  words: ["found by words", "The marked words are in it"],
+  date: ["found by date", "Said on the day your search names"],
+  meaning: ["found by meaning", "No word in common: close in meaning"],
+  reply: ["the reply to a match", "It answers the message before it, which matched"],
+};
+
+function foundBy(r) {
+  const [text, title] = FOUND_BY[r.matched] || FOUND_BY.words;
+  return el("span", { class: `badge found-by ${r.matched}`, text, title });
 }
 
 function nextDay(day) {
@@ -61,8 +84,8 @@ function searchResult(r) {
       } catch (e) { showError(e.message); }
     } });
   const pieces = r.snippet && r.snippet.length ? r.snippet : [{ text: r.content, match: false }];
-  return el("li", { class: "result", "data-tier": r.tier },
-    el("div", { class: "result-head" }, el("span", { class: "badge", text: kind }), resultDate(r), forget),
+  return el("li", { class: "result", "data-tier": r.tier, "data-matched": r.matched },
+    el("div", { class: "result-head" }, el("span", { class: "badge", text: kind }), resultDate(r), foundBy(r), forget),
     el("p", { class: "snippet" }, fragment(pieces.map((p) => (p.match ? el("mark", { text: p.text }) : p.text)))),
     el("div", { class: "result-foot" }, open, r.session_name ? el("span", { class: "muted", text: r.session_name }) : null));
 }

@@ -1,0 +1,64 @@
+"""Search can say "nothing found", with the real tiny embedder and a real store: a made-up word, a word nobody
+said and a forgotten word find nothing, while a word that was said finds its turn by words and a paraphrase
+(no word in common) finds it by meaning. The floor under meaning is measured by scripts/search_floor.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from lyra_local.llm.local import LocalEmbedder
+from lyra_local.memory import Memory
+from lyra_local.memory.search import SearchQuery, search
+from lyra_local.store import Store
+
+MAYA = [
+    "Hi! I'm Maya. I have an interview on 2 May for a ward manager job, can you help me prepare?",
+    "i work night shifts as a nurse at st james's hospital so im always tired lol",
+    "we adopted a rescue greyhound called Biscuit last month!! he's scared of the hoover",
+    "I'm thinking of moving from Leeds to Edinburgh in September",
+    "my sister Jess lives there already, she's a teacher",
+    "i started a saturday pottery class w/ jess, it's so relaxing",
+    "I go swimming every morning before my shift",
+]
+REPLY = ("That sounds like a lot to juggle. A few ideas: plan the week ahead, keep a short list of what matters "
+         "most, and ask for help when you need it.")
+GREYHOUND = MAYA[2]
+
+
+@pytest.fixture
+def maya(store: Store, embedder: LocalEmbedder) -> Iterator[Memory]:
+    """Maya's messages, each answered by the same long, general reply (as an imported ChatGPT's would be)."""
+    memory = Memory(store, embedder)
+    session = store.sessions.create("Interview prep", created_at="2024-03-04T09:00:00+00:00").id
+    for i, text in enumerate(MAYA):
+        memory.remember(session, "user", text, created_at=f"2024-03-04T09:{i:02d}:00+00:00")
+        memory.remember(session, "assistant", f"{REPLY} ({i + 1})", created_at=f"2024-03-04T09:{i:02d}:30+00:00")
+    yield memory
+
+
+def found(memory: Memory, text: str) -> list[tuple[str, str]]:
+    return [(f.content, f.matched) for f in search(memory, SearchQuery(text))]
+
+
+@pytest.mark.parametrize("query", ["zorblatt", "quimflexen", "saxophone", "volcano eruption"])
+def test_a_word_nobody_said_finds_nothing(maya: Memory, query: str) -> None:
+    assert found(maya, query) == []
+
+
+def test_a_said_word_finds_its_turn_by_words_and_a_paraphrase_by_meaning(maya: Memory) -> None:
+    assert found(maya, "Biscuit") == [(GREYHOUND, "words")]  # not the replies after it: they do not say it
+    by_meaning = found(maya, "our new dog is afraid of the vacuum cleaner")
+    assert by_meaning and by_meaning[0] == (GREYHOUND, "meaning"), by_meaning
+    nurse = found(maya, "nurse")
+    assert nurse[0] == (MAYA[1], "words") and all("nurse" in text for text, how in nurse if how == "words")
+
+
+def test_a_forgotten_word_finds_nothing_after_the_forget(maya: Memory) -> None:
+    turn = next(t for t in maya.store.exchanges.history(1) if t.content == GREYHOUND)
+    assert found(maya, "greyhound")
+    maya.forget_exchanges([turn.id])
+    assert found(maya, "greyhound") == []
+    assert found(maya, "Biscuit") == []
+    assert found(maya, "swimming") == [(MAYA[6], "words")]  # what was not forgotten is still found
