@@ -20,11 +20,13 @@ import uuid
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..config import Settings, load_settings, model_file_problems
 from ..errors import ConfigError, LyraError
 from ..mind import Dreamer, PassReport
+from ..mind.dream_log import told
 from ..runtime import open_runtime
 from ..store import Store
 from ..store.forget import forget_idle_off_the_record
@@ -62,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
                                    name="dream-heartbeat", daemon=True)
         beating.start()
         dreamer = Dreamer(store, models.summary, models.embed, settings, stop=stop, instance_id=instance,
-                          on_event=None if args.quiet else lambda e: _print_event(console, e))
+                          on_event=None if args.quiet else lambda e: _print_event(console, store, e))
         passes, report = 0, None
         try:
             while True:
@@ -94,15 +96,12 @@ def _heartbeat(store: Store, instance: str, every_s: float, stop: threading.Even
             log.warning("dream worker heartbeat failed: %s", exc)
 
 
-def _print_event(console: Console, event: dict[str, Any]) -> None:
-    kind, target, detail = event["kind"], event["target"] or "", event["detail"] or {}
-    if kind in QUIET_KINDS:
+def _print_event(console: Console, store: Store, event: dict[str, Any]) -> None:
+    """What the dream did, in the sentence the Dream panel shows (``mind.dream_log``)."""
+    if event["kind"] in QUIET_KINDS:
         return
-    style = {"backoff": "yellow", "deferred": "red", "error": "red", "skip": "dim"}.get(kind, "green")
-    extra = ", ".join(f"{k}={v}" for k, v in detail.items() if k not in ("text", "self_narrative", "facts"))
-    if "facts" in detail:
-        extra = ", ".join(f"{k}: {v}" for k, v in detail["facts"].items()) or "no new facts"
-    console.print(f"[{style}]{kind:<16}[/] {target:<22} {extra}")
+    style = {"backoff": "yellow", "deferred": "red", "error": "red", "skip": "dim"}.get(event["kind"], "green")
+    console.print(f"[{style}]{escape(told(store, [event])[0]['says'])}[/]")
 
 
 def _print_report(console: Console, report: PassReport) -> None:
