@@ -39,7 +39,7 @@ import numpy as np
 from lyra_local.config import load_settings
 from lyra_local.llm.registry import Models
 from lyra_local.memory import RecallQuery
-from lyra_local.memory.fusion import STOPWORDS, asks
+from lyra_local.memory.fusion import STOPWORDS
 from lyra_local.memory.search import Candidate, matches, meaning_floor
 from lyra_local.memory.snippet import matched_spans
 from lyra_local.store.recall_index import RecallIndex
@@ -53,8 +53,7 @@ FLOORS = (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55)
 DEPTH = 25
 NULLS_PER_KIND = 40  # per memory
 WORD = re.compile(r"[a-z]{5,}")
-Scored = tuple[int, bool, bool, float | None, int | None, bool, bool]  # id, evidence?, words?, cosine, turn before,
-# dated?, asks?
+Scored = tuple[int, bool, bool, float | None, int | None, bool]  # id, evidence?, words?, cosine, turn before, dated?
 
 
 def made_up(rng: random.Random) -> str:
@@ -116,9 +115,9 @@ def measure(dataset: str, models: Models, base: Path, other_words: list[str], se
             around = index.neighbours([h.id for h in hits])
             scored = [(h.id, any(h.id in m for m in evidence), bool(matched_spans(h.content, question.text)),
                        float(own[h.id] @ v) if h.id in own else None, around.get(h.id, (None, None))[0],
-                       "date" in h.stages, asks(h.content)) for h in hits]
+                       "date" in h.stages) for h in hits]
             rows.append((scored, len(evidence)))
-            nulls["relevant, by meaning only"].extend(c for _, hit, words, c, _, dated, _ in scored
+            nulls["relevant, by meaning only"].extend(c for _, hit, words, c, _, dated in scored
                                                       if hit and not words and not dated and c is not None)
         counts = words_of(texts)
         said_once = sorted(w for w, n in counts.items() if n == 1)
@@ -142,8 +141,8 @@ def recall_at_10(rows: list[tuple[list[Scored], int]], floor: float | None) -> f
     denominator, as eval_recall.py has it when a turn is one message)."""
     shares = []
     for hits, n in rows:
-        how = matches([Candidate(i, words, cos, previous, dated, question)
-                       for i, _, words, cos, previous, dated, question in hits], -2.0 if floor is None else floor)
+        how = matches([Candidate(i, words, cos, previous, dated) for i, _, words, cos, previous, dated in hits],
+                      -2.0 if floor is None else floor)
         kept = [evidence for i, evidence, *_ in hits if i in how][:10]
         shares.append(min(1.0, sum(kept) / n))
     return statistics.mean(shares)

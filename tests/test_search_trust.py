@@ -80,15 +80,15 @@ def test_words_come_first_then_the_named_day_then_meaning_from_the_floor() -> No
     assert matched_by(False, None, 0.4) is None  # no vector (being re-embedded): only words can match
 
 
-def test_a_turn_that_matches_nothing_is_shown_only_as_the_reply_to_a_question_that_does() -> None:
-    asked = Candidate(1, words=True, cosine=0.1, asks=True)
-    reply = Candidate(2, words=False, cosine=0.05, previous=1, asks=True)
+def test_a_turn_that_matches_nothing_is_shown_only_as_the_reply_to_one_that_does() -> None:
+    asked = Candidate(1, words=True, cosine=0.1)
+    reply = Candidate(2, words=False, cosine=0.05, previous=1)
     after_reply = Candidate(3, words=False, cosine=0.05, previous=2)  # a reply's reply is no match
     stray = Candidate(9, words=False, cosine=0.2, previous=8)  # its previous turn was not found
-    told = Candidate(11, words=False, cosine=0.9)  # matched by meaning, but asks nothing
-    after_told = Candidate(12, words=False, cosine=0.0, previous=11)
-    assert matches([reply, after_reply, stray, asked, told, after_told], 0.4) == {1: "words", 2: "reply",
-                                                                                  11: "meaning"}
+    near = Candidate(11, words=False, cosine=0.9)
+    after_near = Candidate(12, words=False, cosine=0.0, previous=11)
+    assert matches([reply, after_reply, stray, asked, near, after_near], 0.4) == {
+        1: "words", 2: "reply", 11: "meaning", 12: "reply"}
 
 
 def test_a_word_nobody_said_matches_nothing_so_brings_no_reply() -> None:

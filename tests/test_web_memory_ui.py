@@ -55,7 +55,7 @@ def dreamt(tmp_path_factory: pytest.TempPathFactory, browser: Browser) -> Iterat
         yield served, tmp / "data", 1
 
 
-def open_memory(browser: Browser, served: Served) -> Page:
+def open_memory(browser: Browser, served: Served) -> Page:  # noqa: F811
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.on("dialog", lambda d: d.accept())
     page.goto(served.url)
@@ -167,4 +167,51 @@ def test_a_confirmed_fact_survives_a_forced_pass_and_a_rejected_one_stays_gone(
     expect(page.locator("#profile li[data-key='home city'] .fact-value")).to_have_text("Lisbon")
     expect(page.locator("#profile li[data-key='job']").filter(has_text="river")).to_have_count(0)
     shot(page, "memory-about-you-after-dream")
+    page.close()
+
+
+def test_the_timeline_of_a_one_day_history_shows_its_text_once_labelled_by_the_day(
+        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
+    served = dreamt[0]
+    digests = httpx.get(f"{served.url}/api/digests").json()["digests"]
+    (day,) = [d for d in digests if d["granularity"] == "day"]  # two conversations, one day: its week, its month
+    assert {d["granularity"] for d in digests} == {"day", "week", "month"}, digests
+    page = open_memory(browser, served)
+    months = page.locator("#timeline details.month")
+    expect(months).to_have_count(1)
+    expect(months.locator("summary")).to_have_text(re.compile(r"^\w+ \d{4} · 1 day$"))  # not "1 week, 1 day"
+    months.locator("summary").click()
+    entries = months.locator("li")
+    expect(entries).to_have_count(1)  # the month, the week and the day were one text three times
+    label = page.evaluate("(p) => LyraDates.periodLabel(p)", day["period"])
+    expect(entries.locator("time")).to_have_text(label)  # labelled by the day ("Thu 26 Nov 2026")
+    text = page.locator("#timeline").inner_text()
+    assert text.count(day["content"][:60]) == 1, text
+    shot(page, "memory-timeline-one-day")
+    page.close()
+
+
+def search_for(page: Page, words: str) -> None:
+    if not page.locator("#search-input").is_visible():  # a second click on the tab would close the panel
+        page.click(".tab[data-panel=search]")
+    page.fill("#search-input", words)
+    page.press("#search-input", "Enter")
+    expect(page.locator("#search-status")).not_to_have_text("Searching…", timeout=30_000)
+
+
+def test_searching_a_word_never_said_shows_nothing_found_and_a_said_one_its_words(
+        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
+    page = open_memory(browser, dreamt[0])
+    search_for(page, "zorblattine")
+    expect(page.locator("#search-status")).to_contain_text("Nothing found.")
+    expect(page.locator("#search-status .search-hint")).to_contain_text("What you forgot is gone")
+    expect(page.locator("#search-results li")).to_have_count(0)
+    shot(page, "search-nothing-found")
+    search_for(page, "Lisbon")
+    said = page.locator("#search-results li[data-tier=exchange]").filter(has_text=SAID).first
+    expect(said).to_have_attribute("data-matched", "words")
+    expect(said.locator(".found-by")).to_have_text("found by words")
+    expect(said.locator(".snippet mark")).to_have_text("Lisbon")
+    assert page.locator("#search-results li[data-matched=words]").filter(has_not_text="Lisbon").count() == 0
+    shot(page, "search-found-by-words")
     page.close()

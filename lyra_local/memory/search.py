@@ -38,7 +38,7 @@ from ..store.db import to_iso
 from ..store.recall_index import RecallIndex
 from ..store.sessions import SessionNotFound
 from ..transfer.timestamps import time_bound
-from .fusion import asks, query_words
+from .fusion import query_words
 from .memory import Memory
 from .recall import RecallQuery
 from .snippet import Piece, matched_spans, snippet
@@ -61,8 +61,8 @@ class Floor:
     words: float
 
 
-MEANING_FLOORS: dict[str, Floor] = {"all-MiniLM-L6-v2": Floor(sentence=0.35, words=0.5)}
-MEANING = Floor(sentence=0.35, words=0.5)  # a model not measured: MiniLM's, the default's
+MEANING_FLOORS: dict[str, Floor] = {"all-MiniLM-L6-v2": Floor(sentence=0.4, words=0.5)}
+MEANING = Floor(sentence=0.4, words=0.5)  # a model not measured: the default's (MiniLM)
 FACT_MEANING = 0.55  # a fact (a few words: its cosines run high) matches by meaning from this cosine
 FRESH_S = 600.0  # turns of the current conversation this recent come after every older memory
 
@@ -137,8 +137,7 @@ def _recalled(memory: Memory, query: SearchQuery, tier: str, vector: np.ndarray,
     before = {i: pair[0] for i, pair in index.neighbours([h.id for h in hits]).items()} if tier == "exchange" else {}
     how = matches([Candidate(h.id, bool(matched_spans(h.content, query.text)),
                              float(vectors[h.id] @ vector) if h.id in vectors else None, before.get(h.id),
-                             dated="date" in h.stages, asks=tier == "exchange" and asks(h.content)) for h in hits],
-                  meaning_floor(memory.active_model, query.text))
+                             dated="date" in h.stages) for h in hits], meaning_floor(memory.active_model, query.text))
     hits = [h for h in hits if h.id in how]
     covers = index.covers(tier, [h.id for h in hits])
     periods = index.rows(tier, [h.id for h in hits]) if tier == "digest" else {}  # the found ones' only
@@ -164,28 +163,27 @@ def meaning_floor(model: str, query: str) -> float:
 class Candidate:
     """What a search knows of a memory recall found: whether a word of the query is in its own text, whether it
     was said in the period the query names ("on April 27th"), its own vector's cosine with the query's
-    (``None`` without a vector), the turn before it in its conversation and whether it asks (a turn's only)."""
+    (``None`` without a vector), and the turn before it in its conversation (a turn's only)."""
 
     id: int
     words: bool
     cosine: float | None
     previous: int | None = None
     dated: bool = False
-    asks: bool = False
 
 
 def matches(candidates: Sequence[Candidate], floor: float) -> dict[int, Match]:
     """How each candidate matches the query; one that does not is left out. A turn that matches nothing itself
-    but answers a question that does ("Can you recommend a film?" -> "Try Paddington") is shown as its
-    ``reply``: a word nobody said matches nothing, so it brings no reply either."""
+    but comes right after one that does ("Any film for tonight?" -> "Try Paddington") is shown as its ``reply``
+    (without it, recall@10 on MemoryBank drops: its evidence is often the answer). A word nobody said matches
+    nothing, so it brings no reply either."""
     out: dict[int, Match] = {}
     for c in candidates:
         how = matched_by(c.words, c.cosine, floor, dated=c.dated)
         if how is not None:
             out[c.id] = how
-    questions = {c.id for c in candidates if c.asks and c.id in out}
     for c in candidates:
-        if c.id not in out and c.previous in questions:
+        if c.id not in out and c.previous is not None and out.get(c.previous, "reply") != "reply":
             out[c.id] = "reply"
     return out
 

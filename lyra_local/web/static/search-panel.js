@@ -46,13 +46,13 @@ function nothingFound() {
 }
 
 /* How a result was found, in words (memory/search.py `matches`): a word of the search is in it (marked), it
- * was said on the day the search names, it is close in meaning with no word in common, or it answers one that
- * matched. */
+ * was said on the day the search names, it is close in meaning with no word in common, or it was said right
+ * after one that matched. */
 const FOUND_BY = {
   words: ["found by words", "The marked words are in it"],
   date: ["found by date", "Said on the day your search names"],
   meaning: ["found by meaning", "No word in common: close in meaning"],
-  reply: ["the reply to a match", "It answers the message before it, which matched"],
+  reply: ["the reply to a match", "Said right after a message that matched"],
 };
 
 function foundBy(r) {
