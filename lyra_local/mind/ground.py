@@ -106,10 +106,8 @@ class Ground:
                 break
         return found or "the user"
 
-    def _who(self, turn: Exchange, person: str | None = None) -> str:
-        if turn.role == "user":
-            return person or self.names.get("user", "the user")
-        return self.replier(turn)
+    def _who(self, turn: Exchange) -> str:
+        return self.names.get("user", "the user") if turn.role == "user" else self.replier(turn)
 
     def turn_sources(self, turns: Sequence[Exchange]) -> list[Source]:
         vectors = RecallIndex(self.store).vectors("exchange", self.model, [t.id for t in turns])
