@@ -53,7 +53,8 @@ FLOORS = (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55)
 DEPTH = 25
 NULLS_PER_KIND = 40  # per memory
 WORD = re.compile(r"[a-z]{5,}")
-Scored = tuple[int, bool, bool, float | None, int | None, bool]  # id, evidence?, words?, cosine, turn before, dated?
+# a hit: its id, the evidence turn it is a message of (-1: none), words?, cosine, the turn before it, dated?
+Scored = tuple[int, int, bool, float | None, int | None, bool]
 
 
 def made_up(rng: random.Random) -> str:
@@ -113,12 +114,13 @@ def measure(dataset: str, models: Models, base: Path, other_words: list[str], se
             own = index.vectors("exchange", model, [h.id for h in hits])
             evidence = [messages_of[e] for e in question.evidence]
             around = index.neighbours([h.id for h in hits])
-            scored = [(h.id, any(h.id in m for m in evidence), bool(matched_spans(h.content, question.text)),
+            scored = [(h.id, next((n for n, m in enumerate(evidence) if h.id in m), -1),
+                       bool(matched_spans(h.content, question.text)),
                        float(own[h.id] @ v) if h.id in own else None, around.get(h.id, (None, None))[0],
                        "date" in h.stages) for h in hits]
             rows.append((scored, len(evidence)))
-            nulls["relevant, by meaning only"].extend(c for _, hit, words, c, _, dated in scored
-                                                      if hit and not words and not dated and c is not None)
+            nulls["relevant, by meaning only"].extend(c for _, turn, words, c, _, dated in scored
+                                                      if turn >= 0 and not words and not dated and c is not None)
         counts = words_of(texts)
         said_once = sorted(w for w, n in counts.items() if n == 1)
         forgotten = rng.sample(said_once, min(NULLS_PER_KIND, len(said_once)))
@@ -137,14 +139,14 @@ def measure(dataset: str, models: Models, base: Path, other_words: list[str], se
 
 
 def recall_at_10(rows: list[tuple[list[Scored], int]], floor: float | None) -> float:
-    """Evidence recall@10 of the hits the search shows (hits are messages: a question's evidence count is its
-    denominator, as eval_recall.py has it when a turn is one message)."""
+    """Evidence recall@10 of the hits the search shows: the share of a question's evidence turns with a message
+    among its first 10 (as eval_recall.py counts it)."""
     shares = []
     for hits, n in rows:
         how = matches([Candidate(i, words, cos, previous, dated) for i, _, words, cos, previous, dated in hits],
                       -2.0 if floor is None else floor)
-        kept = [evidence for i, evidence, *_ in hits if i in how][:10]
-        shares.append(min(1.0, sum(kept) / n))
+        kept = [turn for i, turn, *_ in hits if i in how][:10]
+        shares.append(len({t for t in kept if t >= 0}) / n)
     return statistics.mean(shares)
 
 

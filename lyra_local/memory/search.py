@@ -53,9 +53,9 @@ SHORT_QUERY = 2  # a query of at most this many words (stopwords aside) is a wor
 @dataclass(frozen=True)
 class Floor:
     """From which cosine with the query a memory found by meaning alone is shown (found by words: always), for
-    a sentence and for a word or two, per embedding model. Chosen with ``scripts/search_floor.py``: ``sentence``
-    the highest at which recall@10 on LoCoMo's dev half and MemoryBank does not drop; ``words`` the lowest at
-    which about 1 in 100 words nobody said (or forgotten) still shows something."""
+    a sentence and for a word or two, per embedding model. Chosen with ``scripts/search_floor.py`` (its table is
+    in docs/benchmarks.md): ``sentence`` the highest at which recall@10 on LoCoMo's dev half and MemoryBank does
+    not drop; ``words`` where about 2 in 100 forgotten words and 1 in 100 never said still show something."""
 
     sentence: float
     words: float
