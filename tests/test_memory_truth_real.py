@@ -114,6 +114,8 @@ def test_the_memory_panel_shows_each_text_once(browser: Browser, maya: Served) -
     page.evaluate("document.querySelectorAll('#timeline details').forEach(d => { d.open = true; })")
     page.wait_for_load_state("networkidle")
     shot(page, "maya-memory-panel")
+    page.locator("#timeline").scroll_into_view_if_needed()
+    shot(page, "maya-timeline")
     texts = [" ".join(t.split()) for t in page.locator("#timeline .memory-item p").all_inner_texts()]
     assert texts and len(texts) == len(set(texts)), texts
     labels = page.locator("#timeline summary").all_inner_texts()
