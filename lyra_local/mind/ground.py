@@ -28,7 +28,7 @@ from .grounding import Quote, Said, Source, Verdict
 from .profile import grounded_facts
 from .statements import floor_facts
 
-COMPANION = 0.8  # the floor weighs the companion's own sentences less than the person's
+COMPANION = 0.5  # a reply (reduced to what it was about) weighs less than even a quote of the person (QUOTE_WEIGHT)
 NAME_SESSIONS, NAME_TURNS = 20, 3  # where a person's name is looked for before the profile has it
 ONE_PIECE = 3  # the extract of a roll-up over one piece: its three most central sentences
 KEEP = 0.5  # a summary keeps its supported sentences if at least half are; else the floor is written

@@ -37,7 +37,8 @@ export function memoryItem(container, { kind, id, text, method, label, path, emp
   if (!text) { container.replaceChildren(el("p", { class: "muted", text: emptyText })); return; }
   const [body, more] = clamped(text);
   const mine = method === "user" ? el("span", { class: "badge", text: "your words" }) :
-    method === "extractive" ? el("span", { class: "badge", text: "as said" }) : null;
+    method === "extractive" ? el("span", { class: "badge", text: "from the conversation",
+      title: "Written without the model: the conversation's own sentences, edited" }) : null;
   const editButton = el("button", { class: "link", text: "Edit", "aria-label": `Edit ${label}`, onclick: () => {
     const area = el("textarea", { rows: "4", "aria-label": `${label}, your version` });
     area.value = text;
