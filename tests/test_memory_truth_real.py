@@ -11,9 +11,7 @@ are the "after" of docs/benchmarks.md.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,6 +20,7 @@ from playwright.sync_api import Browser, expect
 
 from . import maya_export
 from .conftest import Served
+from .served_web import dream, import_file
 from .test_web_ui import CONFIG, browser, shot, start  # noqa: F401  (the browser fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
@@ -29,37 +28,12 @@ DREAM_S = 900
 CHAIN = re.compile(r"said, [“\"].*said, [“\"]", re.S)  # `X said, "…" Y said, "…"`: a transcript, not a summary
 
 
-def import_export(served: Served, path: Path) -> dict[str, Any]:
-    job = httpx.put(f"{served.url}/api/import", params={"filename": path.name}, content=path.read_bytes(),
-                    timeout=60).json()["job"]
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        status: dict[str, Any] = httpx.get(f"{served.url}/api/import/{job}").json()
-        if status["status"] != "running":
-            assert status["status"] == "done", status
-            return status
-        time.sleep(0.5)
-    raise AssertionError("the import did not finish")
-
-
-def dream(served: Served) -> float:
-    started = time.monotonic()
-    assert httpx.post(f"{served.url}/api/dream").json()["started"]
-    while time.monotonic() < started + DREAM_S:
-        status = httpx.get(f"{served.url}/api/dream").json()
-        if not status["running"] and status["last_pass"]:
-            assert status["last_pass"]["status"] == "done", status["last_pass"]
-            return time.monotonic() - started
-        time.sleep(1)
-    raise AssertionError(f"the dream pass took more than {DREAM_S} s")
-
-
 @pytest.fixture(scope="module")
 def maya(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("maya")
     for served in start(tmp, CONFIG.replace('user_name = "Sam"\n', "")):  # a new user: no name configured
-        import_export(served, maya_export.write(tmp / "chatgpt-export.zip"))
-        print(f"\nthe forced dream over Maya's four conversations took {dream(served):.0f} s")
+        import_file(served, maya_export.write(tmp / "chatgpt-export.zip"))
+        print(f"\nthe forced dream over Maya's four conversations took {dream(served, DREAM_S):.0f} s")
         yield served
 
 

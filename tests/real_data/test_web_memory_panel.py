@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from ..conftest import REPO, Served
+from ..served_web import dream, import_file
 from ..test_web_ui import CONFIG, browser, shot, start  # noqa: F401  (the browser fixture)
 from . import real_data
 
@@ -52,38 +52,12 @@ def history_jsonl(tmp: Path) -> Path:
     return path
 
 
-def import_file(served: Served, path: Path) -> None:
-    job = httpx.put(f"{served.url}/api/import", params={"filename": path.name}, content=path.read_bytes(),
-                    timeout=60).json()["job"]
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        status = httpx.get(f"{served.url}/api/import/{job}").json()
-        if status["status"] != "running":
-            assert status["status"] == "done", status
-            return
-        time.sleep(0.5)
-    raise AssertionError("the import did not finish")
-
-
-def dream(served: Served) -> float:
-    """A forced pass through the API, waited for; how long it took."""
-    started = time.monotonic()
-    assert httpx.post(f"{served.url}/api/dream").json()["started"]
-    while time.monotonic() < started + DREAM_S:
-        status = httpx.get(f"{served.url}/api/dream").json()
-        if not status["running"] and status["last_pass"]:
-            assert status["last_pass"]["status"] == "done", status["last_pass"]
-            return time.monotonic() - started
-        time.sleep(1)
-    raise AssertionError(f"the dream pass over {SESSIONS} sessions took more than {DREAM_S} s")
-
-
 @pytest.fixture(scope="module")
 def remembered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("locomo-ui")
     for served in start(tmp, CONFIG.replace('user_name = "Sam"', 'user_name = "Caroline"')):
         import_file(served, history_jsonl(tmp))
-        took = dream(served)
+        took = dream(served, DREAM_S)
         print(f"\nthe forced dream over {SESSIONS} sessions took {took:.0f} s")
         yield served
 
