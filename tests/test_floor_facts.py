@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from lyra_local.mind.clauses import clauses, refusal
+from lyra_local.mind.clauses import clauses, refusal, retraction
 from lyra_local.mind.grounding import forms, words
 from lyra_local.mind.profile import KEYS, canonical_key, grounded_facts
-from lyra_local.mind.statements import content_words, floor_facts, signature
+from lyra_local.mind.statements import capitalized, content_words, floor_facts, signature
 
 from .conftest import REPO
 
@@ -109,3 +109,19 @@ def test_a_lowercase_turn_is_cut_into_its_thoughts_and_its_shorthand_spelt_out()
 def test_a_signature_is_a_name_after_a_sentence_not_a_lists_last_item() -> None:
     assert signature("See you next week!\n- Tom") == "Tom"
     assert signature("Shopping:\n- Eggs\n- Milk") is None and signature("- Tom") is None
+
+
+def test_a_clause_is_taken_back_by_what_follows_it_or_quoted_by_what_comes_before() -> None:
+    said = clauses("I'm a nurse lol jk")
+    assert said == ["I'm a nurse", "jk"] and retraction(said, 0)
+    assert not retraction(clauses("I'm a nurse lol. I love it"), 0)  # a later clause of its own takes nothing back
+    assert retraction(clauses("Anna wrote: I live in Leeds"), 0)
+    assert clauses("> I'm a nurse\nthat was her") == ["that was her"]  # a quoted line is no clause of theirs
+
+
+def test_a_lowercase_name_needs_the_persons_capital_or_a_naming_cue() -> None:
+    assert capitalized("took Rufus out. Smh my dog rufus") == {"rufus"}  # "Smh" starts a sentence: no name
+    assert floor_facts("my dog rufus is mad", SPEAKERS) == []
+    assert floor_facts("took Rufus out, my dog rufus is mad", SPEAKERS) == [("pet", "a dog named Rufus")]
+    assert floor_facts("call me jo", SPEAKERS) == [("name", "Jo")]  # a cue, and no word of the lexicon's
+    assert floor_facts("call me sober", SPEAKERS) == []

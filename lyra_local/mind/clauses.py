@@ -49,9 +49,11 @@ REFUSALS = {
                            r"|n't\b", re.I),
     "past": re.compile(r"\b(?:used to|use to|formerly|former|ex|previously|previous|back when|back then|retired|"
                        r"quit|quitting|left|leaving|stopped|gave up|lost|passed away|passed|died|rip|miss|missed|"
-                       r"late|old job|last job)\b|\bex-", re.I),
+                       r"late|old job|last job|cancelled|canceled|called off|fell through|postponed|divorced|"
+                       r"separated|split up|broke up|broken up)\b|\bex-", re.I),
     "reported": re.compile(r"\b(?:said|(?:says|say)(?! hi\b| hello\b| hey\b)|saying|told|tells|tell|asked|asks|ask|"
-                           r"claims|claimed|according to|"
+                           r"claims|claimed|according to|wrote|writes|texted|texts|messaged|replied|posted|"
+                           r"tweeted|(?:goes|went)(?=\s*[,:])|"
                            r"apparently|goes like|was like|is like|quote|quoting)\b|(?:^|\s)'\w", re.I),
 }
 
@@ -64,8 +66,10 @@ def plain(text: str) -> str:
 
 def clauses(text: str) -> list[str]:
     """The clauses of one turn of the person's, without a speaker's label, photo captions or quoted words of
-    someone else; shorthand spelt out (``plain``), the end mark kept ("?" says a question)."""
+    someone else (a line starting with ">" quotes a message); shorthand spelt out (``plain``), the end mark kept
+    ("?" says a question)."""
     _, said = split_speaker(text)
+    said = "\n".join(line for line in said.splitlines() if not line.lstrip().startswith(">"))
     said = ASIDE.sub(" ", said)
     out: list[str] = []
     for sentence in sentences(said):
@@ -85,3 +89,28 @@ def refusal(clause: str) -> str | None:
         return "question"
     clause = ANNOUNCING.sub(" ", clause)
     return next((why for why, said in REFUSALS.items() if said.search(clause)), None)
+
+
+# what takes back anything said before it in the turn: "I'm a nurse lol jk", "my dog Rex 😢 he passed last year"
+TAKES_BACK = re.compile(r"\b(?:jk|j/k|kidding|joking|not really|not anymore|not any more|no longer|passed|died|"
+                        r"rip|divorced|separated|split up|broke up|broken up|cancelled|canceled|called off|"
+                        r"fell through|postponed)\b", re.I)
+# what takes back the turn so far when it is all a short clause says: "NOT", "not anymore", "lol maybe", "or not"
+HEDGES = re.compile(r"\b(?:not|nah|nope|no|maybe|perhaps|probably|possibly|idk|hopefully|or something|kinda|"
+                    r"sort of)\b", re.I)
+SHORT = 4  # words: a clause this short after a statement is a comment on it, not a thought of its own
+# a clause that hands the rest of the turn to someone else: "Anna wrote: I live in Leeds", "my friend goes, ..."
+QUOTING = re.compile(r"\b(?:wrote|writes|said|says|texted|texts|messaged|replied|posted|tweeted|goes|went|"
+                     r"was like|is like|asked)\s*[,:]", re.I)
+
+
+def retraction(said: list[str], n: int) -> bool:
+    """Whether the turn whose clauses are ``said`` takes clause ``n`` back or puts it in someone else's mouth: a
+    later clause that retracts it ("not really", "jk", "NOT", "he passed last year", "which got cancelled", "lol
+    maybe"), or a clause up to it that starts a quote ("Anna wrote:", "my friend goes,"). ``refusal`` reads one
+    clause; this reads the turn around it, since people take a statement back after the full stop or the emoji
+    that ends it."""
+    if any(QUOTING.search(clause) for clause in said[:n + 1]):
+        return True
+    return any(TAKES_BACK.search(clause) or len(clause.split()) <= SHORT and HEDGES.search(clause)
+               for clause in said[n + 1:])

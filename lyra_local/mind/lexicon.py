@@ -37,6 +37,8 @@ delivery hospital care support sales account project office retail freelance pri
 dog graphic sound tattoo nursery maths math science english music art history
 """)
 SCHOOLS = frozenset({"school", "nursery", "college", "university", "academy"})
+# where people go to exercise or learn as often as to work ("we started at the gym"): no workplace alone
+LEISURE = frozenset({"gym", "studio", "centre", "center", "club", "pool"})
 # what ends a workplace said in lowercase ("at st james's hospital", "at the bakery")
 WORKPLACES = _words("""
 hospital bakery cafe café shop store supermarket bank factory office warehouse restaurant hotel library garage
@@ -45,7 +47,7 @@ council station airport depot mill farm kitchen lab laboratory plant site centre
 """)
 
 PETS = _words("dog cat puppy pup kitten bunny rabbit hamster parrot bird turtle tortoise horse pony ferret "
-              "budgie gecko lizard snake fish goldfish")
+"budgie gecko lizard snake fish goldfish")
 # breeds are kinds of their own ("a rescue greyhound called Biscuit": the pet is a greyhound)
 BREEDS = _words("""
 greyhound whippet lurcher beagle labrador lab retriever poodle cockapoo labradoodle spaniel cocker springer
@@ -56,28 +58,28 @@ bloodhound samoyed papillon tabby siamese persian ragdoll bengal sphynx maine co
 """)
 # "our rescue greyhound", "my little dog": words that may stand between the owner and the kind
 PET_ADJECTIVES = _words("rescue new little old baby sweet senior young big tiny fluffy lovely black white brown "
-                        "ginger grey gray tabby stray adopted furry crazy lazy")
+"ginger grey gray tabby stray adopted furry crazy lazy")
 
 # one key each: a sister does not replace a brother, nor a mother a father
 RELATIONS = {"sister": "sister", "sis": "sister", "brother": "brother", "bro": "brother", "mum": "mother",
-             "mom": "mother", "mother": "mother", "mam": "mother", "dad": "father", "father": "father",
-             "son": "son", "daughter": "daughter"}
+"mom": "mother", "mother": "mother", "mam": "mother", "dad": "father", "father": "father",
+"son": "son", "daughter": "daughter"}
 PARTNERS = _words("husband hubby wife wifey boyfriend bf girlfriend gf partner fiance fiancé fiancee fiancée")
 RELATIVE_ADJECTIVES = _words("little big older younger elder baby twin step half eldest youngest")
 
 MONTHS = _words("january february march april may june july august september october november december "
-                "jan feb mar apr jun jul aug sep sept oct nov dec")
+"jan feb mar apr jun jul aug sep sept oct nov dec")
 WEEKDAYS = _words("monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays "
-                  "fridays saturdays sundays weekend weekends")
+"fridays saturdays sundays weekend weekends")
 # what a person announces with a date: "I have an interview on 2 May"
 EVENTS = _words("interview exam exams appointment wedding surgery operation test audition concert gig flight trip "
-                "holiday vacation match race marathon presentation party scan viva graduation hearing recital "
-                "assessment induction")
+"holiday vacation match race marathon presentation party scan viva graduation hearing recital "
+"assessment induction")
 
 # what a person does regularly ("I go swimming every morning", "yoga twice a week")
 ACTIVITIES = _words("""
 swimming running jogging cycling biking climbing bouldering walking hiking dancing singing painting drawing
-knitting crocheting sewing baking cooking gardening reading writing skating skateboarding skiing snowboarding
+knitting crocheting sewing baking cooking gardening writing skating skateboarding skiing snowboarding
 surfing rowing boxing fishing sailing kayaking paddleboarding golfing bowling yoga pilates crossfit zumba karate
 judo taekwondo jiujitsu kickboxing tennis football soccer basketball netball volleyball badminton squash
 rugby cricket hockey golf chess pottery photography gym spin parkrun choir meditation
@@ -85,9 +87,9 @@ rugby cricket hockey golf chess pottery photography gym spin parkrun choir medit
 # activities a person does regularly ("I go swimming every morning", "a saturday pottery class")
 HOBBY_NOUNS = _words("class classes course lessons lesson club group team workshop")
 REGULARLY = (r"(?:every|each) (?:morning|evening|night|day|week|weekend|month|"
-             r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
-             r"|(?:\d+x|twice|once|three times|[0-9]+ times) (?:a|per|every) (?:day|week|month)"
-             r"|daily|weekly|on (?:mon|tues|wednes|thurs|fri|satur|sun)days|most (?:days|mornings|evenings)")
+r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
+r"|(?:\d+x|twice|once|three times|[0-9]+ times) (?:a|per|every) (?:day|week|month)"
+r"|daily|weekly|on (?:mon|tues|wednes|thurs|fri|satur|sun)days|most (?:days|mornings|evenings)")
 
 # Nationalities, faiths and signs: capitalized after "I'm" like a name, and never one.
 DEMONYMS = _words("""
@@ -109,7 +111,7 @@ new old young alive awake asleep broke bored lost stuck confused scared afraid n
 worried lonely alone cold hot warm full sleepy grumpy lucky blessed grateful thankful proud jealous angry upset
 hurt injured pregnant single married engaged divorced retired unemployed employed famous rich poor fat thin
 short tall right wrong serious kidding joking honest curious interested obsessed addicted allergic crazy dumb
-stupid clever smart silly weird fun funny nice cool lazy useless hopeless terrible awful amazing awesome
+stupid clever smart silly weird fun funny cool lazy useless hopeless terrible awful amazing awesome
 brilliant perfect beautiful ugly pretty cute gorgeous lovely shy quiet loud calm chill fab gutted buzzing
 living dying going coming leaving staying trying working looking getting doing having feeling thinking
 about almost nearly totally literally actually basically honestly really very still just also too even
@@ -128,4 +130,56 @@ ya xd bb mr ms mrs dr ha ah oh uh um er eh ye
 """)
 # Verbs and words that may follow a lowercase name when the phrase is a clause's subject ("my sister jess lives ...")
 FOLLOWS_A_NAME = _words("is was has had lives lived works worked loves loved just and who whos who's "
-                        "came comes got gets moved turned started adopted joined texted called visited")
+"came comes got gets moved turned started adopted joined texted called visited")
+
+# Words a lowercase name after a naming cue ("call me cynical", "my dog tbh is fine") is not: states, traits and
+# chat shorthand. Without a cue a lowercase word is a name only where the person also typed it with a capital.
+NOT_A_LOWERCASE_NAME = NOT_A_NAME | _words("""
+deaf blind mute disabled diabetic autistic adhd dyslexic epileptic asthmatic bipolar depressed sober drunk high
+stoned wasted tipsy female male nonbinary cis pregnant vegan cynical sceptical skeptical optimistic pessimistic
+paranoid petty salty spicy savage basic extra mean kind brave strong weak fit unfit healthy unhealthy normal
+odd strange different special simple average typical unlucky picky fussy messy tidy clumsy moody bossy nosy
+nerdy geeky sporty arty crafty chatty lazy sensitive emotional dramatic hormonal cranky sick sore achy dizzy
+tbh ngl smh def defo deffo fr frfr idk idc imo imho lowkey highkey af irl fyi brb ttyl omw nvm ikr wtf wth ffs
+jk lmk hbu wbu tbf obvs obv prob probs srsly legit bestie bruh bro fam tho innit yh ye yea nah meh ugh
+sigh yikes oops welp k kk ty thx pls plz rly btw lol lmao rofl omg
+the a an and or but so too very much more less most least all any some none every each either neither
+one two three four five six seven eight nine ten first last next other another same such own
+this that these those what which who whom whose where when why how here there then now never always
+is are was were be been being am do does did have has had will would can could shall should may might must
+not no yes out off up down over under again once only just also even still yet already soon later
+""")
+
+# Places a person may type in lowercase ("i live in leeds", "moving to bristol in march"): a lowercase word after
+# "live in" or "moving to" is read as a place only when it is one of these ("i live in hell", "moving to nights"
+# are not). Capitalized, any place is read. The major cities of the UK, Ireland, the US, Canada, Australia and the
+# world's capitals and largest cities, the countries and the UK's nations: a place missing here costs a fact.
+PLACES = _words("""
+london birmingham manchester leeds liverpool sheffield bristol newcastle nottingham leicester coventry bradford
+stoke wolverhampton southampton portsmouth plymouth brighton northampton luton
+bournemouth norwich swindon oxford cambridge york exeter preston blackpool
+sunderland middlesbrough ipswich peterborough gloucester cheltenham worcester hereford carlisle
+canterbury winchester salisbury chichester colchester chelmsford guildford watford slough croydon harrogate
+huddersfield wakefield doncaster rotherham barnsley wigan stockport salford warrington blackburn burnley
+truro torquay swansea cardiff newport wrexham aberystwyth edinburgh glasgow aberdeen dundee
+inverness stirling belfast derry dublin galway limerick waterford kilkenny
+nyc chicago boston seattle portland denver austin dallas houston atlanta miami orlando tampa phoenix
+philadelphia pittsburgh baltimore detroit cleveland cincinnati indianapolis milwaukee minneapolis
+nashville memphis louisville charlotte raleigh sacramento oakland brooklyn manhattan queens
+toronto vancouver montreal ottawa calgary edmonton winnipeg
+sydney melbourne brisbane adelaide canberra hobart auckland wellington christchurch
+paris berlin madrid barcelona lisbon porto rome milan naples turin florence venice vienna prague budapest warsaw
+krakow amsterdam rotterdam brussels antwerp copenhagen stockholm oslo helsinki reykjavik athens istanbul
+ankara zurich geneva munich hamburg frankfurt cologne lyon marseille seville valencia bucharest sofia
+belgrade zagreb ljubljana bratislava vilnius riga tallinn kyiv kiev moscow
+tokyo osaka kyoto seoul beijing shanghai singapore bangkok manila jakarta delhi mumbai bangalore
+chennai kolkata hyderabad karachi lahore dhaka dubai doha riyadh tehran cairo lagos nairobi accra johannesburg
+cairo casablanca marrakech tunis mexico bogota lima santiago quito caracas havana
+england scotland wales ireland britain uk usa america canada australia france germany spain portugal
+italy greece netherlands holland belgium switzerland austria denmark sweden norway finland iceland
+poland czechia hungary romania bulgaria croatia serbia ukraine russia china japan korea india pakistan
+bangladesh thailand vietnam indonesia malaysia philippines nigeria ghana kenya ethiopia egypt morocco
+brazil argentina chile colombia peru venezuela cuba jamaica texas california florida
+""") | {
+    "new york", "los angeles", "san francisco", "san diego", "las vegas", "new orleans", "hong kong", "cape town",
+    "new zealand", "milton keynes", "buenos aires", "kuala lumpur", "tel aviv", "mexico city", "new delhi"}

@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from .clauses import ASIDE, clauses, refusal
+from .clauses import ASIDE, clauses, refusal, retraction
 from .grounding import FRAMING, forms, sentences, split_speaker, words
 from .lexicon import (
     ACTIVITIES,
@@ -33,11 +33,14 @@ from .lexicon import (
     HOBBY_NOUNS,
     JOB_MODIFIERS,
     JOBS,
+    LEISURE,
     MONTHS,
+    NOT_A_LOWERCASE_NAME,
     NOT_A_NAME,
     PARTNERS,
     PET_ADJECTIVES,
     PETS,
+    PLACES,
     REGULARLY,
     RELATIONS,
     RELATIVE_ADJECTIVES,
@@ -64,7 +67,9 @@ NAME_END = (r"(?=\s*$|\s*[,.!;:]|\s+(?:is|was|has|had|and|who|just|too|\w+s|\w+e
             r"with|every|last|yesterday|here|there|tonight|tomorrow|later|now)\b)")
 INTRO_END = r"(?=\s*$|\s*[,.!;:]|\s+(?:and|here|from|btw|aka|x+)\b)"  # "I'm Maya, 34", "I'm Maya and I..."
 PLACE = r"(?P<value>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2})"
-ANY_PLACE = r"(?P<value>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2}|[a-z]{3,}(?= in\b| on\b| next\b| this\b|\s*[,.!;:]|\s*$))"
+# a place as typed: capitalized, or in lowercase one that ``PLACES`` knows ("i live in leeds", not "in limbo")
+ANY_PLACE = (rf"(?P<value>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){{0,2}}"
+             rf"|(?:{_any_of(PLACES)})(?= in\b| on\b| next\b| this\b| now\b|\s*[,.!;:]|\s*$))")
 FROM_PLACE = r"(?:from [A-Za-z]+(?: [A-Z][a-z]+)? )"
 WE = r"(?:I|[Ww]e)"
 OWN = r"(?:[Mm]y|[Oo]ur)"
@@ -84,7 +89,10 @@ JOB = rf"(?P<value>(?:(?:{_any_of(JOB_MODIFIERS)}) )*(?:{_any_of(JOBS)}))\b(?!'s
 WORKPLACE = (rf"(?P<place>[A-Z][\w'&]*(?: [A-Z][\w'&]*){{0,3}}(?: (?:{_any_of(WORKPLACES)}))?"
              rf"|(?!the |a |an |my )(?:[a-z'&]+ ){{1,3}}?(?:{_any_of(WORKPLACES)}))")
 # "started at the school" may be a pupil's: where someone starts work, a place no one studies at
-ANY_WORKPLACE = rf"(?P<value>(?:the )?(?:[a-z'&]+ ){{0,2}}(?:{_any_of(WORKPLACES - SCHOOLS)}))\b"
+# ("we started at the gym" is a class or a workout as likely): a gym, studio or centre is a workplace only
+# with "work"; and "we started" may be two people's anything, so only "I started" or a bare "started" says a job
+ANY_WORKPLACE = rf"(?P<value>(?:the )?(?:[a-z'&]+ ){{0,2}}(?:{_any_of(WORKPLACES - SCHOOLS - LEISURE)}))\b"
+STARTED_SUBJECT = r"(?:^|\bI )(?:(?:just|finally|also|recently) )?"
 STARTED = r"(?:started|start) (?:work |working |my new job |a new job |my job )?"
 CLASS_ADJ = rf"(?:(?:weekly|new|local|evening|morning|night|beginners?|beginner's|{_any_of(WEEKDAYS)}) )*"
 JOINED = (r"(?:started|joined|signed up for|take|taking|do|doing|go to|'m doing|'m taking|am doing|am taking) "
@@ -106,10 +114,12 @@ class Pattern:
     template: str = "{value}"  # how the value reads ("a dog named {value}")
     names: bool = False  # the value is someone's name: checked by ``_a_name``
     places: bool = False  # the value is a place, maybe in lowercase: checked by ``_a_place``
+    cued: bool = False  # a naming cue stands before the name ("named", "called", "my name is", "call me")
 
 
-def _p(key: str, regex: str, template: str = "{value}", names: bool = False, places: bool = False) -> Pattern:
-    return Pattern(key, re.compile(regex), template, names, places)
+def _p(key: str, regex: str, template: str = "{value}", names: bool = False, places: bool = False,
+       cued: bool = False) -> Pattern:
+    return Pattern(key, re.compile(regex), template, names, places, cued)
 
 
 def _relatives() -> list[Pattern]:
@@ -128,8 +138,9 @@ PET = "a {kind} named {value}"
 # learnt by count ("I have two kids"), a partner, a sister or a son by name, never one relative standing for all.
 PATTERNS = (
     # their name: said outright, or a capitalized word no English reading fits ("I'm Maya", never "I'm Home")
-    _p("name", rf"\b[Mm]y name(?:'s| is) {ANY_NAME}(?: (?P<surname>[A-Z][a-z]+))?\b", "{value}{surname}", True),
-    _p("name", rf"\b[Cc]all me {ANY_NAME}{INTRO_END}", names=True),
+    _p("name", rf"\b[Mm]y name(?:'s| is) {ANY_NAME}(?: (?P<surname>[A-Z][a-z]+))?\b", "{value}{surname}", True,
+       cued=True),
+    _p("name", rf"\b[Cc]all me {ANY_NAME}{INTRO_END}", names=True, cued=True),
     _p("name", rf"^(?:(?i:so|ok|okay|well|oh|and|also|anyway|btw|by the way)\W+)*(?:I'm|I am) {NAME}{INTRO_END}",
        names=True),
     _p("name", rf"^(?i:hi|hello|hey|hiya|heya)\W*(?:(?i:there|all|everyone)\W*)?(?:I'm|I am) {ANY_NAME}{INTRO_END}",
@@ -138,6 +149,7 @@ PATTERNS = (
     # where they live, and moves: "moving from Leeds to Edinburgh" says where they live now and where they go
     _p("home city", rf"\b{WE}(?:'m| am|'re| are)? (?:currently |still |now )?(?:live|living|based) in {ANY_PLACE}",
        places=True),
+    _p("home city", rf"\b{WE}(?:'ve| have) (?:lived|been living) in {PLACE} for\b"),  # "for 6 years now"
     _p("home city", rf"\b{WE}(?:'ve| have)?(?: just| recently| finally)? moved (?:here |back )?{FROM_PLACE}?"
                     rf"to {PLACE}\b"),
     _p("home city", rf"{MOVING}from {ANY_PLACE} to\b", places=True),
@@ -148,9 +160,9 @@ PATTERNS = (
     _p("origin", rf"\b[Mm]y home ?(?:town|country)(?: is|,)? {PLACE}\b"),
     # pets: the kind (a breed is one) next to the name
     _p("pet", rf"\b{OWN} {PET_ADJ}{KINDS},? (?:(?:named|called) )?{NAME}\b", PET, True),
-    _p("pet", rf"\b{OWN} {PET_ADJ}{KINDS}(?:'s name is|,? {CALLED}) {ANY_NAME}\b", PET, True),
+    _p("pet", rf"\b{OWN} {PET_ADJ}{KINDS}(?:'s name is|,? {CALLED}) {ANY_NAME}\b", PET, True, cued=True),
     _p("pet", rf"{OWNS}{PET_ADJ}{KINDS},? (?:(?:named|called) )?{NAME}\b", PET, True),
-    _p("pet", rf"{OWNS}{PET_ADJ}{KINDS},? {CALLED} {ANY_NAME}\b", PET, True),
+    _p("pet", rf"{OWNS}{PET_ADJ}{KINDS},? {CALLED} {ANY_NAME}\b", PET, True, cued=True),
     _p("pet", rf"\b{NAME},? {OWN} (?:new )?{KINDS}\b", PET, True),
     _p("pet", rf"\b{OWN} {PET_ADJ}{KINDS},? {ANY_NAME}{NAME_END}", PET, True),
     # partner and family, by name
@@ -162,7 +174,7 @@ PATTERNS = (
               rf"(?: (?:at|in|for) {WORKPLACE})?", "{value}{at}"),
     _p("job", rf"\b(?:I'm|I am) (?:an?) {JOB}(?: (?:at|in|for) {WORKPLACE})?\b", "{value}{at}"),
     _p("job", r"\bI work as an? (?!team\b|unit\b|group\b|pair\b|family\b)(?P<value>[a-z]+(?: [a-z]+)?)\b(?<!\bthe)"),
-    _p("job", rf"\b(?:I (?:work|am working|'m working) |{SUBJECTLESS}{STARTED})(?:at|for) {ANY_WORKPLACE}",
+    _p("job", rf"\b(?:I (?:work|am working|'m working) |{STARTED_SUBJECT}{STARTED})(?:at|for) {ANY_WORKPLACE}",
        "at {value}"),
     _p("job", rf"\bI work (?:at|for) {PLACE}\b"),
     # what they do regularly: a class or club they go to, an activity with how often
@@ -184,8 +196,10 @@ PATTERNS = (
                 r"as a career\b", "a career in {value}"),
     _p("children", r"\bI have (?P<value>(?:one|two|three|four|five|\d) "
                    r"(?:kids|children|sons|daughters|son|daughter))\b"),
-    _p("age", r"\bI(?:'m| am| just turned| turned) (?P<value>\d{1,2})(?: years old)?\b(?! (?:minutes|hours|days|weeks|"
-              r"months|times|of|am|pm|percent|%))"),
+    # "I'm 34", "I'm 34 years old and tired": a number is an age only where nothing after it says what else it
+    # counts ("I'm 30 seconds away", "6 feet tall", "40 quid short")
+    _p("age", r"\bI(?:'m| am| just turned| turned) (?P<value>\d{1,2})(?:(?: years| yrs)(?: old)?| y/?o)?"
+              r"(?=\s*$|\s*[,.!;:]|\s+(?:and|now|today|this year|btw|myself|too)\b)"),
     _p("music", r"\bI(?:'ve| have)? (?:play|played|playing|been playing|started playing|learning to play|love "
                 r"playing) (?:the |an? )?(?:acoustic |electric |classical )?"
                 r"(?P<value>guitar|violin|piano|drums|cello|flute|saxophone|sax|trumpet|clarinet|ukulele|"
@@ -203,7 +217,8 @@ NOT_A_PLACE = frozenset("fear hope denial peace pain debt sin luxury poverty com
                         "apartment town city country village suburbs countryside area".split())
 # a word whose ending says it is no name ("sleeps", "named", "running", "lonely", "paranoid"); capitalized, a
 # name may end so ("Ashley", "Fred", "Ahmed"), so only the endings few names have count ("Exhausting", "Relieved")
-NOT_A_NAME_ENDING = re.compile(r"(?:[^su]s|ed|ing|ly|ous|ful|ive|less|able|ible|ish|oid|est)$")
+NOT_A_NAME_ENDING = re.compile(r"(?:[^su]s|ed|ing|ly|ous|ful|ive|less|able|ible|ish|oid|est|ical|ic|ent|ant|ary|ory|"
+                               r"ism|ness)$")
 NOT_A_CAPITALIZED_NAME_ENDING = re.compile(r"(?:ing|ous|ful|ive|less|able|ible|oid|^\w{4,}[^e]ed)$")
 SIGNATURE = re.compile(r"^\s*(?:[-–—~]+|(?i:cheers|thanks|love|best|regards|xx+),?)\s*(?P<value>[A-Z][a-z]+)\s*$")
 
@@ -222,16 +237,19 @@ def content_words(value: str) -> list[str]:
 
 def floor_facts(text: str, names: Collection[str]) -> list[tuple[str, str]]:
     """The facts plain patterns find in one turn of the person's, first match per key; never from a refused
-    clause (a question, a wish, a negation, the past, someone else's words), never a value that is a speaker's
-    name (``names``, folded)."""
+    clause (a question, a wish, a negation, the past, someone else's words), nor from one the turn takes back
+    after it ("I'm a nurse lol jk") or quotes someone else in ("Anna wrote: ..."), never a value that is a
+    speaker's name (``names``, folded)."""
     found: dict[str, str] = {}
-    for clause in clauses(text):
-        if refusal(clause):
+    said = clauses(text)
+    capitals = capitalized(text)
+    for n, clause in enumerate(said):
+        if refusal(clause) or retraction(said, n):
             continue
         for pattern in PATTERNS:
             if pattern.key in found:
                 continue
-            value = _first_value(pattern, clause)
+            value = _first_value(pattern, clause, capitals)
             if value is not None and acceptable(pattern.key, value, names):
                 found[pattern.key] = value
     signed = signature(text)
@@ -240,12 +258,26 @@ def floor_facts(text: str, names: Collection[str]) -> list[tuple[str, str]]:
     return list(found.items())
 
 
-def _first_value(pattern: Pattern, clause: str) -> str | None:
-    """The value of the pattern's first match in the clause whose parts are what they claim to be."""
+def capitalized(text: str) -> frozenset[str]:
+    """The words (folded) a turn holds with a capital where no sentence starts ("we took Rufus to the vet"): a
+    person who types names in lowercase elsewhere ("our beagle rufus") has said here that the word is one.
+    A sentence's first word and a shouted one ("NOT") say nothing of the kind."""
+    _, said = split_speaker(text)
+    out = set()
+    for sentence in sentences(ASIDE.sub(" ", said)):
+        for word in re.findall(r"[\w'’-]+", sentence)[1:]:
+            if word[:1].isupper() and not word.isupper():
+                out.add(word.casefold())
+    return frozenset(out)
+
+
+def _first_value(pattern: Pattern, clause: str, capitals: Collection[str] = frozenset()) -> str | None:
+    """The value of the pattern's first match in the clause whose parts are what they claim to be; a name in
+    lowercase only where ``_a_lowercase_name`` allows it (``capitals``: the turn's capitalized words)."""
     for m in pattern.regex.finditer(clause):
         parts: defaultdict[str, str] = defaultdict(str, {k: v for k, v in m.groupdict().items() if v})
         parts["value"] = _trimmed(parts["value"])
-        if pattern.names and not _a_name(parts["value"]):
+        if pattern.names and not (_a_name(parts["value"]) and _a_lowercase_name(parts["value"], pattern, capitals)):
             continue
         if pattern.places and not _a_place(parts["value"]):
             continue
@@ -267,6 +299,19 @@ def _a_name(value: str) -> bool:
         if len(folded) < 2 or folded in NOT_A_NAME or folded in FRAMING:
             return False
         if (NOT_A_NAME_ENDING if word.islower() else NOT_A_CAPITALIZED_NAME_ENDING).search(folded):
+            return False
+    return True
+
+
+def _a_lowercase_name(value: str, pattern: Pattern, capitals: Collection[str]) -> bool:
+    """Whether every lowercase word of a matched name may be one. Nothing but the person's capital tells "my dog
+    rufus" from "my dog tbh is fine" or "hi im sam" from "hi im deaf", and there is no dictionary to ask: such a
+    word is a name where the turn also has it with a capital, or where a naming cue stands before it ("named",
+    "called", "my name is", "call me") and it is none of the states, traits and shorthand the lexicon lists
+    (``NOT_A_LOWERCASE_NAME``). "hi im maya" alone learns nothing: a missed name costs less than a false one."""
+    for word in re.split(r"[ -]", value):
+        folded = word.casefold()
+        if word.islower() and folded not in capitals and (not pattern.cued or folded in NOT_A_LOWERCASE_NAME):
             return False
     return True
 
