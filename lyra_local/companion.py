@@ -18,9 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .authors import imported_from
+from .authors import imported_author
 from .config import CompanionSettings
-from .errors import BadRequest, LyraError
+from .errors import BadRequest, Conflict, LyraError
 from .llm.base import ChatModel, GenerationOptions, Message, Vectors
 from .memory import Memory
 from .memory.context import Context, assemble
@@ -118,13 +118,17 @@ class Companion:
         """Stream the rest of a reply that was cut short (the token limit, Stop, an error): the model is shown the
         reply so far and asked to go on from where it ended. The reply the person sees grows: its text so far and
         what follows are stored as a new version of it (``store/branches.py``), so the cut one stays one page back
-        (‹ 1/2 ›) and nothing changes unless the continuation is stored. The deltas are the new text only."""
+        (‹ 1/2 ›) and nothing changes unless the continuation is stored. The deltas are the new text only. A reply
+        imported from another assistant, or one that ended by itself, is refused."""
         store = self.memory.store
         reply, user = self._answered(reply_id, "continued")
         session = store.sessions.get(reply.session_id)
-        if reply.source_id is not None and imported_from(session.source):
-            raise BadRequest(f"reply {reply_id} was written by {imported_from(session.source)}",
+        if imported_author(reply) is not None:
+            raise BadRequest(f"reply {reply_id} was written by {imported_author(reply)}",
                              hint="only the companion's own replies can be continued")
+        if reply.ending is None:
+            raise Conflict(f"reply {reply_id} ended by itself: it was not cut short, so there is nothing to continue",
+                           hint="only a reply cut at the length limit, stopped or broken off can be continued")
         self.last_turn_at = time.monotonic()
         vector = self._embed_query(user.content)
         yield TurnEvent("stored", data={"exchange_id": user.id, "replacing": reply_id, "continuing": reply_id})
@@ -234,10 +238,8 @@ class Companion:
                              found_by=found_by(entry.get("stage") or ""))
             return {"kind": "context", **found}
         turn = store.exchanges.get(exchange_id)
-        if turn is None or turn.role != "assistant" or turn.source_id is None:
-            return None
-        source = imported_from(store.sessions.get(turn.session_id).source)
-        if source is None:
+        source = None if turn is None else imported_author(turn)
+        if turn is None or source is None:
             return None
         return {"kind": "imported", "exchange_id": exchange_id, "imported_from": source,
                 "written_at": turn.created_at, "context_tokens": None, "memories": []}

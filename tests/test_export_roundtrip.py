@@ -22,6 +22,7 @@ from lyra_local.store.forget import forget_exchanges, forget_sessions
 from lyra_local.transfer.importer import import_conversations, import_source
 from lyra_local.transfer.lyra_format import read_lyra_lines, write_sessions
 from lyra_local.transfer.memory_file import memory_json, restore_memory
+from lyra_local.transfer.records import ImportProblem
 from lyra_local.transfer.sources import open_source
 
 from .fakes import FakeEmbedder
@@ -189,3 +190,94 @@ def test_a_summary_the_person_edited_or_deleted_stays_so_after_export_and_import
         assert two.derived.gist(by_name["plans"]) is None
     finally:
         two.close()
+
+
+# -- who wrote a reply, and how it ended (issue 37: 2 and 8) ---------------------------------------------------
+
+
+def chatgpt_then_lyra(store: Store, tmp_path: Path) -> int:
+    """A ChatGPT conversation imported, then gone on with here: a reply of Lyra's cut at the length limit, and
+    a version of it set aside that Stop cut short."""
+    from lyra_local.transfer.chatgpt import read_chatgpt
+
+    from .chatgpt_export import conversation, write_export
+    export_file = write_export(tmp_path / "chatgpt.zip", [conversation("c1", "Interview prep", [
+        ("user", "Hi! I'm Maya. I have an interview on 2 May, can you help me prepare?"),
+        ("assistant", "Of course. Start by listing the three things you are proudest of.")])])
+    import_conversations(store, FakeEmbedder(), read_chatgpt(export_file))
+    session = store.sessions.list()[0].id
+    asked = store.exchanges.add(NewExchange(session, "user", "Thanks! What should I wear?"))
+    stopped = store.exchanges.add_reply(session, "Something you feel", [], 0, answering=asked.id, ending="stopped")
+    store.exchanges.add_reply(session, "A plain dark suit and", [], 0, replacing=stopped.id, ending="length")
+    return session
+
+
+def test_who_wrote_a_reply_and_how_it_ended_survive_export_and_import(tmp_path: Path) -> None:
+    one = Store(tmp_path / "one")
+    try:
+        session = chatgpt_then_lyra(one, tmp_path)
+        assert [(e.role, e.author, e.ending) for e in one.exchanges.history(session)] == [
+            ("user", None, None), ("assistant", "ChatGPT", None), ("user", None, None), ("assistant", None, "length")]
+        sessions_one, _ = export(one, tmp_path / "export")
+    finally:
+        one.close()
+    line = json.loads(sessions_one)
+    assert [(m["author"], m["ending"]) for m in line["messages"]] == [
+        (None, None), ("ChatGPT", None), (None, None), (None, "length")]
+    assert [(a["author"], a["ending"]) for a in line["asides"]] == [(None, "stopped")]
+
+    two = Store(tmp_path / "two")
+    try:
+        import_into(two, tmp_path / "export")
+        here = two.sessions.list()[0].id
+        assert [(e.author, e.ending) for e in two.exchanges.history(here)] == [
+            (None, None), ("ChatGPT", None), (None, None), (None, "length")]
+        aside = next(i for v in two.branches.versions(here).values() for i in v.ids
+                     if i not in {e.id for e in two.exchanges.history(here)})
+        two.branches.choose(aside)  # the version Stop cut short is still marked, and still Lyra's
+        assert [(e.content, e.author, e.ending) for e in two.exchanges.history(here)][-1] == (
+            "Something you feel", None, "stopped")
+    finally:
+        two.close()
+
+    three = Store(tmp_path / "three")
+    try:  # imported elsewhere, the export is the same, every author and ending in place
+        import_into(three, tmp_path / "export")
+        assert export(three, tmp_path / "export-three")[0] == sessions_one
+    finally:
+        three.close()
+
+
+def test_an_export_from_before_authors_were_stored_credits_only_imported_replies_to_chatgpt(
+        tmp_path: Path) -> None:
+    """Before authors were stored an export wrote no ``author``: a reply that kept ChatGPT's id is ChatGPT's; one
+    with a Lyra portable id (``<origin>:<turn id>``) was written in Lyra, after the import."""
+    line = {"id": "s-1", "name": "Interview prep", "created_at": "2023-05-08T13:36:40+00:00", "source": "chatgpt",
+            "source_id": "c1", "messages": [
+                {"role": "user", "content": "Hi! I'm Maya.", "created_at": "2023-05-08T13:36:40+00:00",
+                 "source_id": "c1-m0"},
+                {"role": "assistant", "content": "Hello Maya.", "created_at": "2023-05-08T13:37:40+00:00",
+                 "source_id": "0f3c2a9e-5b1d-4c7e-9a2f-1d2e3f4a5b6c"},
+                {"role": "user", "content": "Thanks!", "created_at": "2024-01-02T10:00:00+00:00",
+                 "source_id": "a1b2c3d4e5f6:12"},
+                {"role": "assistant", "content": "Any time.", "created_at": "2024-01-02T10:00:05+00:00",
+                 "source_id": "a1b2c3d4e5f6:13"}]}
+    conversation = next(read_lyra_lines([json.dumps(line)], "old.jsonl"))
+    assert not isinstance(conversation, ImportProblem)
+    assert [m.author for m in conversation.messages] == [None, "ChatGPT", None, None]
+    store = Store(tmp_path / "data")
+    try:
+        import_conversations(store, FakeEmbedder(), [conversation])
+        assert [e.author for e in store.exchanges.history(store.sessions.list()[0].id)] == [
+            None, "ChatGPT", None, None]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(("field", "value"), [("ending", "cut"), ("author", 3), ("author", " ")])
+def test_an_author_or_ending_no_export_writes_is_a_problem_naming_the_line(field: str, value: object) -> None:
+    line = {"id": "s-1", "name": "x", "messages": [
+        {"role": "assistant", "content": "Hi", "created_at": "2024-01-02T10:00:00+00:00", field: value}]}
+    found = list(read_lyra_lines(["{\"id\": \"s-0\", \"name\": \"ok\", \"messages\": []}", json.dumps(line)],
+                                 "x.jsonl"))
+    assert isinstance(found[1], ImportProblem) and field in found[1].what and found[1].where == "x.jsonl line 2"

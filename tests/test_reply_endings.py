@@ -119,8 +119,8 @@ def test_a_reply_cut_at_the_limit_is_stored_as_cut_and_continue_extends_it(clien
     assert after[-1]["versions"] == [cut["id"], after[-1]["id"]]
 
 
-# store/branches.py (not this change's file) copies a turn's columns by name to ``asides`` and back: until it
-# copies ``ending`` too, a version chosen back loses its mark. strict: once it does, this fails: drop the mark.
+# store/branches.py copies a turn's columns by name to ``asides`` and back, ``ending`` (and ``author``) among them:
+# a version chosen back keeps its mark.
 def test_a_cut_version_chosen_back_is_still_marked(client: TestClient, chat: LimitedChat) -> None:
     session = client.post("/api/sessions", json={"name": "story"}).json()["id"]
     chat.enqueue("Once upon a time there was a lighthouse keeper", "was a keeper.")
@@ -139,6 +139,18 @@ def test_only_a_reply_of_the_companion_can_be_continued(client: TestClient, chat
     refused = client.post(f"/api/exchanges/{mine['id']}/continue")
     assert refused.status_code == 400 and "not a reply" in refused.json()["error"]["message"]
     assert client.post("/api/exchanges/999999/continue").status_code == 404
+
+
+def test_a_reply_that_ended_by_itself_cannot_be_continued(client: TestClient, chat: LimitedChat) -> None:
+    session = client.post("/api/sessions", json={"name": "hi"}).json()["id"]
+    chat.enqueue("Hi Sam")
+    turn(client, session, "Hello")
+    whole = history(client, session)[-1]
+    assert whole["ending"] is None
+    refused = client.post(f"/api/exchanges/{whole['id']}/continue")
+    assert refused.status_code == 409 and "ended by itself" in refused.json()["error"]["message"]
+    assert [m["content"] for m in history(client, session)] == ["Hello", "Hi Sam"]  # nothing was added
+    assert history(client, session)[-1]["alternatives"] == 1
 
 
 def test_a_reply_the_model_broke_off_is_stored_as_an_error(client: TestClient, chat: LimitedChat) -> None:
@@ -210,6 +222,43 @@ def test_an_imported_reply_is_chatgpts_and_why_says_so(client: TestClient, chat:
     assert client.get(f"/api/exchanges/{mine['id']}/trace").json()["kind"] == "context"
     user_turn = client.get(f"/api/sessions/{session}/messages").json()["messages"][0]
     assert client.get(f"/api/exchanges/{user_turn['id']}/trace").status_code == 404
+
+
+def test_a_reply_of_lyras_in_an_imported_conversation_stays_lyras_after_export_and_import(
+        client: TestClient, chat: LimitedChat, make_settings, tmp_path: Path) -> None:
+    """A Lyra export writes a portable id on every turn: who wrote a reply is stored and exported with it, so a
+    reply Lyra wrote after the import is not taken for ChatGPT's elsewhere (label, Why?, Continue)."""
+    session = imported(client, tmp_path)
+    chat.enqueue("Wear something you can move in and bring a copy of your CV")  # cut at five words
+    turn(client, session, "What should I wear?")
+    exported = client.get("/api/export")
+    assert exported.status_code == 200
+
+    other = LimitedChat()
+    with fake_client(make_settings('[companion]\nuser_name = "Sam"\n', LYRA_DATA_DIR=str(tmp_path / "two")),
+                     chat=other) as elsewhere:
+        job = elsewhere.put("/api/import", params={"filename": "lyra.zip"}, content=exported.content).json()["job"]
+        deadline = time.monotonic() + 60
+        while (status := elsewhere.get(f"/api/import/{job}").json())["status"] == "running":
+            assert time.monotonic() < deadline, "the import did not finish"
+            time.sleep(0.05)
+        assert status["status"] == "done", status
+        there = next(s["id"] for s in elsewhere.get("/api/sessions").json()["sessions"]
+                     if s["name"] == "Interview prep")
+        body = elsewhere.get(f"/api/sessions/{there}/messages").json()
+        assert body["imported_from"] == "ChatGPT"  # the conversation came from ChatGPT...
+        theirs, mine = body["messages"][1], body["messages"][-1]
+        assert (theirs["imported_from"], theirs["author"]) == ("ChatGPT", "ChatGPT")
+        assert (mine["imported_from"], mine["author"], mine["ending"]) == (None, None, "length")  # ...this reply not
+        assert mine["source_id"] is not None  # the export's portable id: no longer a sign of an import
+        assert elsewhere.get(f"/api/exchanges/{theirs['id']}/trace").json()["kind"] == "imported"
+        assert elsewhere.get(f"/api/exchanges/{mine['id']}/trace").status_code == 404  # its trace stayed home
+        assert elsewhere.post(f"/api/exchanges/{theirs['id']}/continue").status_code == 400
+        other.enqueue("a copy of your CV.")
+        got = sse_events(elsewhere.post(f"/api/exchanges/{mine['id']}/continue").text.splitlines())
+        assert got[0][0] == "stored" and got[-1][1]["ending"] is None
+        assert elsewhere.get(f"/api/sessions/{there}/messages").json()["messages"][-1]["content"] == (
+            "Wear something you can move a copy of your CV.")
 
 
 # -- Why? dates and words ----------------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ SEED = {
     14: ["INSERT INTO dismissed (kind, target, basis, dismissed_at) VALUES ('fact', 'pet:1', '1', "
          "'2023-05-13T00:00:00+00:00')"],
     15: ["UPDATE exchanges SET ending = 'length' WHERE id = 2"],
+    16: ["UPDATE exchanges SET author = 'ChatGPT' WHERE id = 2"],
 }
 
 

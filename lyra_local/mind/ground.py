@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..authors import imported_from, reply_author
+from ..authors import author_of, imported_author
 from ..store import Exchange, Session, Store
 from ..store.db import from_iso
 from ..store.recall_index import RecallIndex
@@ -82,9 +82,17 @@ class Ground:
         return self._sessions[session_id]
 
     def replier(self, turn: Exchange) -> str:
-        """Who wrote the replies of the turn's conversation: the assistant it was imported from, else the
-        companion."""
-        return reply_author(self._session(turn.session_id).source, self.names.get("name", "the companion"))
+        """Who wrote a reply: the assistant it was imported from, else the companion (``authors.author_of``:
+        stored with the reply, so a reply the companion wrote in an imported conversation is the companion's)."""
+        return author_of(turn, self.names.get("name", "the companion"))
+
+    def addressed(self, turns: Sequence[Exchange], i: int) -> str:
+        """Whom the person's turn ``turns[i]`` spoke to: the author of the reply that answered it, else of the
+        reply before it, else the companion."""
+        after = (t for t in turns[i + 1:] if t.role == "assistant")
+        before = (t for t in reversed(turns[:i]) if t.role == "assistant")
+        reply = next(after, None) or next(before, None)
+        return self.replier(reply) if reply is not None else self.names.get("name", "the companion")
 
     def person(self, turns: Sequence[Exchange]) -> str:
         """The person's name: configured or in the profile (``names``), else one they give in these turns or in
@@ -122,9 +130,9 @@ class Ground:
         replies, reduced to what they were about under their author's (ChatGPT's for an imported conversation)."""
         person = self.person(turns) if any(t.role == "user" and not grounding.split_speaker(t.content)[0]
                                            for t in turns) else "the user"
-        return [Said(person, t.content, 1.0, to=self.replier(t)) if t.role == "user" else
+        return [Said(person, t.content, 1.0, to=self.addressed(turns, i)) if t.role == "user" else
                 Said(self.replier(t), t.content, COMPANION, reply=True, to=person)
-                for t in turns if t.role in ("user", "assistant")]
+                for i, t in enumerate(turns) if t.role in ("user", "assistant")]
 
     def gist(self, draft: str | None, turns: Sequence[Exchange], session_name: str = "",
              zone: tzinfo = timezone.utc) -> Written:
@@ -137,7 +145,8 @@ class Ground:
         if draft is not None:
             header = Source(when(turns, session_name, zone))
             companion = self.names.get("name", "")
-            imported = bool(turns) and imported_from(self._session(turns[0].session_id).source) is not None
+            replies = [t for t in turns if t.role == "assistant"]
+            imported = bool(replies) and all(imported_author(t) is not None for t in replies)
             verdict, kept = self._check(draft, [*self.turn_sources(turns), header], KEEP,
                                         not_speaking=[companion] if imported and companion else [])
             if verdict.ok:

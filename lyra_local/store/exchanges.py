@@ -34,6 +34,7 @@ class NewExchange:
     tokens: int | None = None
     source_id: str | None = None
     ending: Ending | None = None
+    author: str | None = None  # an imported reply's assistant (``authors``); None: the person's or the companion's
 
 
 def _dated(kind: Kind) -> str:
@@ -50,7 +51,7 @@ def _dated(kind: Kind) -> str:
 
 def row_to_exchange(row: sqlite3.Row) -> Exchange:
     return Exchange(row["id"], row["session_id"], row["role"], row["content"], row["created_at"], row["tokens"],
-                    row["source_id"], row["ending"])
+                    row["source_id"], row["ending"], row["author"])
 
 
 class Exchanges:
@@ -85,9 +86,9 @@ class Exchanges:
                 raise BadRequest(f"role must be one of {', '.join(ROLES)}, not {item.role!r}")
             at = canonical(item.created_at) if item.created_at else utc_now()
             row = conn.execute(  # an off-the-record session's turns are not remembered (m013)
-                "INSERT INTO exchanges (session_id, role, content, created_at, tokens, source_id, ending, remembered) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT remember FROM sessions WHERE id = ?)) RETURNING *",
-                (item.session_id, item.role, item.content, at, item.tokens, item.source_id, item.ending,
+                "INSERT INTO exchanges (session_id, role, content, created_at, tokens, source_id, ending, author, "
+                "remembered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT remember FROM sessions WHERE id = ?)) RETURNING *",
+                (item.session_id, item.role, item.content, at, item.tokens, item.source_id, item.ending, item.author,
                  item.session_id)).fetchone()
             if vectors is not None and model is not None:
                 put_vector(conn, "exchange", model, row["id"], vectors[i])

@@ -158,7 +158,7 @@ DIGEST_COVERS = (f"({_PERIOD_START} || 'T00:00:00.000000+00:00')", f"({_PERIOD_L
 
 # -- the registry -------------------------------------------------------------------------------
 
-_TURN = ("id", "session_id", "role", "created_at", "tokens", "source_id", "ending")
+_TURN = ("id", "session_id", "role", "created_at", "tokens", "source_id", "ending", "author")
 
 KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     Kind("session", "sessions", ("conversation", "conversations"),
@@ -168,19 +168,19 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
          on_text="rename", time_column="updated_at", current="t.remember = 1"),
     Kind("exchange", "exchanges", ("turn", "turns"),
          words=("content",), plain=(*_TURN, "remembered"),
-         export=Export(SESSIONS_FILE, "messages", ("role", "content", "created_at"),
+         export=Export(SESSIONS_FILE, "messages", ("role", "content", "created_at", "author", "ending"),
                        MappingProxyType({"source_id": "source_id", "session_id": "session"}),
-                       ("id", "tokens", "remembered", "ending")),
+                       ("id", "tokens", "remembered")),
          node=True, remove=delete_rows("exchanges"), on_text="forget", vector_tier="exchange",
          fts=MappingProxyType({"turn": "exchanges_fts", "context": "exchange_context_fts"}),
          time_column="created_at", session_column="session_id", current="t.remembered = 1", searchable=True),
     Kind("aside", "asides", ("version set aside", "versions set aside"),
          words=("content",), plain=(*_TURN, "parent_id", "trace", "trace_tokens", "trace_created_at", "vector",
                                     "vector_model", "set_aside_seq"),
-         export=Export(SESSIONS_FILE, "asides", ("role", "content", "created_at", "set_aside_seq"),
+         export=Export(SESSIONS_FILE, "asides", ("role", "content", "created_at", "author", "ending",
+                                                 "set_aside_seq"),
                        MappingProxyType({"source_id": "source_id", "parent_id": "parent", "session_id": "session"}),
-                       ("id", "tokens", "trace", "trace_tokens", "trace_created_at", "vector", "vector_model",
-                        "ending")),
+                       ("id", "tokens", "trace", "trace_tokens", "trace_created_at", "vector", "vector_model")),
          on_text="forget", same_ids_as="exchange", time_column="created_at", session_column="session_id"),
     Kind("gist", "gists", ("summary", "summaries"),
          words=("content",), plain=("id", "session_id", "covers_upto", "created_at", "updated_at", "stale",

@@ -8,6 +8,7 @@ database at once cannot apply the same one twice.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 
@@ -558,3 +559,24 @@ def m015_reply_endings(conn: sqlite3.Connection) -> None:
 ALTER TABLE exchanges ADD COLUMN ending TEXT CHECK (ending IN ('length', 'stopped', 'error'));
 ALTER TABLE asides ADD COLUMN ending TEXT CHECK (ending IN ('length', 'stopped', 'error'));
 """)
+
+
+@migration
+def m016_reply_authors(conn: sqlite3.Connection) -> None:
+    """Who wrote a reply, stored with it: the assistant it was imported from ("ChatGPT"), NULL for the companion's.
+
+    Until now the author was read off the conversation (its ``source``), so a reply Lyra wrote in a conversation
+    imported from ChatGPT was credited to ChatGPT. Backfilled as ``authors.author_at_import`` decides: a reply
+    that kept its source's id in a conversation imported from an assistant is that assistant's; one with no id
+    (written here) or a Lyra portable id (``<origin>:<turn id>``, written in Lyra and brought by an export) is
+    the companion's."""
+    from ..authors import IMPORTED_FROM  # one mapping of import sources to the assistants they hold
+
+    lyra_id = "[0-9a-f]" * 12 + ":[0-9]*"
+    conn.execute("ALTER TABLE exchanges ADD COLUMN author TEXT")
+    conn.execute("ALTER TABLE asides ADD COLUMN author TEXT")
+    for table in ("exchanges", "asides"):
+        conn.execute(f"UPDATE {table} SET author = (SELECT a.value FROM sessions s JOIN json_each(:from) a "
+                     f"ON a.key = s.source WHERE s.id = {table}.session_id) WHERE role = 'assistant' "
+                     "AND source_id IS NOT NULL AND source_id NOT GLOB :lyra_id",
+                     {"from": json.dumps(IMPORTED_FROM), "lyra_id": lyra_id})

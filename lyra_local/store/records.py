@@ -36,6 +36,7 @@ class Exchange:
     tokens: int | None = None
     source_id: str | None = None
     ending: Ending | None = None  # a reply that did not end by itself: how it ended (``ENDINGS``)
+    author: str | None = None  # the assistant an imported reply came from ("ChatGPT"); None: the companion's
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..authors import imported_from
 from ..store.db import to_iso
 from ..textsafe import well_formed
 from .archive import read_member
@@ -114,7 +115,8 @@ def parse_conversation(raw: Any) -> ImportedConversation:
         last = at
         message_id = message.get("id")
         messages.append(ImportedMessage(role, well_formed(text), at, well_formed(
-            str(message_id if isinstance(message_id, str) and message_id else node_id))))
+            str(message_id if isinstance(message_id, str) and message_id else node_id)),
+            author=imported_from(SOURCE) if role == "assistant" else None))
     created = started or (messages[0].created_at if messages else None)
     if created is None:
         raise BrokenConversation("the conversation has no timestamp")

@@ -101,8 +101,8 @@ def import_conversations(store: Store, embedder: Embedder, items: Iterable[Impor
                     continue
                 session = p.session or store.sessions.create(c.name, created_at=c.created_at, source=c.source,
                                                              source_id=c.source_id, uid=c.uid, conn=conn)
-                news = [NewExchange(session.id, m.role, m.content, m.created_at, source_id=m.source_id)
-                        for m in p.messages]
+                news = [NewExchange(session.id, m.role, m.content, m.created_at, source_id=m.source_id,
+                                    author=m.author, ending=m.ending) for m in p.messages]
                 store.exchanges.insert(conn, news, vectors[row:row + len(news)], embedder.name)
                 add_asides(conn, here, session.id, p.asides)  # after the path: each follows a turn already there
                 row += len(news)

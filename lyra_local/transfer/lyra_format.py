@@ -6,10 +6,13 @@
 Optional keys keep a round trip lossless: the session's ``created_at``,
 ``source`` and ``source_id`` (where it was imported from), a message's
 ``source_id`` (an export writes one for every turn: ``store/portable.py``),
-and ``asides``: the versions set aside by a regenerate or an edit, each with
-the ``parent`` it follows (a message's ``source_id``) and its
-``set_aside_seq``. Ids are kept, so importing the same file again adds
-nothing, whatever was edited, regenerated or forgotten since.
+its ``author`` (the assistant an imported reply came from, ``null`` for the
+companion's: ``authors``) and ``ending`` (how a reply that did not end by
+itself ended: ``length``, ``stopped``, ``error``), and ``asides``: the
+versions set aside by a regenerate or an edit, each with the ``parent`` it
+follows (a message's ``source_id``) and its ``set_aside_seq``. Ids are kept,
+so importing the same file again adds nothing, whatever was edited,
+regenerated or forgotten since.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from ..authors import author_at_import
 from ..store import Store
 from ..store.db import MAX_INTEGER
 from ..store.portable import NewAside, conversations
+from ..store.records import ENDINGS, Ending
 from ..textsafe import well_formed
 from .records import ImportedConversation, ImportedMessage, ImportFormatError, ImportProblem
 from .timestamps import utc_timestamp
@@ -72,33 +77,55 @@ def parse_session(raw: Any) -> ImportedConversation:
         raise ValueError("'id' must be a non-empty string")
     if not isinstance(messages, list):
         raise ValueError("'messages' must be a list")
+    source = raw.get("source")
+    source = well_formed(source) if isinstance(source, str) and source else "lyra"
     out = []
     for i, m in enumerate(messages, 1):
         if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
             raise ValueError(f"message {i} needs a role (user or assistant) and a content string")
         at = utc_timestamp(m.get("created_at"), f"message {i}: created_at")
-        out.append(ImportedMessage(m["role"], well_formed(m["content"]), at, _optional_id(m.get("source_id"))))
-    asides = [_parse_aside(a, i) for i, a in enumerate(raw.get("asides") or [], 1)]
+        source_id = _optional_id(m.get("source_id"))
+        author, ending = _author_and_ending(m, source, source_id, f"message {i}")
+        out.append(ImportedMessage(m["role"], well_formed(m["content"]), at, source_id, author, ending))
+    asides = [_parse_aside(a, i, source) for i, a in enumerate(raw.get("asides") or [], 1)]
     created = raw.get("created_at")
     created = utc_timestamp(created, "the session's created_at") if created else (out[0].created_at if out else "")
     if not created:
         raise ValueError("the session has no created_at and no messages to take it from")
-    source = raw.get("source")
     return ImportedConversation(well_formed(name) if isinstance(name, str) else str(name),
-                                created, out, well_formed(source) if isinstance(source, str) and source else "lyra",
-                                _optional_id(raw.get("source_id")), well_formed(uid), asides=asides)
+                                created, out, source, _optional_id(raw.get("source_id")), well_formed(uid),
+                                asides=asides)
 
 
-def _parse_aside(raw: Any, i: int) -> NewAside:
-    """A version set aside; a ``ValueError`` says what is wrong with it."""
+def _author_and_ending(raw: dict[str, Any], source: str, source_id: str | None,
+                       what: str) -> tuple[str | None, Ending | None]:
+    """A turn's author and ending; a ``ValueError`` says what is wrong. An export made before authors were
+    stored has no ``author`` key: who wrote the turn is then read as a store migrated to them reads it
+    (``authors.author_at_import``), so a Lyra reply in an imported conversation stays Lyra's."""
+    if "author" in raw:
+        author = raw["author"]
+        if author is not None and (not isinstance(author, str) or not author.strip()):
+            raise ValueError(f"{what}: author must be a name or null")
+        author = well_formed(author) if author is not None and raw.get("role") == "assistant" else None
+    else:
+        author = author_at_import(str(raw.get("role")), source, source_id)
+    ending = raw.get("ending")
+    if ending is not None and ending not in ENDINGS:
+        raise ValueError(f"{what}: ending must be one of {', '.join(ENDINGS)} or null")
+    return author, ending
+
+
+def _parse_aside(raw: Any, i: int, source: str) -> NewAside:
+    """A version set aside (of a conversation from ``source``); a ``ValueError`` says what is wrong with it."""
     if not isinstance(raw, dict) or raw.get("role") not in ROLES or not isinstance(raw.get("content"), str):
         raise ValueError(f"aside {i} needs a role (user or assistant) and a content string")
     source_id = _optional_id(raw.get("source_id"))
     seq = raw.get("set_aside_seq")
     if source_id is None or isinstance(seq, bool) or not isinstance(seq, int) or not -MAX_INTEGER <= seq <= MAX_INTEGER:
         raise ValueError(f"aside {i} needs a source_id and a whole set_aside_seq (of at most 63 bits)")
+    author, ending = _author_and_ending(raw, source, source_id, f"aside {i}")
     return NewAside(raw["role"], well_formed(raw["content"]), utc_timestamp(raw.get("created_at"),
-                    f"aside {i}: created_at"), source_id, _optional_id(raw.get("parent")), seq)
+                    f"aside {i}: created_at"), source_id, _optional_id(raw.get("parent")), seq, author, ending)
 
 
 def _optional_id(value: Any) -> str | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ..errors import LyraError
 from ..store.portable import NewAside
+from ..store.records import Ending
 
 
 class ImportFormatError(LyraError):
@@ -21,6 +22,8 @@ class ImportedMessage:
     content: str
     created_at: str
     source_id: str | None = None
+    author: str | None = None  # the assistant an imported reply came from ("ChatGPT"); None: the companion's
+    ending: Ending | None = None  # how a reply that did not end by itself ended (a Lyra export says)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, field_validator
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
-from ..authors import imported_from
+from ..authors import imported_author, imported_from
 from ..companion import TurnEvent
 from ..store import Store
 from ..store.branches import TurnNotFound
@@ -92,11 +92,10 @@ def messages_of(store: Store, session_id: int, limit: int | None = None) -> dict
     out = []
     for m in store.exchanges.history(session_id, limit=limit):
         found = versions.get(m.id)
-        # Replies written here after an import are the companion's: only the imported ones carry a source id.
-        author = source if m.role == "assistant" and m.source_id is not None else None
+        # Who wrote a reply is stored with it: one Lyra wrote in an imported conversation is Lyra's.
         out.append({**dataclasses.asdict(m), "alternatives": found.count if found else 1,
                     "chosen": found.chosen if found else 1, "versions": list(found.ids) if found else [m.id],
-                    "imported_from": author})
+                    "imported_from": imported_author(m)})
     return {"session_id": session_id, "imported_from": source, "messages": out}
 
 
