@@ -132,14 +132,17 @@ ya xd bb mr ms mrs dr ha ah oh uh um er eh ye
 FOLLOWS_A_NAME = _words("is was has had lives lived works worked loves loved just and who whos who's "
 "came comes got gets moved turned started adopted joined texted called visited")
 
-# Words a lowercase name after a naming cue ("call me cynical", "my dog tbh is fine") is not: states, traits and
-# chat shorthand. Without a cue a lowercase word is a name only where the person also typed it with a capital.
-NOT_A_LOWERCASE_NAME = NOT_A_NAME | _words("""
+# States and traits ("hi im deaf", "I'm Sober"): never a name, capitalized or not. Words a lowercase name after a
+# naming cue ("call me cynical", "my dog tbh is fine") is not: these, chat shorthand and the commonest small words.
+# Without a cue a lowercase word is a name only where the person also typed it with a capital.
+TRAITS = _words("""
 deaf blind mute disabled diabetic autistic adhd dyslexic epileptic asthmatic bipolar depressed sober drunk high
 stoned wasted tipsy female male nonbinary cis pregnant vegan cynical sceptical skeptical optimistic pessimistic
 paranoid petty salty spicy savage basic extra mean kind brave strong weak fit unfit healthy unhealthy normal
 odd strange different special simple average typical unlucky picky fussy messy tidy clumsy moody bossy nosy
 nerdy geeky sporty arty crafty chatty lazy sensitive emotional dramatic hormonal cranky sick sore achy dizzy
+""")
+NOT_A_LOWERCASE_NAME = NOT_A_NAME | TRAITS | _words("""
 tbh ngl smh def defo deffo fr frfr idk idc imo imho lowkey highkey af irl fyi brb ttyl omw nvm ikr wtf wth ffs
 jk lmk hbu wbu tbf obvs obv prob probs srsly legit bestie bruh bro fam tho innit yh ye yea nah meh ugh
 sigh yikes oops welp k kk ty thx pls plz rly btw lol lmao rofl omg

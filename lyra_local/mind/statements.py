@@ -45,6 +45,7 @@ from .lexicon import (
     RELATIONS,
     RELATIVE_ADJECTIVES,
     SCHOOLS,
+    TRAITS,
     WEEKDAYS,
     WORKPLACES,
 )
@@ -296,7 +297,7 @@ def _a_name(value: str) -> bool:
     nationality, a verb), and in lowercase not ending as no name does."""
     for word in re.split(r"[ -]", value):
         folded = word.casefold()
-        if len(folded) < 2 or folded in NOT_A_NAME or folded in FRAMING:
+        if len(folded) < 2 or folded in NOT_A_NAME or folded in TRAITS or folded in FRAMING:
             return False
         if (NOT_A_NAME_ENDING if word.islower() else NOT_A_CAPITALIZED_NAME_ENDING).search(folded):
             return False
