@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from lyra_local.authors import imported_from
 from lyra_local.config import Settings
 from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.mind import Dreamer
@@ -35,8 +36,9 @@ def add_conversation(store: Store, name: str, day: str, turns: Sequence[str], so
     session = store.sessions.create(name, created_at=f"{day}T09:00:00+00:00", source=source)
     with store.write() as conn:
         store.exchanges.insert(conn, [NewExchange(session.id, "user" if i % 2 == 0 else "assistant", text,
-                                                  f"{day}T09:{i:02d}:00+00:00") for i, text in enumerate(turns)],
-                               None, None)
+                                                  f"{day}T09:{i:02d}:00+00:00",
+                                                  author=None if i % 2 == 0 else imported_from(source))
+                                      for i, text in enumerate(turns)], None, None)  # as the import stores them
     return session.id
 
 

@@ -137,14 +137,18 @@ def test_the_one_spoken_to_is_named_as_subject_or_object(said: str, summary: str
 
 
 def test_a_reply_names_the_person_it_was_said_to_without_changing_a_bare_infinitive() -> None:
-    reply = ("Swimming is excellent exercise for shift workers: it is low impact and can help you sleep, "
-             "so you feel rested.")
+    reply = "Swimming is excellent exercise for shift workers: it is low impact and can help you sleep."
     assert reply_about(reply, "ChatGPT", "Maya", sentences(reply)) == (
         "ChatGPT replied that swimming is excellent exercise for shift workers: it is low impact and can help Maya "
-        "sleep, so Maya feels rested.")
+        "sleep.")
+    general = reply[:-1] + ", so you feel rested."  # "so you feel": anyone who swims, not only Maya
+    assert reply_about(general, "ChatGPT", "Maya", sentences(general)) is None
     advice = "Think about work first: whether your job can transfer to a hospital in Edinburgh."
     assert reply_about(advice, "ChatGPT", "Maya", sentences(advice)) == (
         "ChatGPT advised: think about work first: whether Maya's job can transfer to a hospital in Edinburgh.")
+
+
+SAID = "Jess says the flats near Leith are cheaper"  # the conversation: "Leith" written as a name
 
 
 def test_after_replied_that_a_common_word_loses_its_capital_and_a_name_keeps_it() -> None:
@@ -155,4 +159,88 @@ def test_after_replied_that_a_common_word_loses_its_capital_and_a_name_keeps_it(
                                                                "waterfront and food scene."),
         ("Night shifts are hard on sleep, and a night shift before an interview is harder.",
          "ChatGPT replied that night shifts are hard on sleep, and a night shift before an interview is harder.")]:
-        assert reply_about(reply, "ChatGPT", "Maya", sentences(reply)) == summary
+        assert reply_about(reply, "ChatGPT", "Maya", sentences(reply), context=SAID) == summary
+
+
+@pytest.mark.parametrize("said", [
+    'She said "I hate my job" and walked out',  # her words, not Maya's
+    'My boss told me "you are fired" today',
+    'I said "I love you" to Tom',  # Maya's words to Tom: "you" is Tom, not ChatGPT
+    "He goes, I'm a doctor",  # reported without quote marks
+    "she was like, i can't do this anymore",
+    "Jess texted me: you need to see this flat",
+    "My mum said ‘I’m proud of you’",
+    "My mum said “I’m proud of you”",
+])
+def test_words_in_someone_elses_mouth_are_not_renamed(said: str) -> None:
+    assert edited(said, "Maya", "ChatGPT") is None
+    assert third_person(said, "Maya", "ChatGPT") is None
+
+
+def test_an_apostrophe_is_no_quote_and_indirect_speech_is_the_reporters() -> None:
+    assert edited("I work at St James’ and I don’t mind nights", "Maya", "ChatGPT") == \
+        "Maya works at St James’ and Maya doesn't mind nights."
+    assert edited("I went home early", "Maya", "ChatGPT") == "Maya went home early."
+    assert edited("She said that I was right", "Maya", "ChatGPT") == "She said that Maya was right."
+
+
+@pytest.mark.parametrize("said", [
+    "You never know what will happen",  # anyone, not the one spoken to
+    "you have to be careful with dogs",
+    "honestly you can't win with night shifts",
+    "I think you never really get used to nights",
+    "when you work nights you sleep all day",
+    "you're never ready for an interview lol",
+])
+def test_a_general_you_is_not_the_one_spoken_to(said: str) -> None:
+    assert edited(said, "Maya", "ChatGPT") is None
+
+
+def test_a_question_to_the_other_side_still_names_them() -> None:
+    assert edited("Could you give me some tips?", "Maya", "ChatGPT") == "Maya asked ChatGPT to give Maya some tips."
+
+
+def test_a_reply_skips_a_general_you_for_a_plain_statement() -> None:
+    reply = ("You never know how an interview will go. Interview panels for ward manager roles usually ask about "
+             "leadership.")
+    assert reply_about(reply, "ChatGPT", "Maya", sentences(reply)) == \
+        "ChatGPT replied that interview panels for ward manager roles usually ask about leadership."
+    only = "You never know how an interview will go."
+    assert reply_about(only, "ChatGPT", "Maya", sentences(only)) is None
+
+
+def test_a_reply_skips_a_quote_it_suggests() -> None:
+    reply = ('You might open with "I am excited to lead this team" at the start. '
+             "Panels value a clear example of handling conflict on a ward.")
+    assert reply_about(reply, "ChatGPT", "Maya", sentences(reply)) == \
+        "ChatGPT replied that panels value a clear example of handling conflict on a ward."
+
+
+@pytest.mark.parametrize(("reply", "summary"), [
+    ("Here is my take:\n- Moving to Edinburgh: not a good idea right now\n- Staying in Leeds: cheaper for a year",
+     "ChatGPT listed: Moving to Edinburgh: not a good idea right now; Staying in Leeds: cheaper for a year."),
+    ("Some rules:\n- **Don't** move in winter\n- **Do** visit flats first\n- **Avoid** signing unseen",
+     "ChatGPT listed: Don't move in winter; Do visit flats first; Avoid signing unseen."),
+    ("For sleep:\n- **Stop:** coffee after 2pm\n- **Start:** a wind-down routine before bed",
+     "ChatGPT listed: Stop: coffee after 2pm; Start: a wind-down routine before bed."),
+])
+def test_a_list_whose_labels_lose_its_meaning_is_said_whole(reply: str, summary: str) -> None:
+    assert reply_about(reply, "ChatGPT", "Maya", sentences(reply)) == summary
+
+
+def test_a_list_of_bare_labels_and_long_items_is_not_listed() -> None:
+    reply = ("Two options.\n- **Stop:** drinking coffee after two in the afternoon, because it stays in your body "
+             "for hours and hours\n- **Start:** a routine")
+    assert reply_about(reply, "ChatGPT", "Maya", sentences(reply)) is None  # no plain statement either
+
+
+def test_after_replied_that_a_word_that_is_no_name_loses_its_capital() -> None:
+    reply = "Fear of the vacuum cleaner is very common in rescue greyhounds."
+    assert reply_about(reply, "ChatGPT", "Maya", sentences(reply), context="he's scared of the hoover") == \
+        "ChatGPT replied that fear of the vacuum cleaner is very common in rescue greyhounds."
+    named = "Biscuit will settle in over a few weeks, with patience."
+    assert reply_about(named, "ChatGPT", "Maya", sentences(named), context="a greyhound called Biscuit") == \
+        "ChatGPT replied that Biscuit will settle in over a few weeks, with patience."
+    acronym = "NHS Lothian runs most of the hospitals in Edinburgh."
+    assert reply_about(acronym, "ChatGPT", "Maya", sentences(acronym), context="") == \
+        "ChatGPT replied that NHS Lothian runs most of the hospitals in Edinburgh."

@@ -258,11 +258,13 @@ class Said:
     to: str | None = None
 
 
-def _edit(who: str | None, sentence: str, to: str | None, weight: float) -> tuple[str | None, float]:
-    """A person's sentence as the summary writes it, and its weight: a quote of it weighs less than an edit."""
+def _edit(who: str | None, sentence: str, to: str | None, weight: float, context: str | None = None
+          ) -> tuple[str | None, float]:
+    """A person's sentence as the summary writes it, and its weight: a quote of it weighs less than an edit.
+    ``context`` (the conversation's text) tells a name from a common word where the edit lowercases one."""
     if not who:
         return None, weight
-    text = third_person.edited(sentence, who, to)
+    text = third_person.edited(sentence, who, to, context)
     if text:
         return text, weight
     asks = 0.5 if "?" in sentence else 1.0  # of the sentences that can only be quoted, a statement says more
@@ -279,10 +281,12 @@ def candidate_quotes(turns: Sequence[Said | tuple[str | None, str, float]], min_
     length: "I moved to Lisbon" says more than "ok".
     """
     out = []
-    for t, turn in enumerate(Said(*turn) if isinstance(turn, tuple) else turn for turn in turns):
+    said = [Said(*turn) if isinstance(turn, tuple) else turn for turn in turns]
+    context = "\n".join(turn.text for turn in said)
+    for t, turn in enumerate(said):
         named, body = split_speaker(turn.text)
         if turn.reply and not named and turn.who:
-            about = third_person.reply_about(body, turn.who, turn.to or "", sentences(body))
+            about = third_person.reply_about(body, turn.who, turn.to or "", sentences(body), context=context)
             if about and len(words(body)) >= min_words:
                 out.append(Quote(turn.who, (t, 0), about, turn.weight, about))
             continue
@@ -291,7 +295,7 @@ def candidate_quotes(turns: Sequence[Said | tuple[str | None, str, float]], min_
             if n >= min_words:
                 plain = sentence.replace("“", "\"").replace("”", "\"")
                 text, weight = _edit(named or turn.who, plain, None if named else turn.to,
-                                     1.0 if named else turn.weight)
+                                     1.0 if named else turn.weight, context)
                 out.append(Quote(named or turn.who, (t, s), plain, weight * min(1.0, n / MIN_WORDS), text))
     return out if out or min_words <= 1 else candidate_quotes(turns, 1)
 
