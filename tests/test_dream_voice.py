@@ -21,7 +21,8 @@ from .fakes import FakeChatModel, FakeEmbedder
 from .test_dream import add_session, respond
 
 MOVING = "I'm thinking of moving from Leeds to Edinburgh in September"
-OWN = "Berlin with the cat Miso is where I live."  # grounded in what Sam said, and not six words of it in a row
+OWN = "She lives in Berlin with her cat Miso."  # grounded in what Sam said, told of her: the companion's view
+ECHO = "Berlin with the cat Miso is where I live."  # no six words of hers in a row, but her life as Lyra's
 
 
 def reflecting(narrative: str, reflections: list[str]) -> Callable[[Sequence[Message], GenerationOptions | None], str]:
@@ -59,6 +60,18 @@ def test_a_reflection_that_copies_the_person_keeps_the_previous_state_and_says_s
     kept = [e for e in store.coord.events() if e["kind"] == "reflect.kept"]
     assert len(kept) == 1
     assert kept[0]["detail"] == {"fields": ["reflections", "self_narrative"], "because": ["copied", "cut"]}
+
+
+def test_a_reflection_that_retells_the_persons_life_as_the_companions_is_refused(store: Store,
+                                                                                 settings: Settings) -> None:
+    """Sam's "I live in Berlin with my cat Miso" reworded so that no six words are hers in a row is still her
+    life in the companion's first person: refused as copied, and the log says so."""
+    add_session(store, "home", "2024-01-10", ["I live in Berlin with my cat Miso", "How lovely!"])
+    dream(store, settings, reflecting(ECHO, [OWN]))
+    state = store.derived.self_state()
+    assert state is not None and state["self_narrative"] == "" and state["reflections"] == [OWN]
+    kept = [e for e in store.coord.events() if e["kind"] == "reflect.kept"]
+    assert [k["detail"] for k in kept] == [{"fields": ["self_narrative"], "because": ["copied"]}]
 
 
 def test_a_first_reflection_that_copies_leaves_it_unwritten_not_hers(store: Store, settings: Settings) -> None:

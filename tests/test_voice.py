@@ -10,7 +10,11 @@ from lyra_local.mind.dream_sentences import FORGOTTEN, conversation_ids, pass_su
 
 MAYA = ["Hi! I'm Maya. I have an interview on 2 May for a ward manager job, can you help me prepare?",
         "i work night shifts as a nurse at st james's hospital so im always tired lol",
-        "I'm thinking of moving from Leeds to Edinburgh in September"]
+        "I'm thinking of moving from Leeds to Edinburgh in September",
+        "we adopted a rescue greyhound called Biscuit last month!! he's scared of the hoover",
+        "my sister Jess lives there already, she's a teacher",
+        "Jess says the flats near Leith are cheaper",
+        "i started a saturday pottery class w/ jess, it's so relaxing"]
 SAID = voice.runs(MAYA)
 
 
@@ -35,6 +39,61 @@ def test_a_six_word_run_of_the_persons_messages_is_found(text: str) -> None:
 def test_the_companions_own_sentences_pass(text: str) -> None:
     assert voice.copied_run(text, SAID) is None
     assert voice.judge(text, SAID) is None
+
+
+@pytest.mark.parametrize("text", [
+    "I'm thinking of moving to Edinburgh in September.",  # the reviewer's: "from Leeds" dropped, no run left
+    "I am thinking about a move to Edinburgh this September.",  # reworded, and "move" is "moving"
+    "Lately I'm thinking about Edinburgh, moving there in September.",
+    "We adopted a rescue greyhound last month.",  # "we" of hers is not the companion's "we"
+    "My sister lives there already, she is a teacher.",  # her "she" (Jess) told back is still her sentence
+    "i started a pottery class on Saturdays",  # her lowercase "saturday" is no one else's name
+    "I am glad to be here. I'm thinking of moving to Edinburgh in September!",  # one sentence of several
+    "Today I am thinking about moving to Edinburgh in September.",  # a capitalised first word is no name
+])
+def test_the_persons_first_person_sentence_retold_as_the_companions_is_refused(text: str) -> None:
+    """Her situation in the companion's first person, lightly edited so that no six-word run is left."""
+    assert voice.copied_run(text, SAID) is None  # what the run check alone let through
+    assert voice.echoed(text, SAID) is not None
+    assert voice.judge(text, SAID) == voice.COPIED
+
+
+@pytest.mark.parametrize("text", [
+    "Maya is thinking of moving to Edinburgh in September.",  # the same facts told of her
+    "You are moving to Edinburgh in September.",  # ... or to her
+    "I hope your move to Edinburgh in September goes well.",  # the companion's hope about her plan
+    "I wonder how her move to Edinburgh in September will feel.",
+    "I think Maya is moving to Edinburgh in September.",
+    "I keep thinking about Maya's move to Edinburgh in September.",
+    "Maya's move to Edinburgh in September makes me think.",  # her name first, as a possessive
+    "She started a Saturday pottery class with Jess, and I am glad.",
+    "I remember the rescue greyhound called Biscuit.",  # her "we adopted" is not the companion's "I remember"
+    "I say the flats near Leith are cheap.",  # what Jess says: no first-person sentence of Maya's
+    "I am moving to Edinburgh.",  # too little content to be anyone's sentence (fewer than four words)
+    "I'm thinking of moving to Edinburgh in September, and I love the sea, long walks and quiet evenings.",
+    "I am getting to know Maya, and I like her.",
+])
+def test_the_companions_first_person_view_of_her_passes(text: str) -> None:
+    assert voice.echoed(text, SAID) is None
+    assert voice.judge(text, SAID) is None
+
+
+def test_an_echo_needs_the_persons_sentences_not_only_her_runs() -> None:
+    """A plain set of runs (as a caller may build one) carries no sentences, so only runs are checked."""
+    plain = frozenset(SAID)
+    assert voice.echoed("I'm thinking of moving to Edinburgh in September.", plain) is None
+    assert voice.copied_run(MAYA[2], plain) is not None
+    assert isinstance(SAID, frozenset) and MAYA[2] not in SAID  # still runs, for callers that ask
+
+
+def test_a_retold_self_narrative_is_refused_as_copied() -> None:
+    previous = {"self_narrative": "I am getting to know Maya.", "reflections": []}
+    state = {"self_narrative": "I'm thinking of moving to Edinburgh in September.",
+             "reflections": ["You are moving to Edinburgh in September."]}
+    refused = voice.keep_own_voice(state, previous, SAID)
+    assert [(r.field, r.reason) for r in refused] == [("self_narrative", "copied")]
+    assert state["self_narrative"] == "I am getting to know Maya."
+    assert state["reflections"] == ["You are moving to Edinburgh in September."]
 
 
 def test_a_run_never_spans_two_messages() -> None:
@@ -65,6 +124,30 @@ def test_a_sentence_cut_mid_clause_is_found(text: str) -> None:
 ])
 def test_a_finished_sentence_is_not_cut(text: str) -> None:
     assert not voice.cut_mid_clause(text)
+
+
+@pytest.mark.parametrize("text", [
+    "I am here for you :)",  # the reported refusal
+    "I am here for you 😊",
+    "Proud of you 💛🙏🏽",  # emoji with a skin tone
+    "Glad you came :-D",
+    "Here for you, always <3",
+    "I feel calm (mostly) :)",  # the smiley's bracket is no clause's
+    "That made me laugh xD",
+    "I am here for you :) Always.",
+])
+def test_a_smiley_or_emoji_at_the_end_is_a_proper_end(text: str) -> None:
+    assert not voice.cut_mid_clause(text)
+    assert not voice.cut_mid_clause(text, limit=len(text))  # a finished sentence, even at the limit
+
+
+@pytest.mark.parametrize("text", [
+    "I keep thinking about the :)",  # a smiley does not finish "about the"
+    "I want to keep close, 😊",  # nor a clause left open on a comma
+    "I'm glad :) and (a bit worried",  # the open bracket is still open
+])
+def test_a_smiley_does_not_finish_a_cut_sentence(text: str) -> None:
+    assert voice.cut_mid_clause(text)
 
 
 def test_a_text_without_a_stop_at_its_length_limit_was_cut_there() -> None:
