@@ -13,7 +13,7 @@ from lyra_local.authors import imported_from
 from lyra_local.config import Settings
 from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.mind import Dreamer
-from lyra_local.mind.gists import transcript
+from lyra_local.mind.gists import repliers, transcript
 from lyra_local.store import Exchange, Store
 from lyra_local.store.exchanges import NewExchange
 
@@ -112,10 +112,12 @@ def test_the_gist_model_reads_imported_replies_as_chatgpts(store: Store,
 
 def test_transcript_names_each_turns_author() -> None:
     turns = [Exchange(1, 1, "user", "hi", "2024-03-10T09:00:00+00:00"),
-             Exchange(2, 1, "assistant", "hello", "2024-03-10T09:01:00+00:00")]
+             Exchange(2, 1, "assistant", "hello", "2024-03-10T09:01:00+00:00", author="ChatGPT"),
+             Exchange(3, 1, "user", "and now?", "2024-03-11T09:00:00+00:00"),
+             Exchange(4, 1, "assistant", "now here", "2024-03-11T09:01:00+00:00")]  # continued in Lyra
     names = {"user": "Maya", "name": "Lyra"}
-    assert transcript(turns, names, "ChatGPT") == ["Maya: hi", "ChatGPT: hello"]
-    assert transcript(turns, names) == ["Maya: hi", "Lyra: hello"]
+    assert transcript(turns, names) == ["Maya: hi", "ChatGPT: hello", "Maya: and now?", "Lyra: now here"]
+    assert repliers(turns, "Lyra") == "ChatGPT and Lyra" and repliers(turns[:2], "Lyra") == "ChatGPT"
 
 
 def test_without_a_configured_name_the_floor_names_the_person_as_they_introduced_themselves(

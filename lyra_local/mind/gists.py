@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timezone, tzinfo
 
-from ..authors import reply_author
+from ..authors import author_of
 from ..store import Exchange, Store
 from ..store.db import local_day
 from ..store.derived import Gist
@@ -34,11 +34,19 @@ class GistDraft:
     previous: Gist | None = None  # the gist it updates
 
 
-def transcript(turns: list[Exchange], names: dict[str, str], replies: str | None = None) -> list[str]:
-    """The turns as lines the model reads, each under its author: the person, and ``replies`` (the assistant a
-    conversation was imported from, ``authors.reply_author``) or else the companion."""
-    who = {"user": names["user"], "assistant": replies or names["name"], "system": "Note"}
-    return [f"{who.get(t.role, t.role)}: {' '.join(t.content.split())}" for t in turns]
+def transcript(turns: list[Exchange], names: dict[str, str]) -> list[str]:
+    """The turns as lines the model reads, each under its author: the person, and each reply's own
+    (``authors.author_of``: ChatGPT for one imported from there, else the companion)."""
+    who = {"user": names["user"], "system": "Note"}
+    return [f"{author_of(t, names['name']) if t.role == 'assistant' else who.get(t.role, t.role)}: "
+            f"{' '.join(t.content.split())}" for t in turns]
+
+
+def repliers(turns: list[Exchange], companion: str) -> str:
+    """Who the person talked with in ``turns``, for the prompt: "ChatGPT", "Lyra", or "ChatGPT and Lyra" for a
+    conversation imported and then continued here."""
+    found = dict.fromkeys(author_of(t, companion) for t in turns if t.role == "assistant")
+    return " and ".join(found) or companion
 
 
 def draft_gist(scribe: Scribe, store: Store, session_id: int, zone: tzinfo = timezone.utc) -> GistDraft | None:
@@ -52,9 +60,8 @@ def draft_gist(scribe: Scribe, store: Store, session_id: int, zone: tzinfo = tim
         return None
     header = f"Conversation \u201c{session.name}\u201d, {local_day(turns[0].created_at, zone)}:"
     # An imported conversation is between the person and ChatGPT (say): the model is told so, never the companion
-    replies = reply_author(session.source, scribe.names["name"])
-    lines = transcript(turns, scribe.names, replies)
-    mouth = {"name": replies}
+    lines = transcript(turns, scribe.names)
+    mouth = {"name": repliers(turns, scribe.names["name"])}
     count = scribe.count
     if previous is not None:
         material = f"Summary so far:\n{previous.content}\n\n"
