@@ -17,22 +17,11 @@ from lyra_local.mind.profile import KEYS, canonical_key, grounded_facts
 from lyra_local.mind.statements import capitalized, content_words, floor_facts, signature
 
 from .conftest import REPO
+from .maya_export import HER_WORDS as MAYA  # Maya's own messages, verbatim and messy on purpose
 
 CASES: dict[str, list[dict[str, Any]]] = tomllib.loads(
     (REPO / "tests" / "data" / "floor_statements.toml").read_text(encoding="utf-8"))
 SPEAKERS = {"lyra", "chatgpt"}
-
-# Maya's own messages of the end-to-end export (docs of issue 37), verbatim and messy on purpose
-MAYA = [
-    "Hi! I'm Maya. I have an interview on 2 May for a ward manager job, can you help me prepare?",
-    "i work night shifts as a nurse at st james's hospital so im always tired lol",
-    "we adopted a rescue greyhound called Biscuit last month!! he's scared of the hoover",
-    "I'm thinking of moving from Leeds to Edinburgh in September",
-    "my sister Jess lives there already, she's a teacher",
-    "Jess says the flats near Leith are cheaper",
-    "i started a saturday pottery class w/ jess, it's so relaxing",
-    "I go swimming every morning before my shift",
-]
 
 
 def test_the_set_is_big_enough_and_every_key_is_in_the_vocabulary() -> None:

@@ -13,15 +13,8 @@ from lyra_local.memory import Memory
 from lyra_local.memory.search import SearchQuery, search
 from lyra_local.store import Store
 
-MAYA = [
-    "Hi! I'm Maya. I have an interview on 2 May for a ward manager job, can you help me prepare?",
-    "i work night shifts as a nurse at st james's hospital so im always tired lol",
-    "we adopted a rescue greyhound called Biscuit last month!! he's scared of the hoover",
-    "I'm thinking of moving from Leeds to Edinburgh in September",
-    "my sister Jess lives there already, she's a teacher",
-    "i started a saturday pottery class w/ jess, it's so relaxing",
-    "I go swimming every morning before my shift",
-]
+from .maya_export import HER_WORDS as MAYA  # Maya's own messages, verbatim and messy on purpose
+
 REPLY = ("That sounds like a lot to juggle. A few ideas: plan the week ahead, keep a short list of what matters "
          "most, and ask for help when you need it.")
 GREYHOUND = MAYA[2]
@@ -63,4 +56,4 @@ def test_a_forgotten_word_finds_nothing_after_the_forget(maya: Memory) -> None:
     maya.forget_exchanges([turn.id])
     assert found(maya, "greyhound") == []
     assert found(maya, "Biscuit") == []
-    assert found(maya, "swimming")[0] == (MAYA[6], "words")  # what was not forgotten is still found
+    assert found(maya, "swimming")[0] == (MAYA[-1], "words")  # what was not forgotten is still found

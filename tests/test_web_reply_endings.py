@@ -15,6 +15,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from .chatgpt_export import conversation, write_export
 from .conftest import Served
+from .test_web_chat_features import page, replied  # noqa: F401  (page: a fresh page of this module's server)
 from .test_web_ui import browser, opened, send, shot, start  # noqa: F401  (browser: the module's Chromium fixture)
 
 CONFIG = """
@@ -37,21 +38,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     yield from start(tmp_path_factory.mktemp("reply-endings"), CONFIG.format(max_tokens=8))
 
 
-@pytest.fixture
-def page(browser: Browser, served: Served) -> Iterator[Page]:  # noqa: F811
-    with opened(browser, served.url, settled=True) as fresh:
-        yield fresh
-
-
-def replied(page: Page, replies: int) -> None:
-    """Wait until the conversation shows ``replies`` stored replies and nothing streams."""
-    expect(page.locator(".message.assistant.streaming")).to_have_count(0, timeout=120_000)
-    expect(page.locator("#send")).to_be_visible(timeout=120_000)
-    expect(page.locator(".message.assistant[data-id]:not([data-id=''])")).to_have_count(replies, timeout=30_000)
-    page.wait_for_load_state("networkidle")
-
-
-def reopened(page: Page, url: str, session_id: str) -> None:
+def reopened(page: Page, url: str, session_id: str) -> None:  # noqa: F811
     """The page loaded afresh on conversation ``session_id``: what it shows comes from the server."""
     page.goto(f"{url}/#session={session_id}")
     page.reload()
@@ -65,7 +52,7 @@ def open_session(served: Served) -> str:
     return str(sessions[0]["id"])
 
 
-def test_a_cut_reply_is_marked_with_continue_after_a_reload_and_continue_extends_it(page: Page,
+def test_a_cut_reply_is_marked_with_continue_after_a_reload_and_continue_extends_it(page: Page,  # noqa: F811
                                                                                    served: Served) -> None:
     send(page, STORY)
     replied(page, 1)
@@ -109,7 +96,7 @@ def imported_session(served: Served, tmp_path: Path) -> str:
     return str(next(s["id"] for s in sessions if s["name"] == "Interview prep"))
 
 
-def test_an_imported_reply_is_chatgpts_and_why_says_it_was_imported(page: Page, served: Served,
+def test_an_imported_reply_is_chatgpts_and_why_says_it_was_imported(page: Page, served: Served,  # noqa: F811
                                                                     tmp_path: Path) -> None:
     session = imported_session(served, tmp_path)
     reopened(page, served.url, session)
@@ -140,7 +127,7 @@ def chatty(tmp_path: Path) -> Iterator[Served]:
 
 
 def test_a_stopped_reply_is_still_marked_after_a_reload(browser: Browser, chatty: Served) -> None:  # noqa: F811
-    with opened(browser, chatty.url, settled=True) as page:
+    with opened(browser, chatty.url, settled=True) as page:  # noqa: F811
         send(page, STORY)
         expect(page.locator(".message.assistant.streaming .bubble")).not_to_have_text("", timeout=60_000)
         page.locator("#stop").click()
