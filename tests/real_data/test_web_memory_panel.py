@@ -114,6 +114,7 @@ def test_the_memory_panel_is_folded_with_human_dates(browser: Browser, remembere
     expect(page.locator("#sitrep")).to_contain_text("Instances:")
     memory_drives = page.locator("#drives .gauge-value").all_inner_texts()
     page.click(".tab[data-panel=dream]")
+    page.locator("#dream-advanced > summary").click()  # the drives are under Advanced there too
     expect(page.locator("#dream-drives .gauge-value")).to_have_count(4)
     assert page.locator("#dream-drives .gauge-value").all_inner_texts() == memory_drives  # one reading
     assert page.errors == []  # type: ignore[attr-defined]
