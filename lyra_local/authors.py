@@ -36,12 +36,6 @@ def imported_from(source: str) -> str | None:
     return IMPORTED_FROM.get(source)
 
 
-def reply_author(source: str, companion: str) -> str:
-    """Who wrote the imported replies of a conversation from ``source``: the imported assistant, else the
-    companion. A reply written here later is the companion's: ask ``author_of`` about a turn."""
-    return IMPORTED_FROM.get(source, companion)
-
-
 def imported_author(turn: Turn) -> str | None:
     """The assistant a reply was imported from ("ChatGPT"), or ``None``: the companion's reply, or no reply."""
     return turn.author if turn.role == "assistant" else None

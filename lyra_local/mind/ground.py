@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..authors import author_of, imported_author
-from ..store import Exchange, Session, Store
+from ..store import Exchange, Store
 from ..store.db import from_iso
 from ..store.recall_index import RecallIndex
 from . import grounding
@@ -64,7 +64,6 @@ class Ground:
         self.count = count
         self.names = names
         self.budget = budget
-        self._sessions: dict[int, Session] = {}
 
     def _check(self, text: str, sources: Sequence[Source], keep: float = 1.0,
                not_speaking: Sequence[str] = ()) -> tuple[Verdict, str]:
@@ -75,11 +74,6 @@ class Ground:
         names = [n for n in (self.names.get("user", ""), self.names.get("name", "")) if n in speaking]
         return grounding.check(text, sources, self.embed, budget=self.budget, count=self.count, names=names, keep=keep,
                                not_speaking=not_speaking)
-
-    def _session(self, session_id: int) -> Session:
-        if session_id not in self._sessions:
-            self._sessions[session_id] = self.store.sessions.get(session_id)
-        return self._sessions[session_id]
 
     def replier(self, turn: Exchange) -> str:
         """Who wrote a reply: the assistant it was imported from, else the companion (``authors.author_of``:
