@@ -79,7 +79,7 @@ def test_too_long_fails_the_budget(sources, embedder) -> None:
 
 @pytest.mark.slow
 def test_the_floor_edits_central_sentences_in_order_without_repeats_within_budget(embedder) -> None:
-    turns = [(None, t, 1.0) for t in [TURNS[0], *TURNS]]  # the first said twice
+    turns = [g.Said(None, t) for t in [TURNS[0], *TURNS]]  # the first said twice
     quotes = g.candidate_quotes(turns)
 
     def embed(texts: list[str]) -> np.ndarray:

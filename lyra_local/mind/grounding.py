@@ -271,8 +271,7 @@ def _edit(who: str | None, sentence: str, to: str | None, weight: float, context
     return third_person.in_their_words(sentence, who), weight * QUOTE_WEIGHT * asks
 
 
-def candidate_quotes(turns: Sequence[Said | tuple[str | None, str, float]], min_words: int = MIN_WORDS
-                     ) -> list[Quote]:
+def candidate_quotes(turns: Sequence[Said], min_words: int = MIN_WORDS) -> list[Quote]:
     """What each turn may give a summary: a person's sentences long enough to say something, edited to the third
     person (or quoted once where no edit is mechanical), and a reply reduced to what it was about. A ``Name:``
     prefix names the speaker (and makes it a person's turn, weight 1).
@@ -281,9 +280,8 @@ def candidate_quotes(turns: Sequence[Said | tuple[str | None, str, float]], min_
     length: "I moved to Lisbon" says more than "ok".
     """
     out = []
-    said = [Said(*turn) if isinstance(turn, tuple) else turn for turn in turns]
-    context = "\n".join(turn.text for turn in said)
-    for t, turn in enumerate(said):
+    context = "\n".join(turn.text for turn in turns)
+    for t, turn in enumerate(turns):
         named, body = split_speaker(turn.text)
         if turn.reply and not named and turn.who:
             about = third_person.reply_about(body, turn.who, turn.to or "", sentences(body), context=context)
