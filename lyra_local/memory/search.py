@@ -64,7 +64,7 @@ class Floor:
 
 
 MEANING_FLOORS: dict[str, Floor] = {"all-MiniLM-L6-v2": Floor(sentence=0.3, words=0.5)}
-MEANING = Floor(sentence=0.3, words=0.5)  # a model not measured: the default's (MiniLM)
+MEANING = MEANING_FLOORS["all-MiniLM-L6-v2"]  # a model not measured: the default's (MiniLM)
 FACT_MEANING = 0.55  # a fact (a few words: its cosines run high) matches by meaning from this cosine
 FRESH_S = 600.0  # turns of the current conversation this recent come after every older memory
 
