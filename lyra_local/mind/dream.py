@@ -36,11 +36,11 @@ from ..memory.gather import user_name
 from ..store import Store
 from ..store.provenance import Ref, StaleSources
 from ..store.sessions import SessionNotFound
-from . import digests, grounding, prompts, voice, world
+from . import digests, prompts, voice, world
 from .backlog import sense
 from .drives import Backlog, compute_drives
 from .gists import draft_gist
-from .ground import Ground, Written
+from .ground import Ground
 from .grounding import Verdict
 from .narrative import narrative_due, narrative_material
 from .profile import extract_facts
@@ -232,8 +232,7 @@ class Dreamer:
             # The model's arc is the companion's view: the person's words in it would be put in its mouth.
             # An extractive arc is the person's own words, attributed to them, and is not judged so.
             self._event("narrative.refused", None, because=[voice.COPIED])
-            quotes = [q for n, (text, _) in enumerate(pieces) for q in grounding.quotes_of(text, n)]
-            written = Written(ground.floor(quotes), "extractive", written.verdict)
+            written = ground.extract_of(pieces, written.verdict)
         if not written.text:
             return
         version = self.store.derived.set_narrative(written.text, basis, sources, method=written.method)

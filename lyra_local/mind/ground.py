@@ -150,16 +150,20 @@ class Ground:
     def rollup(self, draft: Callable[[], str], pieces: Sequence[tuple[str, str]], facts: Sequence[str] = ()
                ) -> Written:
         """A digest or an arc over (text, method) pieces: extractive over any extractive piece, else the checked
-        draft, else extractive over the pieces' sentences. ``facts`` may be drawn on too, not quoted. The extract
-        of one piece keeps fewer of its sentences (``ONE_PIECE``): a day of one conversation reads shorter than
-        the conversation's gist, not the same text again."""
-        quotes = [q for n, (text, _) in enumerate(pieces) for q in grounding.quotes_of(text, n)]
-        most = ONE_PIECE if len(pieces) == 1 else grounding.FLOOR_QUOTES
+        draft, else extractive over the pieces' sentences. ``facts`` may be drawn on too, not quoted."""
         if any(method == "extractive" for _, method in pieces):
-            return Written(self.floor(quotes, most), "extractive")
+            return self.extract_of(pieces)
         verdict, kept = self._check(draft(), [Source(t) for t in [*(t for t, _ in pieces), *facts]], KEEP)
         if verdict.ok:
             return Written(kept, "abstractive", verdict)
+        return self.extract_of(pieces, verdict)
+
+    def extract_of(self, pieces: Sequence[tuple[str, str]], verdict: Verdict | None = None) -> Written:
+        """The floor of a roll-up: the pieces' own sentences, edited. The extract of one piece keeps fewer of its
+        sentences (``ONE_PIECE``): a day of one conversation reads shorter than the conversation's gist, not the
+        same text again."""
+        quotes = [q for n, (text, _) in enumerate(pieces) for q in grounding.quotes_of(text, n)]
+        most = ONE_PIECE if len(pieces) == 1 else grounding.FLOOR_QUOTES
         return Written(self.floor(quotes, most), "extractive", verdict)
 
     def facts(self, facts: list[tuple[str, str]], session_id: int, rejected: Mapping[str, int] | None = None
