@@ -10,7 +10,9 @@ releases the data-directory lock, so a ``lyra restore`` can take it).
 
 The web app keeps one store across configuration reloads: ``renewed`` gives a
 runtime on fresh models over the same store, which borrows that store and
-never closes it. This module holds no lease and never decides when to reload:
+never closes it. In a household each person's runtime borrows their store and
+shares one generation of models with everyone (``shares_models``): closing it
+closes that person's companion only. This module holds no lease and never decides when to reload:
 ``web/runtime.py`` and ``web/app.py`` do.
 """
 
@@ -18,13 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .companion import Companion
 from .config import Settings
 from .errors import LyraError
 from .llm.registry import Models
 from .memory import Memory
+from .people import Need, PersonChoice, as_person
 from .store import Store
 
 
@@ -37,14 +40,22 @@ class RuntimeClosed(LyraError):
 class Runtime:
     """The store, the models, and the memory and companion built on them, for one configuration."""
 
-    def __init__(self, settings: Settings, *, store: Store | None = None, models: Models | None = None) -> None:
-        """``store``: an open store to borrow (its opener closes it); else one is opened on first use and closed
-        with the runtime. ``models``: a registry to use instead of building one (tests share fakes); it is
-        closed with the runtime like one built here."""
+    def __init__(self, settings: Settings, *, store: Store | None = None, models: Models | None = None,
+                 shares_models: bool = False, household: Callable[[], str | None] | None = None,
+                 choice: PersonChoice | None = None) -> None:
+        """``store``: an open store to borrow (its opener closes it); else one is opened on first use (in
+        ``store_dir``, default the data directory) and closed with the runtime. ``models``: a registry to use
+        instead of building one (tests share fakes); it is closed with the runtime like one built here, unless
+        ``shares_models`` (another runtime owns it). ``household``: reads the household memory for the
+        context. ``choice``: the person a command acts as (their store, their name, the household memory),
+        resolved on first use of the store."""
         self.settings = settings
         self._lock = threading.RLock()
         self._store = store
         self._owns_store = store is None
+        self._choice = choice
+        self._shares_models = shares_models
+        self._household = household if choice is None else choice.shared
         self._models: Models | None = None
         self._memory: Memory | None = None
         self._companion: Companion | None = None
@@ -57,7 +68,7 @@ class Runtime:
         with self._lock:
             if self._store is None:
                 self._check_open()
-                self._store = Store(self.settings.data_dir)
+                self._store = Store(self.settings.data_dir if self._choice is None else self._choice.store_dir())
             return self._store
 
     @property
@@ -81,14 +92,16 @@ class Runtime:
         with self._lock:
             if self._memory is None:
                 self._memory = Memory(self.store, self.models.embed, zone=self.settings.companion.zone,
-                                      reranker=self.models.rerank)
+                                      reranker=self.models.rerank, household=self._household)
             return self._memory
 
     @property
     def companion(self) -> Companion:
         with self._lock:
             if self._companion is None:
-                self._companion = Companion(self.memory, self.models.chat, self.settings.companion)
+                memory = self.memory
+                settings = self.settings if self._choice is None else as_person(self.settings, self._choice.person())
+                self._companion = Companion(memory, self.models.chat, settings.companion)
             return self._companion
 
     def last_chat(self) -> float | None:
@@ -97,7 +110,11 @@ class Runtime:
 
     def renewed(self, settings: Settings) -> Runtime:
         """A runtime for ``settings`` on fresh models over this runtime's store (a configuration reload)."""
-        return Runtime(settings, store=self.store)
+        return Runtime(settings, store=self.store, household=self._household)
+
+    def sharing(self, settings: Settings, store: Store) -> Runtime:
+        """Another person's runtime on this runtime's models (which this one keeps owning), over their store."""
+        return Runtime(settings, store=store, models=self.models, shares_models=True, household=self._household)
 
     def retire(self) -> None:
         """No new work comes to these models: they close when the last lease on them ends (the store stays)."""
@@ -119,7 +136,7 @@ class Runtime:
         """
         with self._lock:
             self._closed = True
-            models = self._models
+            models = None if self._shares_models else self._models
             store = self._store if self._owns_store else None
         if models is None:
             self.close_companion()
@@ -141,10 +158,19 @@ class Runtime:
 
 
 @contextlib.contextmanager
-def open_runtime(settings: Settings, *, models: Models | None = None) -> Iterator[Runtime]:
-    """A ``Runtime`` for ``settings``, closed (companion, models, store) when the block ends, however it ends."""
-    runtime = Runtime(settings, models=models)
+def open_runtime(settings: Settings, *, models: Models | None = None, person: str | None = None,
+                 need: Need = "memory") -> Iterator[Runtime]:
+    """A ``Runtime`` for ``settings`` acting as one person of the household, closed (companion, models, store)
+    when the block ends, however it ends.
+
+    ``person``: their name (``--person``); without it, the only person, else (``need="household"``) the
+    owner, else an error naming the choice (``people.choose``)."""
+    choice = PersonChoice(settings, person, need)
+    runtime = Runtime(settings, models=models, choice=choice)
     try:
         yield runtime
     finally:
-        runtime.close()
+        try:
+            runtime.close()
+        finally:
+            choice.close()

@@ -1,6 +1,7 @@
 """Context assembly: the prompt in layers, each within a token budget. A pure function.
 
-Layers, in order: persona -> self-state and drives -> world state -> profile ->
+Layers, in order: persona -> self-state and drives -> the household memory (what the people of the
+household chose to share with everyone) -> world state -> profile ->
 narrative -> temporal digests (the timeline ladder) -> gists of other sessions -> sharp raw turns from
 other sessions -> the session's gist (when its older turns no longer fit) ->
 its recent turns -> the new message. Every budget is in tokens of the chat
@@ -49,6 +50,7 @@ class Shares:
 
     persona: float = 0.12
     self_state: float = 0.05
+    household: float = 0.06
     world: float = 0.12
     profile: float = 0.08
     narrative: float = 0.06
@@ -64,6 +66,7 @@ class ContextInputs:
     user_name: str | None = None
     self_state: dict[str, Any] | None = None
     drives: dict[str, float] | None = None
+    household: str | None = None
     world: str | None = None
     profile: Sequence[tuple[str, str]] = ()
     narrative: str | None = None
@@ -167,6 +170,8 @@ def assemble(inputs: ContextInputs, *, count: Count, n_ctx: int, reply_tokens: i
 
     add_text("persona", inputs.persona, shares.persona)
     add_text("self_state", _self_state_text(inputs), shares.self_state)
+    add_text("household", inputs.household and "Shared by everyone in the household:\n" + inputs.household,
+             shares.household)
     add_text("world", inputs.world and "Core memory (the world as it stands):\n" + inputs.world, shares.world)
     if inputs.profile:
         who = inputs.user_name or "the user"

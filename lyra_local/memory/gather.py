@@ -68,6 +68,7 @@ def gather(memory: Memory, settings: CompanionSettings, session_id: int, message
         user_name=name,
         self_state=state,
         drives=drives,
+        household=memory.household(),
         world=world.content if world else None,
         profile=[(f.key, f.value) for f in profile],
         narrative=store.derived.narrative(),

@@ -32,8 +32,11 @@ Progress = Callable[[int, int], None]
 
 class Memory:
     def __init__(self, store: Store, embedder: Embedder, *, zone: tzinfo = timezone.utc,
-                 reranker: Reranker | None = None) -> None:
+                 reranker: Reranker | None = None, household: Callable[[], str | None] | None = None) -> None:
+        """``household``: reads the household memory, the one thing every person's context shares (None: a
+        memory of its own, as in tests and tools that open one store)."""
         self.store = store
+        self.household = household or _nothing_shared
         self.embedder = embedder
         self.reranker = reranker  # the optional re-ranking model: recall's last stage (stages.Rerank)
         self.zone = zone  # the person's time zone: "yesterday", "in June" are read in it
@@ -102,3 +105,7 @@ class Memory:
     def switch_to(self, model: str) -> None:
         """Recall uses ``model``'s vectors from now on (every tier has them: see ``reembed``)."""
         self.store.set_meta(ACTIVE_MODEL_KEY, model)
+
+
+def _nothing_shared() -> str | None:
+    return None

@@ -58,6 +58,13 @@ class Backlog:
                     or self.narrative_due or self.stale or self.novel_turns or self.novel_gists)
 
 
+def backlog_size(backlog: Backlog) -> int:
+    """How much work a memory waits for, in rough units (a new turn, a fact to draw, a digest to write): the
+    scheduler visits the person with more first, and skips one with none."""
+    return (sum(p.new_turns for p in backlog.pending if p.session_id in backlog.ripe) + backlog.unprofiled
+            + backlog.digest_jobs + backlog.obsolete_digests + backlog.stale + int(backlog.narrative_due))
+
+
 def is_ripe(session: PendingSession, now: datetime, settings: DreamSettings, *, force: bool = False) -> bool:
     """Ready to (re)summarize: quiet long enough, or enough new turns, or stale, or forced."""
     if force or session.stale or session.new_turns >= settings.resummarize_after:

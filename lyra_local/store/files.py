@@ -87,6 +87,20 @@ FILES: tuple[Place, ...] = (
           "never: a process waiting on it must not lock a file nobody else sees"),
     Place("the forget ledger", LEDGER_FILENAME, "data_dir", "every forget (store/ledger.py)", False,
           "never: it holds ids and hashes only, and a restore needs every line"),
+    # -- the household (store/household.py) ---------------------------------------------------------------
+    Place("the household database", "household.db", "data_dir", "Household (store/household.py)", True,
+          "never: it is the truth for who lives here; a removed person's rows and the household-memory versions "
+          "they wrote are deleted with secure_delete (store/household_schema.py TABLES)"),
+    Place("the household database's write-ahead log", "household.db-wal", "data_dir", "SQLite", True,
+          "removed by SQLite when the last connection closes; checkpointed by a removal"),
+    Place("the household WAL's shared-memory index", "household.db-shm", "data_dir", "SQLite", False,
+          "removed by SQLite when the last connection closes"),
+    Place("a rollback journal of the household database", "household.db-journal", "data_dir", "SQLite", True,
+          "removed by SQLite when its transaction ends"),
+    Place("another person's memory: a data directory of its own", "people/**", "data_dir",
+          "AppState.store_of (web/app.py): a Store opened in people/<id>/, which this registry explains in turn",
+          True, "forgotten and then deleted whole when the owner removes the person (AppState.remove_person); "
+                "never swept from the first person's memory"),
     # -- caches ---------------------------------------------------------------------------------------------
     Place("an index snapshot", "index/*.faiss", "data_dir", "VectorIndex.save (store/vectors.py)", True,
           "deleted by a forget for the tiers it touched (store/scrub.py), written again from SQLite; "

@@ -30,11 +30,13 @@ def applied(conn: sqlite3.Connection) -> list[str]:
     return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
 
 
-def migrate(conn: sqlite3.Connection, *, upto: int | None = None) -> list[str]:
-    """Apply pending migrations (the first ``upto`` only, for tests); return their names."""
+def migrate(conn: sqlite3.Connection, *, upto: int | None = None,
+            schema: list[Migration] | None = None) -> list[str]:
+    """Apply pending migrations (the first ``upto`` only, for tests); return their names. ``schema``: another
+    database's list (the household's, ``household_schema.py``) instead of the memory's."""
     done = set(applied(conn))
     ran = []
-    for fn in MIGRATIONS[:upto]:
+    for fn in (MIGRATIONS if schema is None else schema)[:upto]:
         if fn.__name__ in done:
             continue
         rebuilds = getattr(fn, "rebuilds_tables", False)

@@ -119,6 +119,10 @@ class Sessions:
             "SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?", (limit, offset))
         return [row_to_session(r) for r in rows]
 
+    def ids(self) -> "builtins.list[int]":
+        """Every conversation's id (a removed person's memory is forgotten by them)."""
+        return [r[0] for r in self.store.conn().execute("SELECT id FROM sessions ORDER BY id")]
+
     def count(self) -> int:
         return int(self.store.conn().execute("SELECT count(*) FROM sessions").fetchone()[0])
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
 from .deps import app_state
+from .people import owner_only
 
 router = APIRouter()
 
@@ -19,7 +20,7 @@ async def health() -> dict[str, Any]:
     return {"status": "ok", "version": __version__}
 
 
-@router.post("/admin/reload")
+@router.post("/admin/reload", dependencies=[Depends(owner_only)])
 async def reload(request: Request) -> dict[str, Any]:
     """Re-read lyra.toml and the environment, and swap the models (same as SIGHUP).
 

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import os
+import shutil
 import signal
 import socket
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
@@ -32,11 +32,17 @@ from ..llm.registry import Models
 from ..memory import Memory
 from ..memory.reembed import catch_up
 from ..mind import Dreamer
+from ..mind.backlog import sense
+from ..mind.drives import backlog_size
 from ..mind.scheduler import DreamScheduler
 from ..modelfiles.pull_jobs import PullJobs
+from ..people import as_person, first_person, shared_reader
 from ..runtime import Runtime
 from ..store import Store, context_view, reembedding
 from ..store.forget import forget_idle_off_the_record
+from ..store.forget_plan import plan_forget
+from ..store.held import Held, held
+from ..store.household import Household, Person
 from . import (
     admin,
     coord_api,
@@ -47,11 +53,13 @@ from . import (
     mind_api,
     models_api,
     openai_api,
+    people_api,
     sessions_api,
     transfer_api,
     ui,
 )
 from .guard import HostOriginGuard
+from .people import IN_REQUEST, PERSON, PersonBinding, bound_person
 from .runtime import LEASED, LeasedDreamer, LeaseMiddleware, hold
 
 log = logging.getLogger(__name__)
@@ -64,30 +72,48 @@ REFUSED = "reload refused, still serving the running configuration"
 
 
 class AppState:
-    """What the routes share: settings, the store and the current ``Runtime`` (models, memory, companion).
+    """What the routes share: settings, the household and the current ``Runtime`` (models, memory, companion).
 
-    ``models``, ``memory`` and ``companion`` are the request's leased runtime's
-    inside a request (see ``runtime.LeaseMiddleware``), else the current one's.
-    Work outside a request takes its own lease (``lease``, ``hold``, ``dreamer``).
+    Inside a request, ``runtime``, ``store``, ``memory`` and ``companion`` are the
+    bound person's (``web/people.py``) on the request's leased generation of
+    models (``runtime.LeaseMiddleware``): each person's runtime opens their own
+    store and shares the models. Outside a request nothing resolves without a
+    person: background work goes person by person (``store_of``, ``runtime_of``,
+    ``dreamer``) under a lease of its own (``lease``, ``hold``).
     """
 
-    def __init__(self, runtime: Runtime, config_path: Path | None = None) -> None:
-        """``runtime``: the first generation; it owns the store, which every later one borrows."""
+    def __init__(self, runtime: Runtime, household: Household, config_path: Path | None = None,
+                 bind_host: str = "127.0.0.1") -> None:
+        """``runtime``: the first generation, over the first person's store (the data directory's own), which
+        it owns and every later generation borrows."""
         self.settings = runtime.settings
-        self.store: Store = runtime.store
+        self.household = household
+        self.bind_host = bind_host
+        self.owner_id = first_person(household, runtime.settings).id
         self.config_path = config_path
         self.reload_lock = threading.Lock()
         self.dreams: DreamScheduler | None = None
         self.imports = transfer_api.ImportJobs()
         self.pulls = PullJobs()  # downloads a person started in Settings → Models; cancelled at shutdown
         self.instance_id = f"server-{socket.gethostname()}-{os.getpid()}"
+        self.started = False  # the lifespan began: a store opened from now on registers this server in it
         self._first = runtime
         self._runtime = runtime
         self._earlier_chat: float | None = None  # the last turn on runtimes since retired
+        self._people_lock = threading.RLock()
+        self._stores: dict[str, Store] = {self.owner_id: runtime.store}
+        self._sharing: dict[tuple[int, str], Runtime] = {}  # (generation, person) -> that person's runtime on it
 
     @property
     def runtime(self) -> Runtime:
-        return LEASED.get() or self._runtime
+        """The bound person's runtime on this request's generation of models. Outside any request (a test, a
+        tool holding the app) it is the first person's; inside one bound to nobody it fails (``Unbound``)."""
+        person = bound_person() if IN_REQUEST.get() else PERSON.get() or self.household.person(self.owner_id)
+        return self.runtime_of(person, LEASED.get() or self._runtime)
+
+    @property
+    def store(self) -> Store:
+        return self.runtime.store
 
     @property
     def models(self) -> Models:
@@ -101,8 +127,36 @@ class AppState:
     def companion(self) -> Companion:
         return self.runtime.companion
 
+    def store_of(self, person: Person) -> Store:
+        """The person's own store, opened on first use and kept open until shutdown or their removal."""
+        with self._people_lock:
+            store = self._stores.get(person.id)
+            if store is None:
+                store = Store(self.household.person_dir(person))
+                self._stores[person.id] = store
+                if self.started:
+                    store.coord.register(self.instance_id, "server", "web UI and API (lyra serve)")
+            return store
+
+    def open_stores(self) -> list[Store]:
+        with self._people_lock:
+            return list(self._stores.values())
+
+    def runtime_of(self, person: Person, generation: Runtime) -> Runtime:
+        """``person``'s runtime on ``generation``'s models: the generation itself for the first person, whose
+        store it holds; for anyone else a runtime over their own store, sharing those models."""
+        if person.id == self.owner_id:
+            return generation
+        key = (id(generation), person.id)
+        with self._people_lock:
+            runtime = self._sharing.get(key)
+            if runtime is None:
+                runtime = generation.sharing(as_person(generation.settings, person), self.store_of(person))
+                self._sharing[key] = runtime
+            return runtime
+
     def acquire_current(self) -> Runtime:
-        """The current runtime with one lease taken on it (release with ``runtime.models.release()``)."""
+        """The current generation with one lease taken on it (release with ``runtime.models.release()``)."""
         with self.reload_lock:
             runtime = self._runtime
             runtime.models.acquire()
@@ -110,7 +164,7 @@ class AppState:
 
     @contextlib.contextmanager
     def lease(self) -> Iterator[Runtime]:
-        """Hold the current runtime open for a piece of work that runs outside a request."""
+        """Hold the current generation open for a piece of work that runs outside a request."""
         runtime = self.acquire_current()
         token = LEASED.set(runtime)
         try:
@@ -123,18 +177,70 @@ class AppState:
         """A lease on this request's runtime for work that outlives the request; call the result when done."""
         return hold(self.runtime)
 
-    def dreamer(self, stop: threading.Event) -> Dreamer:
-        """A dreamer on the current models, holding them until it is closed; one instance id per process."""
-        runtime = self.acquire_current()
+    def dreamer(self, person_id: str, stop: threading.Event) -> Dreamer:
+        """A dreamer over one person's memory on the current models, holding them until it is closed."""
+        person = self.household.person(person_id)
+        generation = self.acquire_current()
         try:
-            return LeasedDreamer(runtime, runtime.models.release, stop=stop,
+            runtime = self.runtime_of(person, generation)
+            return LeasedDreamer(runtime, generation.models.release, stop=stop,
                                  instance_id=f"dream-{socket.gethostname()}-{os.getpid()}")
         except BaseException:
-            runtime.models.release()
+            generation.models.release()
             raise
 
+    def backlogs(self) -> dict[str, int]:
+        """How much each person's memory waits for the dream (the scheduler visits people by it)."""
+        out = {}
+        for person in self.household.people():
+            backlog = sense(self.store_of(person), self.settings.dream, zone=self.settings.companion.zone)
+            out[person.id] = backlog_size(backlog)
+        return out
+
+    def held(self, person: Person) -> Held:
+        return held(self.store_of(person))
+
+    def remove_person(self, person_id: str) -> None:
+        """Forget everything the person said and everything built from it (the same forget as everywhere), close
+        their memory and delete its folder, then their row: they can no longer log in from the first step, and
+        a removal cut short is finished at the next start (``finish_removals``)."""
+        person = self.household.begin_removal(person_id)
+        self._forget_person(person)
+        self.household.finish_removal(person_id)
+
+    def finish_removals(self) -> None:
+        for person in self.household.people(removing=True):
+            log.info("finishing the removal of a person cut short earlier")
+            self._forget_person(person)
+            self.household.finish_removal(person.id)
+
+    def _forget_person(self, person: Person) -> None:
+        folder = self.household.person_dir(person)
+        if folder == self.household.data_dir:
+            raise LyraError("the first person's memory is the data directory's own: it is never removed")
+        if folder.exists():
+            with self.lease() as generation:
+                runtime = self.runtime_of(person, generation)
+                runtime.store.uploads.stop_all("the person was removed", wait_s=10)
+                ids = runtime.store.sessions.ids()
+                if ids:
+                    runtime.memory.forget_plan(plan_forget(runtime.store, sessions=[f"#{i}" for i in ids]))
+        with self._people_lock:
+            gone = [key for key in self._sharing if key[1] == person.id]
+            runtimes = [self._sharing.pop(key) for key in gone]
+            store = self._stores.pop(person.id, None)
+        for runtime in runtimes:
+            runtime.close()  # its companion only: the models are everyone's
+        if store is not None:
+            store.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        if folder.exists():
+            raise LyraError(f"could not delete {folder}", hint="delete that folder by hand; nothing else uses it")
+
     def last_chat(self) -> float | None:
-        times = [t for t in (self._earlier_chat, self._runtime.last_chat()) if t is not None]
+        with self._people_lock:
+            runtimes = [self._runtime, *self._sharing.values()]
+        times = [t for t in (self._earlier_chat, *(r.last_chat() for r in runtimes)) if t is not None]
         return max(times, default=None)
 
     def reload(self, settings: Settings | None = None, commit: Callable[[], None] | None = None) -> None:
@@ -172,22 +278,34 @@ class AppState:
             self.settings = settings
             if given and settings.config_file is not None:
                 self.config_path = settings.config_file
+            with self._people_lock:  # the old generation's runtimes serve their work and close with its models
+                for key in [k for k in self._sharing if k[0] != id(new)]:
+                    del self._sharing[key]
         old.retire()
-        if settings.data_dir != self.store.data_dir:
+        if settings.data_dir != self.household.data_dir:
             log.warning("data_dir changed to %s: that takes a restart; still using %s",
-                        settings.data_dir, self.store.data_dir)
+                        settings.data_dir, self.household.data_dir)
         start_catch_up(self, after=old.built_models)  # a new embedding model: every tier gets its vectors
         log.info("configuration reloaded; models will load on next use")
 
     def close(self, wait_s: float = 10.0) -> None:
-        """At shutdown: let the work still leasing the models end (briefly), then close the companion, the
-        models and, with the first runtime (whose models a reload may have retired), the store. Imports stop
-        first (after the batch they are writing) and their uploads go at once (``store/uploads.py``); downloads
-        stop too, keeping their partial files for a pull to resume."""
+        """At shutdown: let the work still leasing the models end (briefly), then close the companions, the
+        models and the stores: the first person's with the first runtime (whose models a reload may have
+        retired), everyone else's after. Imports stop first (after the batch they are writing) and their uploads
+        go at once (``store/uploads.py``); downloads stop too, keeping their partial files for a pull to resume."""
         self.pulls.stop_all(wait_s)
-        self.store.uploads.stop_all("the server stopped", wait_s)
+        for store in self.open_stores():
+            store.uploads.stop_all("the server stopped", wait_s)
+        with self._people_lock:
+            sharing = list(self._sharing.values())
+            others = [s for pid, s in self._stores.items() if pid != self.owner_id]
+        for runtime in sharing:
+            runtime.close()
         self._runtime.close(wait_s)
         self._first.close()  # after a reload: work still on its retired models has had its time
+        for store in others:
+            store.close()
+        self.household.close()
 
 
 def changed_roles(old: Settings, new: Settings) -> list[str]:
@@ -196,11 +314,17 @@ def changed_roles(old: Settings, new: Settings) -> list[str]:
 
 
 def expire_off_the_record(state: AppState) -> None:
-    """Delete off-the-record conversations idle for ``companion.off_the_record_hours``."""
-    gone = forget_idle_off_the_record(state.store, state.settings.companion.off_the_record_hours)
-    if gone.sessions:
-        log.info("deleted %d off-the-record conversation(s) idle for %g h", gone.sessions,
-                 state.settings.companion.off_the_record_hours)
+    """Delete everyone's off-the-record conversations idle for ``companion.off_the_record_hours``."""
+    hours = state.settings.companion.off_the_record_hours
+    for person in state.household.people():
+        gone = forget_idle_off_the_record(state.store_of(person), hours)
+        if gone.sessions:
+            log.info("deleted %d off-the-record conversation(s) idle for %g h", gone.sessions, hours)
+
+
+def heartbeat(state: AppState) -> None:
+    for store in state.open_stores():
+        store.coord.heartbeat(state.instance_id)
 
 
 def create_app(
@@ -211,16 +335,25 @@ def create_app(
     handle_sighup: bool = False,
 ) -> FastAPI:
     """Build the app. Pass ``models`` to share an already built registry (tests)."""
-    state = AppState(Runtime(settings, models=models), config_path or settings.config_file)
+    household = Household(settings.data_dir)
+    try:
+        runtime = Runtime(settings, models=models, household=shared_reader(household))
+        state = AppState(runtime, household, config_path or settings.config_file, bind_host=settings.server.host)
+    except BaseException:
+        household.close()
+        raise
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if handle_sighup:
             _install_sighup(state)
+        await run_in_threadpool(state.finish_removals)  # a removal cut short: finished before anything runs
+        for store in state.open_stores():
+            store.coord.register(state.instance_id, "server", "web UI and API (lyra serve)")
+        state.started = True
         start_catch_up(state)
-        state.store.coord.register(state.instance_id, "server", "web UI and API (lyra serve)")
-        state.dreams = DreamScheduler(state.dreamer, state.settings.dream, state.last_chat)
-        state.dreams.every(HEARTBEAT_S, lambda: state.store.coord.heartbeat(state.instance_id))
+        state.dreams = DreamScheduler(state.dreamer, state.settings.dream, state.last_chat, state.backlogs)
+        state.dreams.every(HEARTBEAT_S, lambda: heartbeat(state))
         state.dreams.every(OFF_THE_RECORD_CHECK_S, lambda: expire_off_the_record(state))
         state.dreams.every(REEMBED_RETRY_S, lambda: retry_failed_re_embedding(state), at_once=False)
         state.dreams.start()
@@ -229,7 +362,8 @@ def create_app(
         finally:
             await run_in_threadpool(state.dreams.shutdown)
             try:
-                await run_in_threadpool(state.store.coord.complete, state.instance_id, "stopped")
+                for store in state.open_stores():
+                    await run_in_threadpool(store.coord.complete, state.instance_id, "stopped")
             except LyraError as exc:  # a full disk: the instance reads as running until its heartbeat is stale
                 log.error("could not record that this server stopped: %s", exc)
             finally:
@@ -250,6 +384,7 @@ def create_app(
     app.include_router(transfer_api.router)
     app.include_router(coord_api.router)
     app.include_router(models_api.router)
+    app.include_router(people_api.router)
     app.include_router(ui.router)
 
     @app.exception_handler(LyraError)
@@ -258,22 +393,9 @@ def create_app(
 
     failures.install(app)  # anything else: a JSON answer for that request, and the server goes on
 
-    @app.middleware("http")
-    async def require_token(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        token = state.settings.server.api_token
-        path = request.url.path
-        if token is None or path in OPEN_PATHS or path == "/" or path.startswith("/static/"):
-            return await call_next(request)
-        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        if hmac.compare_digest(given.encode(), token.get_secret_value().encode()):
-            return await call_next(request)
-        return JSONResponse(
-            {"error": {"message": "missing or wrong API token", "type": "unauthorized",
-                       "hint": "send 'Authorization: Bearer <server.api_token>'"}},
-            status_code=401)
-
     app.add_middleware(LeaseMiddleware, state=state)  # a request's models stay open until its response ends
-    # Added last, so it runs first: a foreign Host or a cross-site write never reaches the token check.
+    app.add_middleware(PersonBinding, state=state)  # before any route: whose memory this request reaches
+    # Added last, so it runs first: a foreign Host or a cross-site write never reaches the login check.
     app.add_middleware(HostOriginGuard, server=lambda: state.settings.server, bind_host=settings.server.host)
     # Outermost of all: whatever fails inside (a route, a middleware) is answered here and goes no further, so
     # the server keeps the client's kept-alive connection.
@@ -287,8 +409,12 @@ def start_catch_up(state: AppState, *, after: Models | None = None) -> None:
 
 
 def retry_failed_re_embedding(state: AppState) -> None:
-    """Start the re-embedding again if the current models' last run failed (it resumes where it stopped)."""
-    if state.memory.reembedding.state == "failed":
+    """Start the re-embedding again if the current models' last run failed for anyone (it resumes where it
+    stopped)."""
+    with state.lease() as generation:
+        failed = any(state.runtime_of(p, generation).memory.reembedding.state == "failed"
+                     for p in state.household.people())
+    if failed:
         start_catch_up(state)
 
 
@@ -301,12 +427,14 @@ def _catch_up_embeddings(state: AppState, after: Models | None) -> None:
     if after is not None and not after.wait_closed(CATCH_UP_WAIT_S):
         log.warning("the previous models are still in use; re-embedding starts anyway")
     try:
-        with state.lease() as runtime:  # held, so that shutdown waits for it before closing the store under it
-            _build_context_view(state.store)
-            memory = runtime.memory
-            if memory.switching_model or reembedding.any_missing(state.store, memory.embedder.name):
-                log.info("re-embedding the memory with %s in the background", memory.embedder.name)
-                catch_up(memory, stop=lambda: runtime.models.retired)  # never raises: a failure is recorded
+        with state.lease() as generation:  # held, so that shutdown waits for it before closing a store under it
+            for person in state.household.people():  # one person after another: they share the embedder
+                runtime = state.runtime_of(person, generation)
+                _build_context_view(runtime.store)
+                memory = runtime.memory
+                if memory.switching_model or reembedding.any_missing(runtime.store, memory.embedder.name):
+                    log.info("re-embedding a memory with %s in the background", memory.embedder.name)
+                    catch_up(memory, stop=lambda: generation.models.retired)  # never raises: a failure is recorded
     except (LyraError, sqlite3.Error) as exc:  # shutdown closing the store or the models under it
         log.error("background re-embedding stopped: %s", exc)
 

@@ -28,6 +28,7 @@ from ..mind.drives import Backlog, compute_drives
 from ..mind.profile import normalize_key
 from .deps import app_state
 from .params import EventId, RowId
+from .people import bound_person
 
 if TYPE_CHECKING:
     from .app import AppState
@@ -56,7 +57,8 @@ async def dream_status(request: Request) -> dict[str, Any]:
     def read() -> dict[str, Any]:
         backlog = sensed(state)
         last = state.store.dreams.last()
-        return {"running": bool(state.dreams and state.dreams.running) or bool(state.store.dreams.running()),
+        mine = bool(state.dreams and state.dreams.running_for(bound_person().id))
+        return {"running": mine or bool(state.store.dreams.running()),
                 "backlog": backlog.summary(), "drives": compute_drives(backlog),
                 "last_pass": last, "last_pass_says": pass_summary(last.get("actions") or []) if last else None,
                 "schedule": {"enabled": state.settings.dream.enabled, "interval_s": state.settings.dream.interval_s,
@@ -71,7 +73,7 @@ async def dream_now(request: Request, force: bool = True) -> dict[str, Any]:
     state = app_state(request)
     if state.dreams is None:
         raise LyraError("the dream scheduler is not running", hint="this happens only while the server starts")
-    started = state.dreams.run_now(force=force)
+    started = state.dreams.run_now(bound_person().id, force=force)
     return {"started": started, "reason": None if started else "a pass is already running"}
 
 

@@ -14,7 +14,7 @@ import os
 from dataclasses import asdict
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -30,6 +30,7 @@ from ..modelfiles.pull import partial_bytes
 from ..store import reembedding
 from .deps import app_state
 from .model_choice import apply_choice
+from .people import owner_only
 
 router = APIRouter()
 
@@ -64,7 +65,7 @@ async def model_files(request: Request) -> dict[str, Any]:
     return {"models_dir": str(settings.models_dir), "files": files}
 
 
-@router.put("/api/models/choice")
+@router.put("/api/models/choice", dependencies=[Depends(owner_only)])
 async def choose_models(body: ChoiceRequest, request: Request) -> dict[str, Any]:
     """Write the chosen model of each role given into lyra.toml and swap the models in, once they passed the
     reload's checks; a refused choice (400, or 409 when an environment variable overrides it) changes nothing."""
@@ -188,7 +189,7 @@ async def first_run(request: Request) -> dict[str, Any]:
             "models_dir": str(settings.models_dir)}
 
 
-@router.post("/api/models/pulls", status_code=202)
+@router.post("/api/models/pulls", status_code=202, dependencies=[Depends(owner_only)])
 async def start_pull(body: PullRequest, request: Request) -> dict[str, Any]:
     """Start downloading a model into ``models_dir`` (follow it with GET …/pulls/{id}); a file already being
     pulled is not pulled twice: the answer is that download's job, ``joined``."""
@@ -209,13 +210,13 @@ async def pull_progress(job_id: str, request: Request) -> dict[str, Any]:
     return {"job": app_state(request).pulls.get(job_id).view()}
 
 
-@router.delete("/api/models/pulls/{job_id}", status_code=202)
+@router.delete("/api/models/pulls/{job_id}", status_code=202, dependencies=[Depends(owner_only)])
 async def cancel_pull(job_id: str, request: Request) -> dict[str, Any]:
     """Cancel: the download stops at its next chunk, keeping its partial file for a later pull to resume."""
     return {"job": app_state(request).pulls.cancel(job_id).view()}
 
 
-@router.delete("/api/models/partials/{name:path}")
+@router.delete("/api/models/partials/{name:path}", dependencies=[Depends(owner_only)])
 async def discard_partial(name: str, request: Request) -> dict[str, Any]:
     """Discard the partial download of ``name`` (a catalog name, or ``owner/repo:File.gguf``, as a pull takes it):
     its bytes in ``models_dir/.pull/`` are deleted, and a later pull starts from the beginning. Refused (409) while

@@ -39,6 +39,7 @@ from ..transfer.lyra_format import write_sessions
 from ..transfer.memory_file import memory_json
 from ..transfer.sources import MEMORY_FILE, SESSIONS_FILE, open_source
 from .deps import app_state
+from .people import bound_person
 
 router = APIRouter(prefix="/api")
 MAX_UPLOAD = 2 * 1024**3
@@ -50,6 +51,7 @@ POLL_S = 0.25
 class ImportJob:
     id: str
     filename: str
+    person: str = ""  # whose import (jobs of others read as not found)
     status: str = "running"
     done: int = 0
     total: int = 0
@@ -66,9 +68,10 @@ class ImportJobs:
         self._one = threading.Lock()
 
     def start(self, upload: Upload, filename: str, fmt: str, store: Store, embedder: Embedder,
-              release: Callable[[], None] = lambda: None) -> ImportJob:
-        """Import in a thread; ``release`` (the lease on the embedder's models) is called when it ends."""
-        job = ImportJob(uuid.uuid4().hex[:12], filename)
+              release: Callable[[], None] = lambda: None, *, person: str = "") -> ImportJob:
+        """Import in a thread; ``release`` (the lease on the embedder's models) is called when it ends.
+        ``person``: whose store it is: only they see the job."""
+        job = ImportJob(uuid.uuid4().hex[:12], filename, person)
         self.jobs[job.id] = job
         threading.Thread(target=self._run, args=(job, upload, fmt, store, embedder, release),
                          name=f"import-{job.id}", daemon=True).start()
@@ -117,7 +120,7 @@ async def upload(request: Request, filename: str = Query(min_length=1, max_lengt
             raise BadRequest("the upload is empty", hint="choose the export file again")
         uploads.begin_import(received)  # refused if a forget stopped it while it was uploading
         job = state.imports.start(received, filename, format, state.store, state.models.embed,
-                                  release=state.hold())
+                                  release=state.hold(), person=bound_person().id)
     except BaseException:
         uploads.end(received)
         raise
@@ -191,6 +194,6 @@ async def download_backup(request: Request) -> StreamingResponse:
 
 def _job(request: Request, job_id: str) -> ImportJob:
     job = app_state(request).imports.jobs.get(job_id)
-    if job is None:
+    if job is None or job.person != bound_person().id:  # another person's import: not theirs to see
         raise NotFound(f"no import {job_id}", hint="the id comes from PUT /api/import; jobs live until a restart")
     return job

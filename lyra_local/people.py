@@ -1,0 +1,110 @@
+"""Acting as one person of the household: whose memory a command or a request opens, and with what settings.
+
+The web app binds each request to a person (``web/people.py``); a command
+chooses one here (``lyra --person NAME``). Either way the person's runtime
+opens their own store and nobody else's: there is no query that could forget
+to ask whose rows it reads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from .config import Settings
+from .errors import LyraError, NotFound
+from .store.household import Household, Person
+
+Need = Literal["memory", "household"]
+FIRST_NAME = "Owner"  # the first person's name until they choose one (Settings → People)
+
+
+class ChoosePerson(LyraError):
+    """A memory command in a household of several people, without ``--person``."""
+
+    status_code = 400
+
+
+def first_person(household: Household, settings: Settings) -> Person:
+    """The owner; created now, with the data directory's own memory as theirs, if this Lyra is new."""
+    return household.ensure_first(settings.companion.user_name or FIRST_NAME)
+
+
+def choose(household: Household, settings: Settings, name: str | None, need: Need) -> Person:
+    """The person ``name`` names; without one: the only person, else the owner for a household command,
+    else an error naming the choice (a memory command must never guess whose memory to open)."""
+    owner = first_person(household, settings)
+    people = household.people()
+    if name is not None:
+        person = household.by_name(name)
+        if person is None:
+            raise NotFound(f"no one called {name!r} lives in this household",
+                           hint="people here: " + ", ".join(p.name for p in people))
+        return person
+    if len(people) == 1 or need == "household":
+        return owner
+    raise ChoosePerson(f"this household has {len(people)} people: whose memory? "
+                       f"({', '.join(p.name for p in people)})",
+                       hint="say it with --person NAME, e.g. `lyra --person " + people[-1].name + " ...`")
+
+
+def as_person(settings: Settings, person: Person) -> Settings:
+    """The settings a person's companion runs with: everyone but the first person is called by their own
+    name (the first keeps ``companion.user_name`` from the configuration, as before households)."""
+    if not person.home:
+        return settings
+    companion = settings.companion.model_copy(update={"user_name": person.name})
+    return settings.model_copy(update={"companion": companion})
+
+
+def shared_reader(household: Household) -> Callable[[], str | None]:
+    """What every person's context reads of the household memory: its latest version."""
+    def read() -> str | None:
+        version = household.shared_memory()
+        return version.content if version is not None and version.content.strip() else None
+
+    return read
+
+
+class PersonChoice:
+    """The person a command acts as, chosen when their memory is first needed: a command that never touches
+    the memory opens nothing (not even the household), one that does opens only that person's store."""
+
+    def __init__(self, settings: Settings, name: str | None, need: Need) -> None:
+        self.settings = settings
+        self.name = name
+        self.need = need
+        self._lock = threading.Lock()
+        self._household: Household | None = None
+        self._person: Person | None = None
+
+    def person(self) -> Person:
+        with self._lock:
+            if self._person is None:
+                household = Household(self.settings.data_dir)
+                try:
+                    self._person = choose(household, self.settings, self.name, self.need)
+                except BaseException:
+                    household.close()
+                    raise
+                self._household = household
+            return self._person
+
+    @property
+    def household(self) -> Household:
+        self.person()
+        assert self._household is not None
+        return self._household
+
+    def store_dir(self) -> Path:
+        return self.household.person_dir(self.person())
+
+    def shared(self) -> str | None:
+        return shared_reader(self.household)()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._household is not None:
+                self._household.close()

@@ -1,0 +1,175 @@
+"""Binding every request to one person before any route runs: who is asking, and whose memory they reach.
+
+Who is asking, in this order:
+
+1. ``Authorization: Bearer``: the configured ``server.api_token`` is the owner
+   (their bootstrap credential); a personal token (``lyra_...``) is its person;
+   anything else is refused, never ignored.
+2. The ``lyra_session`` cookie of a login (``HttpOnly``, ``SameSite=Strict``).
+3. Nobody: with exactly one person who has set no password, a loopback bind
+   and no API token, that person (today's single-person Lyra asks for no
+   login); otherwise 401. Once the owner has a password (they must, to add
+   anyone), it is asked for, also after everyone else was removed.
+
+The person is set in a context variable for the request's whole life
+(streamed body included); ``AppState.store``/``memory``/``companion`` then
+resolve to that person's own runtime, so a route reads one person's store and
+no other: there is no ``WHERE person`` for a route to forget. A path that needs
+nobody (``OPEN``) runs with no person, and anything there that asks for the
+store fails loudly (``Unbound``) instead of reaching someone's memory.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hmac
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..config import is_loopback
+from ..errors import LyraError
+from ..llm.fair import ASKER
+from ..store.household import Person
+from .guard import refusal
+
+if TYPE_CHECKING:
+    from .app import AppState
+
+COOKIE = "lyra_session"
+PERSON: contextvars.ContextVar[Person | None] = contextvars.ContextVar("lyra_person", default=None)
+IN_REQUEST: contextvars.ContextVar[bool] = contextvars.ContextVar("lyra_in_request", default=False)
+# Paths answered for nobody in particular: liveness, the page and its assets, and logging in.
+OPEN = frozenset({"/health", "/", "/api/auth/state", "/api/auth/login"})
+OPEN_PREFIXES = ("/static/",)
+
+
+class Unbound(LyraError):
+    """Something asked for a person's memory where no person is bound (a route that should not need one)."""
+
+    status_code = 500
+
+
+class Forbidden(LyraError):
+    status_code = 403
+
+
+class Refused(LyraError):
+    status_code = 401
+
+    def __init__(self, kind: str, message: str, hint: str) -> None:
+        super().__init__(message, hint=hint)
+        self.kind = kind
+
+
+def is_open(path: str) -> bool:
+    return path in OPEN or path.startswith(OPEN_PREFIXES)
+
+
+def cookies(headers: Mapping[str, str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for part in headers.get("cookie", "").split(";"):
+        name, sep, value = part.strip().partition("=")
+        if sep:
+            found.setdefault(name, value)
+    return found
+
+
+def identify(state: AppState, headers: Mapping[str, str]) -> Person | None:
+    """The person a request acts as, or None where none is needed to decide (the caller refuses); raises
+    ``Refused`` for a credential that is wrong, revoked or expired."""
+    household = state.household
+    auth = headers.get("authorization", "")
+    if auth:
+        given = auth.removeprefix("Bearer ").strip()
+        token = state.settings.server.api_token
+        if token is not None and hmac.compare_digest(given.encode(), token.get_secret_value().encode()):
+            return household.owner()
+        person = household.token_person(given)
+        if person is None:
+            raise Refused("unauthorized", "missing, wrong or revoked API token",
+                          "send 'Authorization: Bearer <token>': a personal token from Tokens, or "
+                          "server.api_token (the owner's)")
+        return person
+    session = cookies(headers).get(COOKIE)
+    if session:
+        person = household.session_person(session)
+        if person is not None:
+            return person
+    if login_free(state):
+        return household.owner()
+    if session:
+        raise Refused("login_required", "your login has ended", "log in again")
+    if state.settings.server.api_token is not None and len(household.people()) == 1:
+        raise Refused("unauthorized", "missing or wrong API token",
+                      "send 'Authorization: Bearer <server.api_token>'")
+    raise Refused("login_required", "log in first", "POST /api/auth/login with your name and password, or send "
+                  "'Authorization: Bearer <token>' with a personal token")
+
+
+def login_free(state: AppState) -> bool:
+    """A single person without a password, on loopback, without an API token, logs in to nothing, as before
+    households."""
+    if state.settings.server.api_token is not None or not is_loopback(state.bind_host):
+        return False
+    people = state.household.people()
+    return len(people) == 1 and not people[0].has_secret
+
+
+class PersonBinding:
+    """ASGI middleware: every request but the open ones acts as one person, or is refused (401)."""
+
+    def __init__(self, app: ASGIApp, state: AppState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        in_request = IN_REQUEST.set(True)
+        try:
+            await self._bind(scope, receive, send)
+        finally:
+            IN_REQUEST.reset(in_request)
+
+    async def _bind(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if is_open(scope.get("path", "")):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+        try:
+            person = await run_in_threadpool(identify, self.state, headers)
+        except Refused as exc:
+            await refusal(401, exc.kind, exc.message, exc.hint or "")(scope, receive, send)
+            return
+        if person is None:  # an owner row missing: a household that was never opened by this server
+            await refusal(401, "login_required", "log in first", "")(scope, receive, send)
+            return
+        bound, asker = PERSON.set(person), ASKER.set(person.id)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            ASKER.reset(asker)
+            PERSON.reset(bound)
+
+
+def bound_person() -> Person:
+    """The person this request acts as; ``Unbound`` inside a request bound to nobody (an open path)."""
+    person = PERSON.get()
+    if person is None:
+        raise Unbound("this request is bound to no person, so it reaches no memory",
+                      hint="a route that reads or writes memory must not be an open path (web/people.py OPEN)")
+    return person
+
+
+def require_owner(person: Person) -> None:
+    if not person.owner:
+        raise Forbidden("only the household's owner may do this", hint="ask the owner")
+
+
+def owner_only() -> None:
+    """A route dependency: what changes the box for everyone (models, reloads) is the owner's to do."""
+    require_owner(bound_person())

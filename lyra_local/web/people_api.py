@@ -1,0 +1,289 @@
+"""Logging in and out, people, personal API tokens and the household memory (``/api/auth``, ``/api/me``,
+``/api/people``, ``/api/tokens``, ``/api/household``).
+
+The owner manages people, never their minds: adding, resetting a password and
+removing someone go through here, but nothing here reads another person's
+conversations; a removal's confirmation shows counts only. A login is refused
+after ``MAX_FAILURES`` failures in ``WINDOW`` for the same name or the same
+client (429 with ``Retry-After``), kept in ``household.db`` so a restart does
+not reset it. The login cookie is ``HttpOnly`` (no script reads it) and
+``SameSite=Strict`` (no other site's page sends it), and ``Secure`` behind
+https.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request, Response
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import Conflict, LyraError
+from ..passwords import check_secret, hash_secret, verify_secret
+from ..store import db
+from ..store.household import SESSION_DAYS, Person, name_key
+from .deps import app_state
+from .people import COOKIE, Forbidden, bound_person, cookies, login_free, require_owner
+
+router = APIRouter(prefix="/api")
+MAX_FAILURES = 5
+WINDOW = timedelta(minutes=15)
+
+
+class RateLimited(LyraError):
+    status_code = 429
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"too many failed logins: try again in {max(1, retry_after // 60 + (retry_after % 60 > 0))} "
+                         "minute(s)", hint="each name and each device may try 5 times in 15 minutes")
+        self.retry_after = retry_after
+
+
+class LoginFailed(LyraError):
+    status_code = 401
+
+
+class Login(BaseModel):
+    name: str = Field(max_length=200)
+    secret: str = Field(max_length=1024)
+
+
+class Secret(BaseModel):
+    secret: str = Field(max_length=1024)
+
+
+class NewPerson(BaseModel):
+    name: str = Field(max_length=200)
+    kind: Literal["adult", "child"] = "adult"
+    secret: str = Field(max_length=1024)
+
+
+class Rename(BaseModel):
+    name: str = Field(max_length=200)
+
+
+class NewToken(BaseModel):
+    name: str = Field("token", max_length=200)
+
+
+class SharedEdit(BaseModel):
+    content: str = Field(max_length=20_000)
+
+
+def _brief(person: Person) -> dict[str, Any]:
+    return {"id": person.id, "name": person.name, "kind": person.kind, "owner": person.owner}
+
+
+# -- logging in -------------------------------------------------------------------------------------------------
+@router.get("/auth/state")
+async def auth_state(request: Request) -> dict[str, Any]:
+    """Open: whether this browser must log in, and as whom it is logged in (if it is)."""
+    state = app_state(request)
+
+    def look() -> dict[str, Any]:
+        session = cookies(request.headers).get(COOKIE)
+        person = state.household.session_person(session) if session else None
+        free = login_free(state)
+        if person is None and free:
+            person = state.household.owner()
+        return {"login_required": not free, "person": None if person is None else _brief(person),
+                "people_count": len(state.household.people())}
+
+    return await run_in_threadpool(look)
+
+
+@router.post("/auth/login")
+async def login(body: Login, request: Request, response: Response) -> dict[str, Any]:
+    state = app_state(request)
+    client = request.client.host if request.client else "unknown"
+    keys = (f"name:{name_key(body.name)}", f"client:{client}")
+
+    def check() -> Person:
+        now = datetime.now(timezone.utc)
+        waits = [_wait(state.household.failures_since(key, now - WINDOW), now) for key in keys]
+        if max(waits) > 0:
+            raise RateLimited(max(waits))
+        person = state.household.by_name(body.name)
+        stored = None if person is None else state.household.secret_of(person.id)
+        if person is None or not verify_secret(body.secret, stored):  # the same work either way
+            for key in keys:
+                state.household.record_failure(key, now - WINDOW)
+            raise LoginFailed("that name and password do not match", hint="names are as the owner wrote them")
+        for key in keys:
+            state.household.clear_failures(key)
+        return person
+
+    try:
+        person = await run_in_threadpool(check)
+    except RateLimited as exc:
+        response.headers["Retry-After"] = str(exc.retry_after)
+        raise
+    _log_in(request, response, await run_in_threadpool(state.household.open_session, person.id))
+    return {"person": _brief(person)}
+
+
+def _wait(failures: list[str], now: datetime) -> int:
+    """Seconds until one of ``failures`` leaves the window, once there are ``MAX_FAILURES`` of them."""
+    if len(failures) < MAX_FAILURES:
+        return 0
+    oldest = db.from_iso(failures[-MAX_FAILURES])
+    return max(1, int((oldest + WINDOW - now).total_seconds()) + 1)
+
+
+@router.post("/auth/logout")
+async def logout(request: Request, response: Response) -> dict[str, Any]:
+    session = cookies(request.headers).get(COOKIE)
+    if session:
+        await run_in_threadpool(app_state(request).household.end_session, session)
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    return {}
+
+
+@router.post("/auth/logout-everywhere")
+async def logout_everywhere(request: Request, response: Response) -> dict[str, Any]:
+    """Every login session of this person ends, on every device (this one too)."""
+    ended = await run_in_threadpool(app_state(request).household.end_all_sessions, bound_person().id)
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    return {"ended": ended}
+
+
+# -- oneself ----------------------------------------------------------------------------------------------------
+@router.get("/me")
+async def me(request: Request) -> dict[str, Any]:
+    state = app_state(request)
+    person = await run_in_threadpool(state.household.person, bound_person().id)
+    return {**person.view(), "login_free": await run_in_threadpool(login_free, state)}
+
+
+@router.put("/me/secret")
+async def my_secret(body: Secret, request: Request, response: Response) -> dict[str, Any]:
+    """Choose one's own password (or a child's PIN): every login session of theirs on other devices ends, and
+    this browser stays logged in (from now on a login is asked, here too, once the cookie ends)."""
+    person = bound_person()
+    check_secret(person.kind, body.secret)
+    household = app_state(request).household
+    await run_in_threadpool(household.set_secret, person.id, hash_secret(body.secret))
+    _log_in(request, response, await run_in_threadpool(household.open_session, person.id))
+    return {}
+
+
+def _log_in(request: Request, response: Response, raw: str) -> None:
+    response.set_cookie(COOKIE, raw, max_age=SESSION_DAYS * 86400, httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https", path="/")
+
+
+@router.put("/me/name")
+async def my_name(body: Rename, request: Request) -> dict[str, Any]:
+    person = await run_in_threadpool(app_state(request).household.rename, bound_person().id, body.name)
+    return {"person": person.view()}
+
+
+# -- people (the owner) -----------------------------------------------------------------------------------------
+@router.get("/people")
+async def people(request: Request) -> dict[str, Any]:
+    require_owner(bound_person())
+    everyone = await run_in_threadpool(app_state(request).household.people)
+    return {"people": [p.view() for p in everyone]}
+
+
+@router.post("/people")
+async def add_person(body: NewPerson, request: Request) -> dict[str, Any]:
+    owner = bound_person()
+    require_owner(owner)
+    state = app_state(request)
+    if state.household.secret_of(owner.id) is None:
+        raise Conflict("set your own password first: with two people, everyone logs in, you too",
+                       hint="PUT /api/me/secret (People → Your password)")
+    check_secret(body.kind, body.secret)
+    person = await run_in_threadpool(state.household.add, body.name, body.kind, hash_secret(body.secret))
+    return {"person": person.view()}
+
+
+@router.put("/people/{person_id}/secret")
+async def reset_secret(person_id: str, body: Secret, request: Request) -> dict[str, Any]:
+    require_owner(bound_person())
+    household = app_state(request).household
+    person = await run_in_threadpool(household.person, person_id)
+    check_secret(person.kind, body.secret)
+    await run_in_threadpool(household.set_secret, person.id, hash_secret(body.secret))
+    return {}
+
+
+@router.get("/people/{person_id}/removal")
+async def removal(person_id: str, request: Request) -> dict[str, Any]:
+    """What removing a person would forget, in numbers only (the owner never reads their memory)."""
+    require_owner(bound_person())
+    state = app_state(request)
+    person = await run_in_threadpool(state.household.person, person_id)
+    held = await run_in_threadpool(state.held, person)
+    tokens = await run_in_threadpool(state.household.tokens, person.id)
+    return {"person": person.view(), "conversations": held.conversations, "messages": held.messages,
+            "memories": held.memories, "tokens": len(tokens)}
+
+
+@router.delete("/people/{person_id}")
+async def remove_person(person_id: str, request: Request) -> dict[str, Any]:
+    """Forget everything the person said and everything built from it, then their folder and their login."""
+    owner = bound_person()
+    require_owner(owner)
+    if person_id == owner.id:
+        raise Conflict("the owner cannot remove themselves")
+    await run_in_threadpool(app_state(request).remove_person, person_id)
+    return {"removed": person_id}
+
+
+# -- personal API tokens ----------------------------------------------------------------------------------------
+@router.get("/tokens")
+async def tokens(request: Request) -> dict[str, Any]:
+    mine = await run_in_threadpool(app_state(request).household.tokens, bound_person().id)
+    return {"tokens": [_token(t) for t in mine]}
+
+
+@router.post("/tokens")
+async def new_token(body: NewToken, request: Request) -> dict[str, Any]:
+    """A token acting as this person for the OpenAI route, `lyra mcp` and scripts: shown now, never again."""
+    token, raw = await run_in_threadpool(app_state(request).household.create_token, bound_person().id, body.name)
+    return {"token": _token(token), "secret": raw}
+
+
+@router.delete("/tokens/{token_id}")
+async def revoke_token(token_id: int, request: Request) -> dict[str, Any]:
+    await run_in_threadpool(app_state(request).household.revoke_token, bound_person().id, token_id)
+    return {}
+
+
+def _token(token: Any) -> dict[str, Any]:
+    return {"id": token.id, "name": token.name, "created_at": token.created_at, "last_used_at": token.last_used_at}
+
+
+# -- the household memory ---------------------------------------------------------------------------------------
+@router.get("/household/memory")
+async def shared_memory(request: Request) -> dict[str, Any]:
+    person = bound_person()
+    version = await run_in_threadpool(app_state(request).household.shared_memory)
+    return {"memory": None if version is None else _version(version), "can_edit": person.kind == "adult"}
+
+
+@router.put("/household/memory")
+async def edit_shared_memory(body: SharedEdit, request: Request) -> dict[str, Any]:
+    """A new version of what everyone's Lyra knows (adults only); each earlier version is kept."""
+    person = bound_person()
+    if person.kind != "adult":
+        raise Forbidden("only adults edit the household memory", hint="ask a grown-up of the household")
+    version = await run_in_threadpool(app_state(request).household.write_shared, body.content.strip(), person)
+    return {"memory": _version(version)}
+
+
+@router.get("/household/memory/history")
+async def shared_history(request: Request) -> dict[str, Any]:
+    bound_person()
+    versions = await run_in_threadpool(app_state(request).household.shared_history)
+    return {"versions": [_version(v) for v in versions]}
+
+
+def _version(version: Any) -> dict[str, Any]:
+    return {"id": version.id, "content": version.content, "author": version.author,
+            "created_at": version.created_at}
+
