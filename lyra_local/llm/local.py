@@ -1,8 +1,9 @@
 """GGUF models run in-process by llama-cpp-python.
 
-A ``Llama`` object is not thread-safe, so each loaded model has its own lock and
-every call into it (generation, embedding) holds that lock; a stream holds it
-until it ends or is closed. Models load lazily, on first use, so that
+A ``Llama`` object is not thread-safe, so each loaded model has its own gate (a
+lock that serves the people of a household in turns: ``fair.FairGate``) and every
+call into it (generation, embedding) holds it; a stream holds it until it ends or
+is closed. Models load lazily, on first use, so that
 ``lyra doctor`` and the web app start instantly and a missing file is reported
 when and where it matters. Once closed, a model never loads itself again: a
 late caller gets ``ModelClosed`` instead of a second copy of the weights in
@@ -37,6 +38,7 @@ from .base import (
     in_background,
     request_params,
 )
+from .fair import FairGate
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +127,7 @@ class _LazyLlama:
         self.embedding = embedding
         self.pooling = pooling
         self.offload = offload
-        self._lock = threading.Lock()
+        self._lock = FairGate()  # one caller at a time, people served in turns (one person's burst queues behind)
         self._load_lock = threading.Lock()
         self._count_lock = threading.Lock()
         self._waiting = 0  # foreground callers blocked on the lock: background work yields to them
