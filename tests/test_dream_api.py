@@ -105,13 +105,13 @@ def test_a_scheduled_pass_waits_while_someone_is_chatting(make_settings: Callabl
 
     made: list[object] = []
 
-    def make(stop: object) -> Dreamer:
+    def make(person: str, stop: object) -> Dreamer:
         made.append(stop)
         raise RuntimeError("no models in this test: counting the passes that start is enough")
 
     settings = make_settings('[dream]\nidle_s = 60\n').dream
     last_chat = [time.monotonic()]
-    scheduler = DreamScheduler(make, settings, lambda: last_chat[0])
+    scheduler = DreamScheduler(make, settings, lambda: last_chat[0], lambda: {"sam": 3})
     scheduler.tick()
     assert made == []  # a turn a moment ago: no pass
     last_chat[0] = time.monotonic() - 61
@@ -119,5 +119,6 @@ def test_a_scheduled_pass_waits_while_someone_is_chatting(make_settings: Callabl
     assert len(made) == 1  # quiet for longer than idle_s: a pass was started
     now = datetime.now()
     window = f"{(now - timedelta(hours=1)):%H:%M}-{(now + timedelta(hours=1)):%H:%M}"
-    DreamScheduler(make, settings.model_copy(update={"quiet_hours": window, "idle_s": 0}), lambda: None).tick()
+    DreamScheduler(make, settings.model_copy(update={"quiet_hours": window, "idle_s": 0}), lambda: None,
+                   lambda: {"sam": 3}).tick()
     assert len(made) == 1  # quiet hours: no pass

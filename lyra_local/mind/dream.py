@@ -13,6 +13,7 @@ with jitter); past the bound the pass ends "deferred" and the work waits.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import os
@@ -145,7 +146,8 @@ class Dreamer:
                 one(n, session_id)
             return
         with ThreadPoolExecutor(self.dream.concurrency, thread_name_prefix="dream") as pool:
-            results = [pool.submit(one, n, sid) for n, sid in enumerate(backlog.ripe, 1)]
+            results = [pool.submit(contextvars.copy_context().run, one, n, sid)  # the pass's person: fair queueing
+                       for n, sid in enumerate(backlog.ripe, 1)]
         errors = [exc for exc in (f.exception() for f in results) if exc is not None]
         if errors:
             raise errors[0]

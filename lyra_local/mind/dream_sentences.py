@@ -105,6 +105,8 @@ def _pass_start(d: Mapping[str, Any]) -> str:
 
 def _pass_end(d: Mapping[str, Any]) -> str:
     status, done = d.get("status"), int(d.get("actions") or 0)
+    if status == "deferred" and d.get("error") == "stopping":  # another person's turn, or the server stopping
+        return "Paused to let others dream (or the server stopped): the rest waits for the next dream."
     if status == "deferred":
         return "Stopped early: the model could not be reached. The rest waits for the next dream."
     if status == "failed":

@@ -389,7 +389,8 @@ def create_app(
 
     @app.exception_handler(LyraError)
     async def lyra_error(request: Request, exc: LyraError) -> JSONResponse:
-        return JSONResponse(failures.error_body(exc), status_code=exc.status_code)
+        return JSONResponse(failures.error_body(exc), status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))  # a 429's Retry-After
 
     failures.install(app)  # anything else: a JSON answer for that request, and the server goes on
 

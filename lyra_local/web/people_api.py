@@ -39,6 +39,7 @@ class RateLimited(LyraError):
         super().__init__(f"too many failed logins: try again in {max(1, retry_after // 60 + (retry_after % 60 > 0))} "
                          "minute(s)", hint="each name and each device may try 5 times in 15 minutes")
         self.retry_after = retry_after
+        self.headers = {"Retry-After": str(retry_after)}  # the app's error handler sends them
 
 
 class LoginFailed(LyraError):
@@ -115,11 +116,7 @@ async def login(body: Login, request: Request, response: Response) -> dict[str, 
             state.household.clear_failures(key)
         return person
 
-    try:
-        person = await run_in_threadpool(check)
-    except RateLimited as exc:
-        response.headers["Retry-After"] = str(exc.retry_after)
-        raise
+    person = await run_in_threadpool(check)
     _log_in(request, response, await run_in_threadpool(state.household.open_session, person.id))
     return {"person": _brief(person)}
 
