@@ -172,7 +172,7 @@ def test_a_dream_pass_and_an_import_hold_the_models_they_started_on(
     old = state.models
     while old.leases:  # the start-up catch-up of embeddings
         time.sleep(0.01)
-    dreamer = state.dreamer(threading.Event())
+    dreamer = state.dreamer(state.owner_id, threading.Event())
     release_import = state.hold()
     assert old.leases == 2
     state.reload()
