@@ -136,7 +136,8 @@ def test_removing_a_person_forgets_them_and_deletes_their_folder(app: FastAPI) -
     assert owner.delete(f"/api/people/{owner.get('/api/me').json()['id']}").status_code == 409
     assert owner.delete(f"/api/people/{sam_person['id']}").json() == {"removed": sam_person["id"]}
     assert not folder.exists()
-    assert sam.get("/api/sessions").status_code == 401
+    assert sam.get("/api/sessions").status_code == 401  # Sam's login ended with Sam
+    assert TestClient(app, base_url=BASE).get("/api/me").json()["owner"] is True  # alone again: no login asked
     everything = b"".join(p.read_bytes() for p in Path(state.household.data_dir).rglob("*") if p.is_file())
     assert b"axolotl-marker" not in everything
     assert owner.post("/api/auth/login", json={"name": "Sam", "secret": "sam-pass-1"}).status_code == 401

@@ -6,10 +6,10 @@ Who is asking, in this order:
    (their bootstrap credential); a personal token (``lyra_...``) is its person;
    anything else is refused, never ignored.
 2. The ``lyra_session`` cookie of a login (``HttpOnly``, ``SameSite=Strict``).
-3. Nobody: with exactly one person who has set no password, a loopback bind
-   and no API token, that person (today's single-person Lyra asks for no
-   login); otherwise 401. Once the owner has a password (they must, to add
-   anyone), it is asked for, also after everyone else was removed.
+3. Nobody: with exactly one person, a loopback bind and no API token, that
+   person (today's single-person Lyra asks for no login, also once its owner
+   chose the password they need before adding someone, and again once
+   everyone else was removed); otherwise 401.
 
 The person is set in a context variable for the request's whole life
 (streamed body included); ``AppState.store``/``memory``/``companion`` then
@@ -94,14 +94,13 @@ def identify(state: AppState, headers: Mapping[str, str]) -> Person | None:
                           "server.api_token (the owner's)")
         return person
     session = cookies(headers).get(COOKIE)
-    if session:
+    if session:  # a login that ended (logged out everywhere, a reset, a removal) is said so, even when alone
         person = household.session_person(session)
-        if person is not None:
-            return person
+        if person is None:
+            raise Refused("login_required", "your login has ended", "log in again")
+        return person
     if login_free(state):
         return household.owner()
-    if session:
-        raise Refused("login_required", "your login has ended", "log in again")
     if state.settings.server.api_token is not None and len(household.people()) == 1:
         raise Refused("unauthorized", "missing or wrong API token",
                       "send 'Authorization: Bearer <server.api_token>'")
@@ -110,12 +109,10 @@ def identify(state: AppState, headers: Mapping[str, str]) -> Person | None:
 
 
 def login_free(state: AppState) -> bool:
-    """A single person without a password, on loopback, without an API token, logs in to nothing, as before
-    households."""
+    """A single person on loopback without an API token logs in to nothing, as before households."""
     if state.settings.server.api_token is not None or not is_loopback(state.bind_host):
         return False
-    people = state.household.people()
-    return len(people) == 1 and not people[0].has_secret
+    return len(state.household.people()) == 1
 
 
 class PersonBinding:
