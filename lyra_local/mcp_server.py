@@ -1,7 +1,8 @@
 """``lyra mcp``: Lyra's memory for local agents over the Model Context Protocol (stdio).
 
 Built with the official ``mcp`` SDK. Local only by construction (stdio: the
-agent starts this process). Every write is attributed to the agent named with
+agent starts this process). It serves one person's memory: the one ``lyra mcp``
+chose (the person of its token, or ``--person``). Every write is attributed to the agent named with
 ``--agent`` (or per call): notes land in that agent's own session, world-state
 changes are proposals for the user to review.
 """
@@ -31,8 +32,10 @@ Take a lock before touching a shared resource; a refused lock says who holds it.
 the user something they may have said already; remember what the user would want kept."""
 
 
-def build_server(coordinator: Coordinator, agent: str) -> FastMCP:
-    mcp = FastMCP("lyra", instructions=INSTRUCTIONS)
+def build_server(coordinator: Coordinator, agent: str, person: str | None = None) -> FastMCP:
+    """The MCP server over one person's memory (``person``: their name, told to the agent)."""
+    whose = f"\nThis is {person}'s memory and nobody else's: what you recall and remember is theirs." if person else ""
+    mcp = FastMCP("lyra", instructions=INSTRUCTIONS + whose)
 
     def who(name: str | None) -> str:
         return name or agent

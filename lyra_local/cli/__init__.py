@@ -1,4 +1,9 @@
-"""The ``lyra`` command: one module per command group, errors without tracebacks."""
+"""The ``lyra`` command: one module per command group, errors without tracebacks.
+
+Every command acts as one person of the household (``--person NAME``): a memory command opens that person's
+memory and nobody else's (``people.choose`` says who, or names the choice), a household command (``lyra
+people``, ``lyra backup --household``) acts as the owner unless told otherwise.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +18,26 @@ from .. import __version__
 from ..config import load_settings
 from ..errors import LyraError
 from ..oserrors import storage_error
-from . import chat, doctor, dream, forget, mcp, memory, models, recall, reindex, serve, sessions, transfer, world
+from . import (
+    chat,
+    doctor,
+    dream,
+    forget,
+    mcp,
+    memory,
+    models,
+    people,
+    recall,
+    reindex,
+    serve,
+    sessions,
+    tokens,
+    transfer,
+    world,
+)
 
-COMMANDS = (serve, chat, sessions, dream, recall, memory, world, transfer, forget, mcp, reindex, models, doctor)
+COMMANDS = (serve, chat, sessions, dream, recall, memory, world, transfer, forget, mcp, reindex, people, tokens, models,
+            doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"lyra {__version__}")
     parser.add_argument("--config", type=Path, default=None, metavar="PATH",
                         help="lyra.toml to read (default: $LYRA_CONFIG, ./lyra.toml, ~/.config/lyra/lyra.toml)")
+    parser.add_argument("--person", metavar="NAME", default=None,
+                        help="act as this person of the household (default: the only one; with several, the owner "
+                             "for household commands, and memory commands ask)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:

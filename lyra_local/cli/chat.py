@@ -118,7 +118,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    with HeldLogs.installed() as logs, ended_by_signals() as ending, open_runtime(settings) as runtime:
+    with (HeldLogs.installed() as logs, ended_by_signals() as ending,
+          open_runtime(settings, person=args.person) as runtime):
         store, companion = runtime.store, runtime.companion
         session = None
         try:

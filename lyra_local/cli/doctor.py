@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     print("resolved configuration:")
     shown = settings.model_dump(mode="json", exclude={"config_file"})
     print("  " + json.dumps(shown, indent=2).replace("\n", "\n  "))
-    with open_runtime(settings) as runtime:
+    with open_runtime(settings, person=args.person, need="household") as runtime:
         checks = run_checks(runtime, load=not args.no_load)
     print("\nchecks:")
     for check in checks:

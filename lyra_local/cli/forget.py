@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     before = time_bound(args.before, "--before")  # the store's own UTC text, whatever was typed
     settings = load_settings(args.config)
-    with open_runtime(settings) as runtime:
+    with open_runtime(settings, person=args.person) as runtime:
         store = runtime.store
         if not args.dry_run:  # refused while another process imports: what it brings could not be planned for
             store.uploads.settle()

@@ -1,26 +1,70 @@
-"""``lyra mcp``: serve Lyra's memory to a local agent over MCP (stdio)."""
+"""``lyra mcp``: serve one person's memory to a local agent over MCP (stdio).
+
+The agent acts as the person of its API token (``--token``, or ``$LYRA_TOKEN`` so that the token stays out
+of the process list): a personal token (``lyra_...``) is its person, ``server.api_token`` is the owner, and a
+token that is unknown or revoked is refused before any memory opens. Without a token, ``--person`` (or the
+only person) as for every memory command.
+"""
 
 from __future__ import annotations
 
 import argparse
+import hmac
 import logging
+import os
 
-from ..config import load_settings
+from ..config import Settings, load_settings
 from ..coord import Coordinator, agent_name
+from ..errors import LyraError
 from ..mcp_server import build_server, run_stdio
+from ..people import as_person, choose, first_person
 from ..runtime import open_runtime
+from ..store.household import Household, Person
+
+TOKEN_ENV = "LYRA_TOKEN"  # not a setting: config.NOT_SETTINGS must name it
+
+
+class TokenRefused(LyraError):
+    status_code = 401
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("mcp", help="serve the memory to a local agent over MCP (stdio)")
+    p = sub.add_parser("mcp", help="serve your memory to a local agent over MCP (stdio)")
     p.add_argument("--agent", default="agent", help="name the writes are attributed to (default: agent)")
+    p.add_argument("--token", metavar="TOKEN",
+                   help=f"act as the person of this API token (default: ${TOKEN_ENV}, which keeps it out of the "
+                        "process list); without one, --person or the only person")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     logging.getLogger().setLevel(logging.WARNING)  # stdout is the protocol: logs go to stderr only
-    settings = load_settings(args.config)
-    with open_runtime(settings) as runtime:
-        server = build_server(Coordinator(runtime.store, settings, runtime.memory), agent_name(args.agent))
+    settings = load_settings(args.config, env={k: v for k, v in os.environ.items() if k != TOKEN_ENV})
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    if token is not None and args.person is not None:
+        raise LyraError("a token already says whose memory this is: leave out --person",
+                        hint=f"or leave out --token (and unset ${TOKEN_ENV})")
+    person = acting_as(settings, token, args.person)
+    with open_runtime(settings, person=person.name) as runtime:
+        coordinator = Coordinator(runtime.store, as_person(settings, person), runtime.memory)
+        server = build_server(coordinator, agent_name(args.agent), person=person.name)
         run_stdio(server)  # FastMCP's stdio, with lone surrogates in requests repaired
     return 0
+
+
+def acting_as(settings: Settings, token: str | None, name: str | None) -> Person:
+    """The person of ``token`` (refused if unknown or revoked), else the one ``name`` (or the rule) chooses."""
+    household = Household(settings.data_dir)
+    try:
+        if token is None:
+            return choose(household, settings, name, "memory")
+        configured = settings.server.api_token
+        if configured is not None and hmac.compare_digest(token.encode(), configured.get_secret_value().encode()):
+            return first_person(household, settings)  # the owner's bootstrap credential
+        person = household.token_person(token)
+        if person is None:
+            raise TokenRefused("this API token is unknown or was revoked: no memory was opened",
+                               hint="make a new one under Tokens in the web UI, or with `lyra tokens create`")
+        return person
+    finally:
+        household.close()

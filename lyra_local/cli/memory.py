@@ -56,7 +56,7 @@ def listing(store: Store, kinds: tuple[str, ...], sources: bool) -> list[dict[st
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    with open_runtime(settings) as runtime:
+    with open_runtime(settings, person=args.person) as runtime:
         if args.confirm is not None:
             fact = runtime.store.corrections.confirm_fact(args.confirm)
             print(f"confirmed: {fact.key} = {fact.value} (yours now: the dream will not change it)")

@@ -38,7 +38,7 @@ def hit_json(hit: Hit) -> dict[str, object]:
 def run(args: argparse.Namespace) -> int:
     since, until = time_bound(args.since, "--since"), time_bound(args.until, "--until")  # compared as UTC text
     settings = load_settings(args.config)
-    with open_runtime(settings) as runtime:
+    with open_runtime(settings, person=args.person) as runtime:
         session, excluded = (runtime.store.sessions.resolve(ref).id if ref else None
                              for ref in (args.session, args.exclude_session))
         query = RecallQuery(args.query, k=args.k, tier=args.tier, session_id=session, exclude_session_id=excluded,

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    with open_runtime(settings) as runtime:
+    with open_runtime(settings, person=args.person) as runtime:
         runtime.models.check(["embed"])  # a model that cannot embed is refused before any batch, saying why
         store, memory = runtime.store, runtime.memory  # the memory reads dates in the configured zone
         missing = reembedding.count_missing(store, memory.embedder.name)

@@ -34,7 +34,7 @@ def listing(store: Store, limit: int | None = None) -> list[dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    with open_runtime(settings) as runtime:
+    with open_runtime(settings, person=args.person) as runtime:
         rows = listing(runtime.store, args.limit if args.limit is None else max(args.limit, 0))
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))

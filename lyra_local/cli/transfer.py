@@ -1,4 +1,5 @@
-"""``lyra import | export | backup | restore``: the user's history in and out.
+"""``lyra import | export | backup | restore``: the user's history in and out (``--person``'s own), and the owner's
+backup of the whole household (``--household``: everyone's memory, for disaster recovery).
 
 Import shows a progress bar (messages/s, time left); what could not be
 imported is listed with where and why, and the rest is imported anyway
@@ -17,14 +18,19 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ..config import load_settings, model_file_problems
+from ..config import Settings, load_settings, model_file_problems
 from ..errors import ConfigError, LyraError
+from ..people import choose
 from ..runtime import open_runtime
+from ..store import Store
+from ..store.household import Household, Person
 from ..transfer.backup import backup, restore
+from ..transfer.household_backup import restore_household, write_household_backup
 from ..transfer.importer import ImportReport, import_source
 from ..transfer.lyra_format import write_sessions
 from ..transfer.memory_file import write_memory
 from ..transfer.sources import MEMORY_FILE, SESSIONS_FILE, open_source
+from .people import acting
 
 HEARTBEAT_S = 5.0
 
@@ -37,12 +43,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("export", help="write every session (JSON Lines) and the derived memory (JSON) to a folder")
     p.add_argument("path", type=Path, help="folder to write sessions.jsonl and memory.json into")
     p.set_defaults(run=run_export)
-    p = sub.add_parser("backup", help="a consistent copy of the database, safe while the server runs")
-    p.add_argument("path", type=Path, help="the backup file to write (never overwritten)")
+    p = sub.add_parser("backup", help="a consistent copy of your memory's database, safe while the server runs; "
+                                      "--household: the whole box (the owner)")
+    p.add_argument("path", type=Path, help="the backup file to write (never overwritten); with --household, the "
+                                           "folder to write lyra-household-EVERYONE-<date>.tar into")
+    p.add_argument("--household", action="store_true",
+                   help="back up EVERYONE's memory and the household (the owner only), for disaster recovery")
     p.set_defaults(run=run_backup)
     p = sub.add_parser("restore", help="replace the memory with a backup (the current one is kept beside the backup), "
                                        "then forget again what was forgotten after it was made")
-    p.add_argument("path", type=Path, help="a file written by `lyra backup`")
+    p.add_argument("path", type=Path, help="a file written by `lyra backup` (or `lyra backup --household`)")
+    p.add_argument("--household", action="store_true",
+                   help="restore a household backup (the whole box) into a new, empty data directory")
     p.add_argument("--force", action="store_true",
                    help="even if a server or dream worker heartbeat recently; a process that has the memory "
                         "open always stops a restore")
@@ -59,7 +71,7 @@ def run_import(args: argparse.Namespace) -> int:
         raise ConfigError("cannot import:\n  " + "\n  ".join(problems))
     source = open_source(args.path, args.format)
     console = Console(highlight=False)
-    with open_runtime(settings) as runtime:
+    with open_runtime(settings, person=args.person) as runtime:
         store = runtime.store
         instance = f"cli-import-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         store.coord.register(instance, "cli", f"lyra import {source.path.name}")  # visible in `lyra sitrep`
@@ -110,7 +122,7 @@ def run_export(args: argparse.Namespace) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     sessions_tmp, memory_tmp = folder / f".{SESSIONS_FILE}.partial", folder / f".{MEMORY_FILE}.partial"
     try:
-        with open_runtime(settings) as runtime:
+        with open_runtime(settings, person=args.person) as runtime:
             with sessions_tmp.open("w", encoding="utf-8") as out:
                 sessions, messages = write_sessions(runtime.store, out)
             write_memory(runtime.store, memory_tmp)
@@ -125,16 +137,49 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_backup(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    with open_runtime(settings) as runtime:
+    if args.household:
+        return run_household_backup(settings, args)
+    with open_runtime(settings, person=args.person) as runtime:
         size = backup(runtime.store, args.path)
     print(f"backed up {settings.data_dir} to {args.path} ({size / 1e6:.1f} MB); `lyra restore {args.path}` restores it")
     return 0
 
 
+def run_household_backup(settings: Settings, args: argparse.Namespace) -> int:
+    """The whole box, as the owner: every person's store is opened here (read-only use) and closed after."""
+    stores: list[Store] = []
+
+    def store_of(person: Person) -> Store:
+        stores.append(Store(household.person_dir(person)))
+        return stores[-1]
+
+    with acting(settings, args.person, owner=True) as (household, owner):
+        try:
+            dest = write_household_backup(household, store_of, owner, args.path)
+        finally:
+            for store in stores:
+                store.close()
+        people = len(household.people())
+    print(f"backed up the whole household ({people} people) to {dest} ({dest.stat().st_size / 1e6:.1f} MB)")
+    print("it holds EVERYONE's memory: keep it as safe as the box, delete it when no longer needed; "
+          f"`lyra restore --household {dest}` restores it into a new, empty data directory")
+    return 0
+
+
 def run_restore(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    done = restore(args.path, settings.data_dir, force=args.force, keep=args.keep)
-    print(f"restored {args.path} into {settings.data_dir}; the vector indexes rebuild on first use")
+    if args.household:
+        people = restore_household(args.path, settings.data_dir)
+        print(f"restored the household of {len(people)} ({', '.join(p.name for p in people)}) into "
+              f"{settings.data_dir}; the vector indexes rebuild on first use")
+        return 0
+    household = Household(settings.data_dir)
+    try:  # your own memory: the person's folder (the data directory itself for the first person)
+        target = household.person_dir(choose(household, settings, args.person, "memory"))
+    finally:
+        household.close()
+    done = restore(args.path, target, force=args.force, keep=args.keep)
+    print(f"restored {args.path} into {target}; the vector indexes rebuild on first use")
     if done.kept is not None:
         print(f"the memory it replaced is kept as {done.kept} (outside the data directory: later forgets do not "
               "reach it; delete it once you no longer need it)")

@@ -31,7 +31,7 @@ def run_sitrep(args: argparse.Namespace) -> int:
     import json
 
     settings = load_settings(args.config)
-    with open_runtime(settings) as runtime:
+    with open_runtime(settings, person=args.person) as runtime:
         c = Coordinator(runtime.store, settings)
         print(json.dumps(c.sitrep(), indent=2, ensure_ascii=False) if args.json else c.sitrep_text())
     return 0
@@ -39,7 +39,7 @@ def run_sitrep(args: argparse.Namespace) -> int:
 
 def run_world(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    with open_runtime(settings) as runtime:
+    with open_runtime(settings, person=args.person) as runtime:
         store = runtime.store
         coord = store.coord
         if args.action == "show":
