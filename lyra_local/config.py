@@ -37,7 +37,8 @@ from .modelfiles.roles import ROLE_HINT, header_refusal
 
 ENV_PREFIX = "LYRA_"
 CONFIG_ENV = "LYRA_CONFIG"
-NOT_SETTINGS = frozenset({CONFIG_ENV, FAKE_DEVICES_ENV})  # LYRA_* variables that are not a settings key
+TOKEN_ENV = "LYRA_TOKEN"  # the API token `lyra mcp` acts with (cli/mcp.py)
+NOT_SETTINGS = frozenset({CONFIG_ENV, FAKE_DEVICES_ENV, TOKEN_ENV})  # LYRA_* variables that are not a settings key
 CONFIG_FILENAME = "lyra.toml"
 DEFAULT_CHAT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_EMBED_FILE = "all-MiniLM-L6-v2.F16.gguf"

@@ -16,6 +16,7 @@ from typing import Literal
 from .config import Settings
 from .errors import LyraError, NotFound
 from .store.household import Household, Person
+from .store.household import exists as household_exists
 
 Need = Literal["memory", "household"]
 FIRST_NAME = "Owner"  # the first person's name until they choose one (Settings → People)
@@ -99,10 +100,21 @@ class PersonChoice:
         return self._household
 
     def store_dir(self) -> Path:
+        if self._alone():
+            return self.settings.data_dir
         return self.household.person_dir(self.person())
 
     def shared(self) -> str | None:
-        return shared_reader(self.household)()
+        return None if self._alone() else shared_reader(self.household)()
+
+    def person_settings(self) -> Settings:
+        """The settings the person's companion runs with (``as_person``)."""
+        return self.settings if self._alone() else as_person(self.settings, self.person())
+
+    def _alone(self) -> bool:
+        """A data directory with no household yet, asked for no one by name: its memory is its first person's,
+        read without creating ``household.db`` (a full or read-only disk still lets a command read)."""
+        return self.name is None and self._person is None and not household_exists(self.settings.data_dir)
 
     def close(self) -> None:
         with self._lock:

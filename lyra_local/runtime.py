@@ -27,7 +27,7 @@ from .config import Settings
 from .errors import LyraError
 from .llm.registry import Models
 from .memory import Memory
-from .people import Need, PersonChoice, as_person
+from .people import Need, PersonChoice
 from .store import Store
 
 
@@ -100,7 +100,7 @@ class Runtime:
         with self._lock:
             if self._companion is None:
                 memory = self.memory
-                settings = self.settings if self._choice is None else as_person(self.settings, self._choice.person())
+                settings = self.settings if self._choice is None else self._choice.person_settings()
                 self._companion = Companion(memory, self.models.chat, settings.companion)
             return self._companion
 

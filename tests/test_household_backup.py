@@ -20,7 +20,7 @@ from lyra_local.config import Settings
 from lyra_local.errors import LyraError
 from lyra_local.llm.registry import Models
 from lyra_local.store.household import Household
-from lyra_local.web import create_app, household_api
+from lyra_local.web import create_app
 
 from .conftest import MODELS_DIR
 from .fakes import FakeChatModel, FakeEmbedder
@@ -30,12 +30,9 @@ ADA, SAM = ("Ada", "ada-password-1"), ("Sam", "sam-password-1")
 
 
 def app_for(settings: Settings) -> FastAPI:
-    """The real app on fake models, with the household backup's route (until ``create_app`` includes it)."""
+    """The real app on fake models."""
     models = Models(settings, chat=FakeChatModel(), embed=FakeEmbedder())  # type: ignore[arg-type]
-    app = create_app(settings, models=models)
-    if not any(getattr(r, "path", None) == "/api/household/backup" for r in app.routes):
-        app.include_router(household_api.router)
-    return app
+    return create_app(settings, models=models)
 
 
 def chat(client: TestClient, text: str) -> None:

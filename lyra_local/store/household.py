@@ -17,6 +17,7 @@ secrets that cannot be guessed; passwords get scrypt, ``passwords.py``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import secrets
 import sqlite3
@@ -37,6 +38,7 @@ FILENAME = "household.db"
 PEOPLE_DIRNAME = "people"
 TOKEN_PREFIX = "lyra_"
 SESSION_DAYS = 30
+LAST_USED_EVERY = timedelta(minutes=1)  # a token used in a loop writes its "last used" once a minute, not per call
 MAX_NAME = 60
 
 Kind = Literal["adult", "child"]
@@ -96,6 +98,11 @@ def clean_name(name: str) -> str:
     return name
 
 
+def exists(data_dir: Path) -> bool:
+    """Whether this data directory has a household yet (before one, its memory is the first person's)."""
+    return (data_dir / FILENAME).is_file()
+
+
 def _digest(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
@@ -107,6 +114,8 @@ class Household:
         self.data_dir = data_dir
         self.path = data_dir / FILENAME
         with named_os_errors(data_dir):
+            if data_dir.exists() and not data_dir.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "a file where the data directory should be", str(data_dir))
             data_dir.mkdir(parents=True, exist_ok=True)
         self._conns = ThreadConnections(lambda: db.connect(self.path))
         with named_os_errors(data_dir):
@@ -275,13 +284,15 @@ class Household:
         if not raw.startswith(TOKEN_PREFIX):
             return None
         digest = _digest(raw)
-        row = self._conn().execute("SELECT p.* FROM api_tokens t JOIN people p ON p.id = t.person_id "
+        row = self._conn().execute("SELECT p.*, t.last_used_at FROM api_tokens t JOIN people p ON p.id = t.person_id "
                                    "WHERE t.hash = ? AND p.removing = 0", (digest,)).fetchone()
         if row is None:
             return None
-        with contextlib.suppress(sqlite3.OperationalError):  # a busy or full disk must not refuse the token
-            with self._write() as conn:
-                conn.execute("UPDATE api_tokens SET last_used_at = ? WHERE hash = ?", (db.utc_now(), digest))
+        now = datetime.now(timezone.utc)
+        if row["last_used_at"] is None or db.from_iso(row["last_used_at"]) < now - LAST_USED_EVERY:
+            with contextlib.suppress(sqlite3.OperationalError):  # a busy or full disk must not refuse the token
+                with self._write() as conn:
+                    conn.execute("UPDATE api_tokens SET last_used_at = ? WHERE hash = ?", (db.to_iso(now), digest))
         return _person(row)
 
     # -- failed logins (the rate limit) ---------------------------------------------------------------------

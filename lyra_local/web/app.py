@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import shutil
 import signal
 import socket
 import sqlite3
@@ -37,10 +36,10 @@ from ..mind.drives import backlog_size
 from ..mind.scheduler import DreamScheduler
 from ..modelfiles.pull_jobs import PullJobs
 from ..people import as_person, first_person, shared_reader
+from ..person_removal import finish_removal, remove_person
 from ..runtime import Runtime
 from ..store import Store, context_view, reembedding
 from ..store.forget import forget_idle_off_the_record
-from ..store.forget_plan import plan_forget
 from ..store.held import Held, held
 from ..store.household import Household, Person
 from . import (
@@ -49,6 +48,7 @@ from . import (
     corrections_api,
     failures,
     forget_api,
+    household_api,
     memory_api,
     mind_api,
     models_api,
@@ -203,28 +203,19 @@ class AppState:
     def remove_person(self, person_id: str) -> None:
         """Forget everything the person said and everything built from it (the same forget as everywhere), close
         their memory and delete its folder, then their row: they can no longer log in from the first step, and
-        a removal cut short is finished at the next start (``finish_removals``)."""
-        person = self.household.begin_removal(person_id)
-        self._forget_person(person)
-        self.household.finish_removal(person_id)
+        a removal cut short is finished at the next start (``finish_removals``). The sequence is
+        ``person_removal.py``'s, which `lyra people remove` runs too."""
+        with self.lease():  # held, so that a shutdown waits for the forget before closing the store under it
+            remove_person(self.household, person_id, open_store=self.store_of, close=self._close_person)
 
     def finish_removals(self) -> None:
         for person in self.household.people(removing=True):
             log.info("finishing the removal of a person cut short earlier")
-            self._forget_person(person)
-            self.household.finish_removal(person.id)
+            with self.lease():
+                finish_removal(self.household, person, open_store=self.store_of, close=self._close_person)
 
-    def _forget_person(self, person: Person) -> None:
-        folder = self.household.person_dir(person)
-        if folder == self.household.data_dir:
-            raise LyraError("the first person's memory is the data directory's own: it is never removed")
-        if folder.exists():
-            with self.lease() as generation:
-                runtime = self.runtime_of(person, generation)
-                runtime.store.uploads.stop_all("the person was removed", wait_s=10)
-                ids = runtime.store.sessions.ids()
-                if ids:
-                    runtime.memory.forget_plan(plan_forget(runtime.store, sessions=[f"#{i}" for i in ids]))
+    def _close_person(self, person: Person) -> None:
+        """Close the person's runtimes (their companions only: the models are everyone's) and their store."""
         with self._people_lock:
             gone = [key for key in self._sharing if key[1] == person.id]
             runtimes = [self._sharing.pop(key) for key in gone]
@@ -233,9 +224,6 @@ class AppState:
             runtime.close()  # its companion only: the models are everyone's
         if store is not None:
             store.close()
-        shutil.rmtree(folder, ignore_errors=True)
-        if folder.exists():
-            raise LyraError(f"could not delete {folder}", hint="delete that folder by hand; nothing else uses it")
 
     def last_chat(self) -> float | None:
         with self._people_lock:
@@ -385,6 +373,7 @@ def create_app(
     app.include_router(coord_api.router)
     app.include_router(models_api.router)
     app.include_router(people_api.router)
+    app.include_router(household_api.router)
     app.include_router(ui.router)
 
     @app.exception_handler(LyraError)
