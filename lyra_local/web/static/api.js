@@ -1,7 +1,15 @@
-/* The server: JSON calls, server-sent events over fetch, downloads; the API token when the server asks. */
+/* The server: JSON calls, server-sent events over fetch, downloads; the API token when the server asks for
+ * it (401 "unauthorized"), the login when it asks who this is (401 "login_required", login.js). */
 import { $, el } from "./dom.js";
 
-function headers(extra = {}) {
+let loginRequired = () => new Promise(() => {});  // login.js shows its page; the app reloads once logged in
+
+/* ``handler()`` is called when the server answers that nobody is logged in here (no session, or it ended). */
+export function whenLoginRequired(handler) {
+  loginRequired = handler;
+}
+
+export function headers(extra = {}) {
   const token = localStorage.getItem("lyra-token");
   return token ? { ...extra, Authorization: `Bearer ${token}` } : extra;
 }
@@ -12,15 +20,27 @@ export async function api(path, options = {}) {
   const init = { ...options, headers: headers(options.body ? { "Content-Type": "application/json" } : {}) };
   if (options.body && typeof options.body !== "string") init.body = JSON.stringify(options.body);
   const resp = await fetch(path, init);
-  if (resp.status === 401 && await askToken()) return api(path, options);
+  if (resp.status === 401 && await retryAfter401(resp)) return api(path, options);
   const type = resp.headers.get("content-type") || "";
   const data = type.includes("json") ? await resp.json() : type.startsWith("text/plain") ? await resp.text() : null;
   if (!resp.ok) throw failure(data, resp);
   return data;
 }
 
+/* A 401: the login when the server asks who this is (nothing is retried: the app reloads once logged in), else
+ * the API token; resolves to whether to ask again. */
+async function retryAfter401(resp) {
+  const data = await resp.clone().json().catch(() => null);
+  if (data?.error?.type === "login_required") {
+    await loginRequired();
+    return false;
+  }
+  return askToken();
+}
+
+/* The Error of an answer that is not 2xx: its message and hint, HTTP ``status`` and the error's ``type``. */
 function failure(data, resp) {
-  return Object.assign(new Error(describe(data, resp)), { status: resp.status });
+  return Object.assign(new Error(describe(data, resp)), { status: resp.status, type: data?.error?.type ?? null });
 }
 
 function describe(data, resp) {
@@ -33,7 +53,7 @@ function describe(data, resp) {
 /* Server-sent events over fetch (EventSource cannot send the API token). */
 export async function sse(path, init, onEvent) {
   const resp = await fetch(path, { ...init, headers: headers(init.body ? { "Content-Type": "application/json" } : {}) });
-  if (resp.status === 401 && await askToken()) return sse(path, init, onEvent);
+  if (resp.status === 401 && await retryAfter401(resp)) return sse(path, init, onEvent);
   if (!resp.ok) throw failure(await resp.json().catch(() => null), resp);
   const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
@@ -59,6 +79,7 @@ export async function sse(path, init, onEvent) {
 /* A file sent as the request's body (an import), answered in JSON. */
 export async function upload(path, file) {
   const resp = await fetch(path, { method: "PUT", body: file, headers: headers() });
+  if (resp.status === 401 && await retryAfter401(resp)) return upload(path, file);
   const body = await resp.json();
   if (!resp.ok) throw new Error(describe(body, resp));
   return body;
@@ -67,6 +88,7 @@ export async function upload(path, file) {
 /* Saves what ``path`` answers under the name the server gives it. */
 export async function download(path) {
   const resp = await fetch(path, { headers: headers() });
+  if (resp.status === 401 && await retryAfter401(resp)) return download(path);
   if (!resp.ok) throw new Error(describe(await resp.json().catch(() => null), resp));
   const name = /filename="?([^";]+)"?/.exec(resp.headers.get("content-disposition") || "")?.[1] || "lyra-download";
   const url = URL.createObjectURL(await resp.blob());
@@ -83,6 +105,7 @@ function askToken() {
     dialog.addEventListener("close", () => {
       const token = $("token-input").value.trim();
       if (token) localStorage.setItem("lyra-token", token);
+      else localStorage.removeItem("lyra-token");  // none given: the next request goes without (a login, perhaps)
       resolve(Boolean(token));
     }, { once: true });
     dialog.showModal();

@@ -7,6 +7,7 @@ import { $, el, fragment } from "./dom.js";
 import { gauges } from "./drives.js";
 import { renderProfile, wireFactForm } from "./facts.js";
 import { showError } from "./feedback.js";
+import { loadHouseholdMemory, wireHouseholdMemory } from "./household-memory.js";
 import { memoryItem } from "./memory-items.js";
 import { isShown, registerPanel } from "./panels.js";
 
@@ -15,6 +16,7 @@ let loads = 0;  // an older load that answers late must not overwrite a newer on
 
 async function loadMemory() {
   const load = ++loads;
+  loadHouseholdMemory();
   const sessionId = currentId();
   try {
     const [self, world, profile, narrative, timeline, sitrep, proposals, current] = await Promise.all([
@@ -108,6 +110,7 @@ export function wireMemoryPanel() {
   const refresh = () => { if (isShown("memory")) loadMemory(); };
   for (const name of ["memory-changed", "turn-finished", "conversation-opened"]) on(name, refresh);
   wireFactForm();
+  wireHouseholdMemory();
   $("world-save").addEventListener("click", async () => {
     try {
       await api("/api/world", { method: "PUT", body: { content: $("world-input").value } });

@@ -6,6 +6,8 @@
  * entry's moment is GRACE_MS past: the owner's Undo ends at that moment). Where Web Locks are missing (plain
  * http on a LAN is not a secure context) the moment alone decides, and an off-the-record conversation another
  * tab says it has open is never deleted on leaving (the server's idle expiry removes it in the end).
+ * In a household each record names its person (conversation ids are each person's own: another person's
+ * conversation 5 is not this one's), and a tab reads only the records of the person it acts as.
  * This module never calls the server: it says what may be forgotten, and its callers forget it. */
 
 const PREFIX = "lyra-tab:";
@@ -21,6 +23,15 @@ const locks = navigator.locks || null;  // only in a secure context (localhost, 
 export const tabId = Array.from(crypto.getRandomValues(new Uint32Array(3)), (n) => n.toString(36)).join("");
 const own = { trash: {}, open: null };  // id -> moment (ms) it is forgotten; the off-the-record id open here
 let heldOpen = null;  // {id, release, released}: this tab's shared lock on that conversation
+let person = { id: null, owner: true };  // whom this tab acts as (a record of an older version: the owner's)
+
+/* This tab acts as person ``id`` (the household's owner when ``owner``): it reads only that person's records. */
+export function setTabPerson(id, owner) {
+  person = { id, owner: Boolean(owner) };
+}
+
+const ofThisPerson = (recordPerson) => recordPerson === person.id || (recordPerson == null && person.owner);
+const openLock = (id) => `${OPEN_PREFIX}${person.id === null ? "" : `${person.id}:`}${id}`;
 
 /* Resolves once this tab holds its own lock, held until the page is gone: records are written after it. */
 export const alive = locks ? new Promise((resolve) => {
@@ -30,7 +41,7 @@ export const alive = locks ? new Promise((resolve) => {
 function save() {
   try {
     if (!Object.keys(own.trash).length && own.open === null) localStorage.removeItem(PREFIX + tabId);
-    else localStorage.setItem(PREFIX + tabId, JSON.stringify({ ...own, at: Date.now() }));
+    else localStorage.setItem(PREFIX + tabId, JSON.stringify({ ...own, person: person.id, at: Date.now() }));
   } catch { /* storage full or refused: this tab's own timers still keep its promises while it lives */ }
 }
 
@@ -53,13 +64,15 @@ function readRecord(key) {
     for (const [id, moment] of Object.entries(raw?.trash || {})) {
       if (validId(Number(id))) trash[id] = Number(moment) || 0;
     }
-    return { trash, open: validId(raw?.open) ? raw.open : null, at: Number(raw?.at) || 0 };
+    return { trash, open: validId(raw?.open) ? raw.open : null, at: Number(raw?.at) || 0,
+             person: typeof raw?.person === "string" ? raw.person : null };
   } catch {
-    return { trash: {}, open: null, at: 0 };  // unreadable: nothing in it can be acted on
+    return { trash: {}, open: null, at: 0, person: null };  // unreadable: nothing in it can be acted on
   }
 }
 
-/* Every other tab's record: {key, owner (null: a page of an older version), trash, open, at}. */
+/* Every other tab's record of this tab's person: {key, owner (the tab; null: a page of an older version),
+ * trash, open, at, person}. */
 function others() {
   const found = [];
   for (let i = 0; i < localStorage.length; i++) {
@@ -69,7 +82,7 @@ function others() {
       found.push({ key, owner: key.slice(PREFIX.length), ...readRecord(key) });
     }
   }
-  return found;
+  return found.filter((r) => ofThisPerson(r.person));
 }
 
 /* The conversations waiting in another tab's trash: this tab does not list them. */
@@ -141,7 +154,7 @@ export function holdOpen(id) {
   if (id === null || !locks) return;
   let release = () => {};
   const done = new Promise((resolve) => { release = resolve; });
-  const released = locks.request(OPEN_PREFIX + id, { mode: "shared" }, () => done).catch(() => {});
+  const released = locks.request(openLock(id), { mode: "shared" }, () => done).catch(() => {});
   heldOpen = { id, release, released };
 }
 
@@ -165,7 +178,7 @@ export async function lastToLeave(id, forget) {
     return true;
   }
   try {
-    return await locks.request(OPEN_PREFIX + id, { signal: AbortSignal.timeout(LEAVE_WAIT_MS) }, async () => {
+    return await locks.request(openLock(id), { signal: AbortSignal.timeout(LEAVE_WAIT_MS) }, async () => {
       await forget();
       return true;
     });

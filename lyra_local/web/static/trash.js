@@ -14,6 +14,7 @@ const TRASH_S = 10;  // seconds a deleted conversation waits in the trash, with 
 const held = new Map();  // id -> {session, row, timer, moment, forgetting}: deleted here, not yet forgotten
 let render = () => {};  // the conversation list draws itself again
 let sweepTimer = null;
+let kept = false;  // the person here is gone (logged out elsewhere, or another logged in): nothing is forgotten
 
 /* Whether conversation ``id`` waits in a trash, this tab's or another's: the list leaves it out. */
 export const inTrash = (id) => held.has(id) || trashedElsewhere().has(id);
@@ -70,7 +71,7 @@ export async function forgetOnServer(id, keepalive = false) {
  * so that a page killed meanwhile leaves it for a later load. */
 async function forgetNow(id) {
   const entry = held.get(id);
-  if (!entry || entry.forgetting) return;
+  if (!entry || entry.forgetting || kept) return;
   entry.forgetting = true;
   clearTimeout(entry.timer);
   entry.row.remove();
@@ -88,9 +89,22 @@ async function forgetNow(id) {
 /* What other tabs left that this one may forget now (tabs.js says which), forgotten; and a look again when the
  * next of theirs comes due. */
 export async function sweepOtherTabs() {
+  if (kept) return;
   const next = await sweep((id) => forgetOnServer(id).catch(() => false));
   clearTimeout(sweepTimer);
   if (next !== null) sweepTimer = setTimeout(() => emit("sessions-changed"), Math.max(0, next - Date.now()) + 50);
+}
+
+/* Forgets at once everything waiting in this tab's trash (before logging out: nobody else could later). */
+export async function forgetTrashNow() {
+  await Promise.all([...held.keys()].map(forgetNow));
+}
+
+/* The person of this tab is no longer the one logged in: what waits in the trash is not forgotten here (it would
+ * be forgotten as whoever is logged in now); its record stays that person's, for their next visit to finish. */
+export function keepTrashForLater() {
+  kept = true;
+  for (const entry of held.values()) clearTimeout(entry.timer);
 }
 
 /* ``draw``: the list draws itself again. Leaving the page forgets what waits here at once, as it said; the
@@ -98,6 +112,7 @@ export async function sweepOtherTabs() {
 export function wireTrash(draw) {
   render = draw;
   window.addEventListener("pagehide", () => {
+    if (kept) return;
     for (const [id, entry] of held) {
       clearTimeout(entry.timer);
       entry.row.remove();
