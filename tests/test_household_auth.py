@@ -158,3 +158,14 @@ def test_the_household_memory_is_in_everyones_context_and_only_adults_edit_it(ap
     assert "The dog is called Rex." in prompt and kid["name"] == "Kit"
     history = sam.get("/api/household/memory/history").json()["versions"]
     assert [v["author"] for v in history] == ["Owner"]
+
+
+def test_a_page_opened_for_one_person_cannot_act_as_the_next(app: FastAPI) -> None:
+    owner, sam, sam_person = household(app)
+    ada_id = owner.get("/api/me").json()["id"]
+    sid = owner.post("/api/sessions", json={"name": "Ada's"}).json()["id"]
+    # Sam logs in on Ada's browser (the cookie is the browser's): Ada's tab still says it is Ada's page
+    owner.post("/api/auth/login", json={"name": "Sam", "secret": "sam-pass-1"})
+    refused = owner.delete(f"/api/sessions/{sid}", headers={"X-Lyra-Person": ada_id})
+    assert refused.status_code == 409 and refused.headers["x-lyra-person-changed"] == "1"
+    assert owner.get("/api/me", headers={"X-Lyra-Person": sam_person["id"]}).json()["name"] == "Sam"

@@ -6,6 +6,8 @@ Who is asking, in this order:
    (their bootstrap credential); a personal token (``lyra_...``) is its person;
    anything else is refused, never ignored.
 2. The ``lyra_session`` cookie of a login (``HttpOnly``, ``SameSite=Strict``).
+   The page also says whose page it is (``X-Lyra-Person``): a tab opened for
+   one person is refused (409) once another has logged in on the browser.
 3. Nobody: with exactly one person, a loopback bind and no API token, that
    person (today's single-person Lyra asks for no login, also once its owner
    chose the password they need before adding someone, and again once
@@ -39,6 +41,9 @@ if TYPE_CHECKING:
     from .app import AppState
 
 COOKIE = "lyra_session"
+# Whose page sent a request (static/api.js): a tab opened for Ada must not act as Ben because Ben logged in on
+# this browser in another tab since (the cookie is the browser's, not the tab's): such a request is refused.
+PAGE_HEADER = "x-lyra-person"
 PERSON: contextvars.ContextVar[Person | None] = contextvars.ContextVar("lyra_person", default=None)
 IN_REQUEST: contextvars.ContextVar[bool] = contextvars.ContextVar("lyra_in_request", default=False)
 # Paths answered for nobody in particular: liveness, the page and its assets, and logging in.
@@ -144,6 +149,13 @@ class PersonBinding:
             return
         if person is None:  # an owner row missing: a household that was never opened by this server
             await refusal(401, "login_required", "log in first", "")(scope, receive, send)
+            return
+        claimed = headers.get(PAGE_HEADER)
+        if claimed is not None and claimed != person.id:
+            answer = refusal(409, "PersonChanged", "this page was opened for someone else: another person has "
+                             "logged in on this browser since", "reload the page")
+            answer.headers["X-Lyra-Person-Changed"] = "1"
+            await answer(scope, receive, send)
             return
         bound, asker = PERSON.set(person), ASKER.set(person.id)
         try:

@@ -9,9 +9,25 @@ export function whenLoginRequired(handler) {
   loginRequired = handler;
 }
 
+let pagePerson = null;  // whose page this is, once known: every request says so (the server refuses a mismatch)
+
+/* This page belongs to person ``id``: a request sent after someone else logged in on this browser (another
+ * tab) is refused by the server (409 "PersonChanged") instead of acting on that person's memory. */
+export function setPagePerson(id) {
+  pagePerson = id;
+}
+
 export function headers(extra = {}) {
   const token = localStorage.getItem("lyra-token");
-  return token ? { ...extra, Authorization: `Bearer ${token}` } : extra;
+  const own = pagePerson ? { ...extra, "X-Lyra-Person": pagePerson } : extra;
+  return token ? { ...own, Authorization: `Bearer ${token}` } : own;
+}
+
+/* Someone else logged in on this browser since this page loaded: the page is theirs to reload. */
+function personChanged(resp) {
+  if (resp.status !== 409 || resp.headers.get("x-lyra-person-changed") !== "1") return false;
+  location.reload();
+  return true;
 }
 
 /* One JSON call; an answer that is not 2xx throws an Error carrying the server's message and hint, and
@@ -21,6 +37,7 @@ export async function api(path, options = {}) {
   if (options.body && typeof options.body !== "string") init.body = JSON.stringify(options.body);
   const resp = await fetch(path, init);
   if (resp.status === 401 && await retryAfter401(resp)) return api(path, options);
+  if (personChanged(resp)) return new Promise(() => {});
   const type = resp.headers.get("content-type") || "";
   const data = type.includes("json") ? await resp.json() : type.startsWith("text/plain") ? await resp.text() : null;
   if (!resp.ok) throw failure(data, resp);
@@ -54,6 +71,7 @@ function describe(data, resp) {
 export async function sse(path, init, onEvent) {
   const resp = await fetch(path, { ...init, headers: headers(init.body ? { "Content-Type": "application/json" } : {}) });
   if (resp.status === 401 && await retryAfter401(resp)) return sse(path, init, onEvent);
+  if (personChanged(resp)) return new Promise(() => {});
   if (!resp.ok) throw failure(await resp.json().catch(() => null), resp);
   const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
@@ -80,6 +98,7 @@ export async function sse(path, init, onEvent) {
 export async function upload(path, file) {
   const resp = await fetch(path, { method: "PUT", body: file, headers: headers() });
   if (resp.status === 401 && await retryAfter401(resp)) return upload(path, file);
+  if (personChanged(resp)) return new Promise(() => {});
   const body = await resp.json();
   if (!resp.ok) throw new Error(describe(body, resp));
   return body;

@@ -2,7 +2,7 @@
  * server says nobody is logged in here, and logging out. The page of one person never turns into another's: a
  * login, a log-out or a switch reloads the page, and the other tabs of this browser (whose cookie just changed)
  * reload too. What a tab left in its trash stays that person's (tabs.js keeps each record under its person). */
-import { api, headers, whenLoginRequired } from "./api.js";
+import { api, headers, setPagePerson, whenLoginRequired } from "./api.js";
 import { $ } from "./dom.js";
 import { setTabPerson } from "./tabs.js";
 import { forgetTrashNow, keepTrashForLater } from "./trash.js";
@@ -34,6 +34,7 @@ export async function knowWho() {
     return false;
   }
   setTabPerson(who.me.id, who.me.owner);
+  setPagePerson(who.me.id);
   return true;
 }
 
