@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from io import TextIOWrapper
 from typing import Any, cast
 
@@ -32,8 +32,11 @@ Take a lock before touching a shared resource; a refused lock says who holds it.
 the user something they may have said already; remember what the user would want kept."""
 
 
-def build_server(coordinator: Coordinator, agent: str, person: str | None = None) -> FastMCP:
-    """The MCP server over one person's memory (``person``: their name, told to the agent)."""
+def build_server(coordinator: Coordinator, agent: str, person: str | None = None,
+                 still_allowed: Callable[[], None] | None = None) -> FastMCP:
+    """The MCP server over one person's memory (``person``: their name, told to the agent). ``still_allowed``
+    runs before every call and raises once the credential it was started with is no more (a revoked token,
+    a removed person): the agent is refused from the next call on, not at its next start."""
     whose = f"\nThis is {person}'s memory and nobody else's: what you recall and remember is theirs." if person else ""
     mcp = FastMCP("lyra", instructions=INSTRUCTIONS + whose)
 
@@ -44,6 +47,8 @@ def build_server(coordinator: Coordinator, agent: str, person: str | None = None
         """Run one tool call; whatever fails becomes that call's error result, and the server goes on."""
         args = tuple(well_formed(a) if isinstance(a, str) else a for a in args)  # "\ud800" from JSON
         try:
+            if still_allowed is not None:
+                still_allowed()
             return call(*args)
         except LyraError as exc:  # a tool error the agent can read and act on
             raise ValueError(str(exc)) from exc

@@ -169,3 +169,35 @@ def test_a_page_opened_for_one_person_cannot_act_as_the_next(app: FastAPI) -> No
     refused = owner.delete(f"/api/sessions/{sid}", headers={"X-Lyra-Person": ada_id})
     assert refused.status_code == 409 and refused.headers["x-lyra-person-changed"] == "1"
     assert owner.get("/api/me", headers={"X-Lyra-Person": sam_person["id"]}).json()["name"] == "Sam"
+
+
+def test_a_personal_token_uses_the_memory_but_never_changes_how_its_person_logs_in(app: FastAPI) -> None:
+    owner, sam, _ = household(app)
+    made = sam.post("/api/tokens", json={"name": "leaked"}).json()
+    script = TestClient(app, base_url=BASE, headers={"Authorization": f"Bearer {made['secret']}"})
+    assert script.get("/api/sessions").status_code == 200
+    assert script.put("/api/me/secret", json={"secret": "taken-over-1"}).status_code == 403
+    assert script.post("/api/tokens", json={"name": "another"}).status_code == 403
+    mine = owner.post("/api/tokens", json={"name": "owner script"}).json()["secret"]
+    owner_script = TestClient(app, base_url=BASE, headers={"Authorization": f"Bearer {mine}"})
+    assert owner_script.get("/api/people").status_code == 403
+    assert owner_script.get("/api/household/backup").status_code == 403
+    assert script.delete(f"/api/tokens/{made['token']['id']}").status_code == 200  # revoking itself is fine
+    assert script.get("/api/sessions").status_code == 401
+
+
+def test_lyra_mcp_refuses_the_next_call_once_its_token_is_revoked(make_settings: Any) -> None:
+    from lyra_local.cli.mcp import TokenRefused, still_acting_as
+    from lyra_local.passwords import hash_secret
+    from lyra_local.store.household import Household
+
+    settings: Settings = make_settings()
+    household = Household(settings.data_dir)
+    household.ensure_first("Ada")
+    sam = household.add("Sam", "adult", hash_secret("sam-pass-1"))
+    token, raw = household.create_token(sam.id, "agent")
+    still_acting_as(household, settings, raw, sam)  # answered
+    household.revoke_token(sam.id, token.id)
+    with pytest.raises(TokenRefused):
+        still_acting_as(household, settings, raw, sam)
+    household.close()

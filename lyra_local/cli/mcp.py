@@ -46,10 +46,30 @@ def run(args: argparse.Namespace) -> int:
                         hint=f"or leave out --token (and unset ${TOKEN_ENV})")
     person = acting_as(settings, token, args.person)
     with open_runtime(settings, person=person.name) as runtime:
-        coordinator = Coordinator(runtime.store, as_person(settings, person), runtime.memory)
-        server = build_server(coordinator, agent_name(args.agent), person=person.name)
-        run_stdio(server)  # FastMCP's stdio, with lone surrogates in requests repaired
+        household = Household(settings.data_dir)
+        try:
+            coordinator = Coordinator(runtime.store, as_person(settings, person), runtime.memory)
+            server = build_server(coordinator, agent_name(args.agent), person=person.name,
+                                  still_allowed=lambda: still_acting_as(household, settings, token, person))
+            run_stdio(server)  # FastMCP's stdio, with lone surrogates in requests repaired
+        finally:
+            household.close()
     return 0
+
+
+def still_acting_as(household: Household, settings: Settings, token: str | None, person: Person) -> None:
+    """Refuse the next call once the token was revoked or its person removed (checked on every call)."""
+    if token is None or _is_bootstrap(settings, token):
+        return
+    now = household.token_person(token)
+    if now is None or now.id != person.id:
+        raise TokenRefused("this API token was revoked (or its person removed): no more calls are answered",
+                           hint="make a new one under Tokens in the web UI, or with `lyra tokens create`")
+
+
+def _is_bootstrap(settings: Settings, token: str) -> bool:
+    configured = settings.server.api_token
+    return configured is not None and hmac.compare_digest(token.encode(), configured.get_secret_value().encode())
 
 
 def acting_as(settings: Settings, token: str | None, name: str | None) -> Person:
@@ -58,8 +78,7 @@ def acting_as(settings: Settings, token: str | None, name: str | None) -> Person
     try:
         if token is None:
             return choose(household, settings, name, "memory")
-        configured = settings.server.api_token
-        if configured is not None and hmac.compare_digest(token.encode(), configured.get_secret_value().encode()):
+        if _is_bootstrap(settings, token):
             return first_person(household, settings)  # the owner's bootstrap credential
         person = household.token_person(token)
         if person is None:

@@ -203,11 +203,15 @@ class DreamScheduler:
             with self._cond:
                 if self._timer is not None:
                     self._timer.cancel()
-            if dreamer is not None:
-                dreamer.close()
-            with self._cond:
-                self._current, self._current_forced, self._turn, self._timer = None, False, None, None
-                self._cond.notify_all()
+            try:
+                if dreamer is not None:
+                    dreamer.close()
+            except Exception:  # a store closed under it (the person was removed): the next pass must still run
+                log.exception("closing the dream pass for %s failed", person)
+            finally:
+                with self._cond:
+                    self._current, self._current_forced, self._turn, self._timer = None, False, None, None
+                    self._cond.notify_all()
         cut = turn.is_set() and not self.stop.is_set() and report is not None
         # A turn that ended before the pass did anything (one unit longer than a turn) doubles the next
         # one, so that every unit fits a turn at last; any progress brings it back to turn_s.

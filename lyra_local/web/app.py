@@ -39,9 +39,10 @@ from ..people import as_person, first_person, shared_reader
 from ..person_removal import finish_removal, remove_person
 from ..runtime import Runtime
 from ..store import Store, context_view, reembedding
+from ..store.dirlock import DataDirBusy, DirLock, find_holders
 from ..store.forget import forget_idle_off_the_record
 from ..store.held import Held, held
-from ..store.household import Household, Person
+from ..store.household import Household, Person, PersonNotFound
 from . import (
     admin,
     coord_api,
@@ -102,6 +103,7 @@ class AppState:
         self._earlier_chat: float | None = None  # the last turn on runtimes since retired
         self._people_lock = threading.RLock()
         self._stores: dict[str, Store] = {self.owner_id: runtime.store}
+        self._gone: set[str] = set()  # removed people: their folder is never opened (so made) again
         self._sharing: dict[tuple[int, str], Runtime] = {}  # (generation, person) -> that person's runtime on it
 
     @property
@@ -132,6 +134,8 @@ class AppState:
         with self._people_lock:
             store = self._stores.get(person.id)
             if store is None:
+                if person.id in self._gone:
+                    raise PersonNotFound("no such person in this household")
                 store = Store(self.household.person_dir(person))
                 self._stores[person.id] = store
                 if self.started:
@@ -205,8 +209,30 @@ class AppState:
         their memory and delete its folder, then their row: they can no longer log in from the first step, and
         a removal cut short is finished at the next start (``finish_removals``). The sequence is
         ``person_removal.py``'s, which `lyra people remove` runs too."""
+        person = self.household.person(person_id)
+        folder = self.household.person_dir(person)
         with self.lease():  # held, so that a shutdown waits for the forget before closing the store under it
-            remove_person(self.household, person_id, open_store=self.store_of, close=self._close_person)
+            self._close_person(person)  # let go here first: another process shows only through the flock
+            lock = DirLock(folder)
+            if folder.exists() and not lock.try_exclusive():
+                with self._people_lock:
+                    self._gone.discard(person.id)
+                holders = "; ".join(map(str, find_holders(folder))) or "another process"
+                raise DataDirBusy(f"{person.name}'s memory is open in {holders}",
+                                  hint="stop that `lyra mcp`, `lyra chat --person` or `lyra dream` first")
+            store = Store(folder, lock=lock) if folder.exists() else None  # under our exclusive hold
+
+            def theirs(_: Person) -> Store:
+                assert store is not None, "a removal opens only a folder that exists"
+                return store
+
+            try:
+                remove_person(self.household, person_id, open_store=theirs,
+                              close=lambda _: store.close() if store is not None else None)
+            finally:
+                if store is not None:
+                    store.close()
+                lock.release()
 
     def finish_removals(self) -> None:
         for person in self.household.people(removing=True):
@@ -217,6 +243,7 @@ class AppState:
     def _close_person(self, person: Person) -> None:
         """Close the person's runtimes (their companions only: the models are everyone's) and their store."""
         with self._people_lock:
+            self._gone.add(person.id)
             gone = [key for key in self._sharing if key[1] == person.id]
             runtimes = [self._sharing.pop(key) for key in gone]
             store = self._stores.pop(person.id, None)

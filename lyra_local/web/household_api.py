@@ -9,18 +9,18 @@ behind the download, however the download ends.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..transfer.household_backup import file_name, snapshot, tar_chunks, tar_size
 from .deps import app_state
-from .people import bound_person, require_owner
+from .people import bound_person, not_by_token, require_owner
 
 router = APIRouter(prefix="/api")
 
 
-@router.get("/household/backup")
+@router.get("/household/backup", dependencies=[Depends(not_by_token)])  # everyone's: a login, not a token
 async def household_backup(request: Request) -> StreamingResponse:
     """Everyone's memory and the household database, consistent copies taken now (safe while chatting)."""
     owner = bound_person()

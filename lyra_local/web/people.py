@@ -46,6 +46,10 @@ COOKIE = "lyra_session"
 PAGE_HEADER = "x-lyra-person"
 PERSON: contextvars.ContextVar[Person | None] = contextvars.ContextVar("lyra_person", default=None)
 IN_REQUEST: contextvars.ContextVar[bool] = contextvars.ContextVar("lyra_in_request", default=False)
+# How the request proved who it is: "token" for a personal API token, which may use the memory but never
+# change how its person logs in (``not_by_token``), so a leaked token cannot lock them out or outlive its
+# revocation by minting another.
+BY_TOKEN: contextvars.ContextVar[bool] = contextvars.ContextVar("lyra_by_token", default=False)
 # Paths answered for nobody in particular: liveness, the page and its assets, and logging in.
 OPEN = frozenset({"/health", "/", "/api/auth/state", "/api/auth/login"})
 OPEN_PREFIXES = ("/static/",)
@@ -88,10 +92,9 @@ def identify(state: AppState, headers: Mapping[str, str]) -> Person | None:
     household = state.household
     auth = headers.get("authorization", "")
     if auth:
-        given = auth.removeprefix("Bearer ").strip()
-        token = state.settings.server.api_token
-        if token is not None and hmac.compare_digest(given.encode(), token.get_secret_value().encode()):
+        if is_api_token(state, auth):
             return household.owner()
+        given = auth.removeprefix("Bearer ").strip()
         person = household.token_person(given)
         if person is None:
             raise Refused("unauthorized", "missing, wrong or revoked API token",
@@ -111,6 +114,13 @@ def identify(state: AppState, headers: Mapping[str, str]) -> Person | None:
                       "send 'Authorization: Bearer <server.api_token>'")
     raise Refused("login_required", "log in first", "POST /api/auth/login with your name and password, or send "
                   "'Authorization: Bearer <token>' with a personal token")
+
+
+def is_api_token(state: AppState, authorization: str) -> bool:
+    """Whether an ``Authorization`` header carries the configured ``server.api_token`` (the owner's)."""
+    token = state.settings.server.api_token
+    given = authorization.removeprefix("Bearer ").strip()
+    return token is not None and hmac.compare_digest(given.encode(), token.get_secret_value().encode())
 
 
 def login_free(state: AppState) -> bool:
@@ -157,10 +167,13 @@ class PersonBinding:
             answer.headers["X-Lyra-Person-Changed"] = "1"
             await answer(scope, receive, send)
             return
+        auth = headers.get("authorization", "")
         bound, asker = PERSON.set(person), ASKER.set(person.id)
+        by_token = BY_TOKEN.set(bool(auth) and not is_api_token(self.state, auth))
         try:
             await self.app(scope, receive, send)
         finally:
+            BY_TOKEN.reset(by_token)
             ASKER.reset(asker)
             PERSON.reset(bound)
 
@@ -182,3 +195,11 @@ def require_owner(person: Person) -> None:
 def owner_only() -> None:
     """A route dependency: what changes the box for everyone (models, reloads) is the owner's to do."""
     require_owner(bound_person())
+
+
+def not_by_token() -> None:
+    """A route dependency: what changes how a person logs in (passwords, tokens, people) needs a login (or the
+    owner's configured api_token), never a personal token."""
+    if BY_TOKEN.get():
+        raise Forbidden("a personal API token cannot change passwords, tokens or people",
+                        hint="do it logged in, in the web UI (Tokens, People), or with `lyra tokens` / `lyra people`")

@@ -13,10 +13,11 @@ https.
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -25,11 +26,12 @@ from ..passwords import check_secret, hash_secret, verify_secret
 from ..store import db
 from ..store.household import SESSION_DAYS, Person, name_key
 from .deps import app_state
-from .people import COOKIE, Forbidden, bound_person, cookies, login_free, require_owner
+from .people import COOKIE, Forbidden, bound_person, cookies, login_free, not_by_token, require_owner
 
 router = APIRouter(prefix="/api")
 MAX_FAILURES = 5
 WINDOW = timedelta(minutes=15)
+_ATTEMPT = threading.Lock()  # the limit's check and the attempt it counts are one step, or a burst outruns it
 
 
 class RateLimited(LyraError):
@@ -103,14 +105,15 @@ async def login(body: Login, request: Request, response: Response) -> dict[str, 
 
     def check() -> Person:
         now = datetime.now(timezone.utc)
-        waits = [_wait(state.household.failures_since(key, now - WINDOW), now) for key in keys]
-        if max(waits) > 0:
-            raise RateLimited(max(waits))
+        with _ATTEMPT:  # counted as a failure before the slow hash, cleared below if it succeeds
+            waits = [_wait(state.household.failures_since(key, now - WINDOW), now) for key in keys]
+            if max(waits) > 0:
+                raise RateLimited(max(waits))
+            for key in keys:
+                state.household.record_failure(key, now - WINDOW)
         person = state.household.by_name(body.name)
         stored = None if person is None else state.household.secret_of(person.id)
         if person is None or not verify_secret(body.secret, stored):  # the same work either way
-            for key in keys:
-                state.household.record_failure(key, now - WINDOW)
             raise LoginFailed("that name and password do not match", hint="names are as the owner wrote them")
         for key in keys:
             state.household.clear_failures(key)
@@ -154,7 +157,7 @@ async def me(request: Request) -> dict[str, Any]:
     return {**person.view(), "login_free": await run_in_threadpool(login_free, state)}
 
 
-@router.put("/me/secret")
+@router.put("/me/secret", dependencies=[Depends(not_by_token)])
 async def my_secret(body: Secret, request: Request, response: Response) -> dict[str, Any]:
     """Choose one's own password (or a child's PIN): every login session of theirs on other devices ends, and
     this browser stays logged in (from now on a login is asked, here too, once the cookie ends)."""
@@ -171,21 +174,21 @@ def _log_in(request: Request, response: Response, raw: str) -> None:
                         secure=request.url.scheme == "https", path="/")
 
 
-@router.put("/me/name")
+@router.put("/me/name", dependencies=[Depends(not_by_token)])
 async def my_name(body: Rename, request: Request) -> dict[str, Any]:
     person = await run_in_threadpool(app_state(request).household.rename, bound_person().id, body.name)
     return {"person": person.view()}
 
 
 # -- people (the owner) -----------------------------------------------------------------------------------------
-@router.get("/people")
+@router.get("/people", dependencies=[Depends(not_by_token)])
 async def people(request: Request) -> dict[str, Any]:
     require_owner(bound_person())
     everyone = await run_in_threadpool(app_state(request).household.people)
     return {"people": [p.view() for p in everyone]}
 
 
-@router.post("/people")
+@router.post("/people", dependencies=[Depends(not_by_token)])
 async def add_person(body: NewPerson, request: Request) -> dict[str, Any]:
     owner = bound_person()
     require_owner(owner)
@@ -198,7 +201,7 @@ async def add_person(body: NewPerson, request: Request) -> dict[str, Any]:
     return {"person": person.view()}
 
 
-@router.put("/people/{person_id}/secret")
+@router.put("/people/{person_id}/secret", dependencies=[Depends(not_by_token)])
 async def reset_secret(person_id: str, body: Secret, request: Request) -> dict[str, Any]:
     require_owner(bound_person())
     household = app_state(request).household
@@ -208,7 +211,7 @@ async def reset_secret(person_id: str, body: Secret, request: Request) -> dict[s
     return {}
 
 
-@router.get("/people/{person_id}/removal")
+@router.get("/people/{person_id}/removal", dependencies=[Depends(not_by_token)])
 async def removal(person_id: str, request: Request) -> dict[str, Any]:
     """What removing a person would forget, in numbers only (the owner never reads their memory)."""
     require_owner(bound_person())
@@ -220,7 +223,7 @@ async def removal(person_id: str, request: Request) -> dict[str, Any]:
             "memories": held.memories, "tokens": len(tokens)}
 
 
-@router.delete("/people/{person_id}")
+@router.delete("/people/{person_id}", dependencies=[Depends(not_by_token)])
 async def remove_person(person_id: str, request: Request) -> dict[str, Any]:
     """Forget everything the person said and everything built from it, then their folder and their login."""
     owner = bound_person()
@@ -238,14 +241,14 @@ async def tokens(request: Request) -> dict[str, Any]:
     return {"tokens": [_token(t) for t in mine]}
 
 
-@router.post("/tokens")
+@router.post("/tokens", dependencies=[Depends(not_by_token)])
 async def new_token(body: NewToken, request: Request) -> dict[str, Any]:
     """A token acting as this person for the OpenAI route, `lyra mcp` and scripts: shown now, never again."""
     token, raw = await run_in_threadpool(app_state(request).household.create_token, bound_person().id, body.name)
     return {"token": _token(token), "secret": raw}
 
 
-@router.delete("/tokens/{token_id}")
+@router.delete("/tokens/{token_id}")  # a token may revoke itself: that only ever takes access away
 async def revoke_token(token_id: int, request: Request) -> dict[str, Any]:
     await run_in_threadpool(app_state(request).household.revoke_token, bound_person().id, token_id)
     return {}

@@ -9,6 +9,7 @@ stop and closes the stream after the token in flight, which stops generation.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
@@ -45,7 +46,7 @@ async def stream_in_thread(make_stream: Callable[[], Iterator[T]]) -> AsyncItera
             return
         hand_over(_END)
 
-    producer = loop.run_in_executor(None, produce)
+    producer = loop.run_in_executor(None, contextvars.copy_context().run, produce)  # the person: fair turns
     try:
         while True:
             item, error = await queue.get()
