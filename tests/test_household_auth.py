@@ -193,7 +193,7 @@ def test_lyra_mcp_refuses_the_next_call_once_its_token_is_revoked(make_settings:
 
     settings: Settings = make_settings()
     household = Household(settings.data_dir)
-    household.ensure_first("Ada")
+    household.set_secret(household.ensure_first("Ada").id, hash_secret("ada-pass-1"))
     sam = household.add("Sam", "adult", hash_secret("sam-pass-1"))
     token, raw = household.create_token(sam.id, "agent")
     still_acting_as(household, settings, raw, sam)  # answered

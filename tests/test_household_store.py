@@ -26,6 +26,10 @@ def test_the_first_person_is_the_owner_and_keeps_the_data_directory(tmp_path: Pa
     household = Household(tmp_path)
     owner = household.ensure_first("Maya")
     assert household.ensure_first("Someone else") == owner  # created once
+    with pytest.raises(Conflict):  # with two people everyone logs in: the owner needs a password first
+        household.add("Sam", "child", hash_secret("1234"))
+    household.set_secret(owner.id, hash_secret("owner-pass-1"))
+    owner = household.person(owner.id)
     assert owner.owner and owner.home == "" and household.person_dir(owner) == tmp_path
     sam = household.add("Sam", "child", hash_secret("1234"))
     assert household.person_dir(sam) == tmp_path / "people" / sam.id
@@ -40,7 +44,7 @@ def test_the_first_person_is_the_owner_and_keeps_the_data_directory(tmp_path: Pa
 
 def test_sessions_and_tokens_keep_only_hashes_and_end(tmp_path: Path) -> None:
     household = Household(tmp_path)
-    household.ensure_first("Maya")
+    household.set_secret(household.ensure_first("Maya").id, hash_secret("owner-pass-1"))
     sam = household.add("Sam", "adult", hash_secret("sam-pass-1"))
     raw = household.open_session(sam.id)
     token, secret = household.create_token(sam.id, "mcp")
@@ -63,6 +67,7 @@ def test_sessions_and_tokens_keep_only_hashes_and_end(tmp_path: Path) -> None:
 def test_a_removal_takes_the_persons_rows_and_what_they_shared(tmp_path: Path) -> None:
     household = Household(tmp_path)
     owner = household.ensure_first("Maya")
+    household.set_secret(owner.id, hash_secret("owner-pass-1"))
     sam = household.add("Sam", "adult", hash_secret("sam-pass-1"))
     household.write_shared("bins go out on Tuesday", owner)
     household.write_shared("Sam-shared-zebra-marker", sam)

@@ -101,9 +101,7 @@ def run_list(args: argparse.Namespace) -> int:
 def run_add(args: argparse.Namespace) -> int:
     kind: Kind = "child" if args.child else "adult"
     with acting(load_settings(args.config), args.person, owner=True) as (household, owner):
-        if household.secret_of(owner.id) is None:
-            raise Conflict("set your own password first: with two people, everyone logs in, you too",
-                           hint="run `lyra people passwd`")
+        household.can_add()  # before asking for their password
         if household.by_name(args.name) is not None:
             raise Conflict(f"someone called {args.name} is already in this household", hint="choose another name")
         secret = read_secret(kind, args.secret_stdin, f"{args.name}'s")
@@ -133,9 +131,7 @@ def run_passwd(args: argparse.Namespace) -> int:
 
 def run_remove(args: argparse.Namespace) -> int:
     with acting(load_settings(args.config), args.person, owner=True) as (household, owner):
-        person = _named(household, args.name)
-        if person.owner:
-            raise Conflict("the owner cannot be removed", hint="the owner holds the household together")
+        person = household.removable(_named(household, args.name).id)
         folder = household.person_dir(person)
         lock = DirLock(folder)
         if folder.exists() and not lock.try_exclusive():

@@ -19,8 +19,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import logging
 import secrets
 import sqlite3
+import time
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,6 +36,7 @@ from . import db, migrations
 from .connections import ThreadConnections
 from .household_schema import SCHEMA
 
+log = logging.getLogger(__name__)
 FILENAME = "household.db"
 PEOPLE_DIRNAME = "people"
 TOKEN_PREFIX = "lyra_"
@@ -42,6 +45,10 @@ LAST_USED_EVERY = timedelta(minutes=1)  # a token used in a loop writes its "las
 MAX_NAME = 60
 
 Kind = Literal["adult", "child"]
+
+
+class OwnerNeedsSecret(Conflict):
+    """Adding a person while the owner has no password: from the second person on, everyone logs in."""
 
 
 class PersonNotFound(NotFound):
@@ -166,7 +173,16 @@ class Household:
                 row = conn.execute("SELECT * FROM people WHERE id = ?", (person_id,)).fetchone()
         return _person(row)
 
+    def can_add(self) -> None:
+        """Refuse to add anyone while the owner has no password: with two people everyone logs in, the owner
+        too, and they could not."""
+        owner = self.owner()
+        if owner is not None and not owner.has_secret:
+            raise OwnerNeedsSecret("set your own password first: with two people, everyone logs in, you too",
+                                   hint="People → Your password in the web UI, or `lyra people passwd`")
+
     def add(self, name: str, kind: Kind, secret_hash: str) -> Person:
+        self.can_add()
         name = clean_name(name)
         person_id = secrets.token_hex(6)
         with self._write() as conn:
@@ -193,13 +209,18 @@ class Household:
         """Where the person's own memory lives: the data directory itself for the first person."""
         return self.data_dir / person.home if person.home else self.data_dir
 
+    def removable(self, person_id: str) -> Person:
+        """The person, if they may be removed: anyone but the owner (whose memory is the data directory's)."""
+        person = self.person(person_id)
+        if person.owner:
+            raise Conflict("the owner cannot be removed", hint="the owner holds the household together")
+        return person
+
     def begin_removal(self, person_id: str) -> Person:
         """Mark a person as leaving: from now on they cannot log in and appear nowhere; their memory is
         forgotten next, then ``finish_removal`` deletes the row (a removal cut short is finished at the next
         start: ``people(removing=True)``)."""
-        person = self.person(person_id)
-        if person.owner:
-            raise Conflict("the owner cannot be removed", hint="the owner holds the household together")
+        person = self.removable(person_id)
         with self._write() as conn:
             conn.execute("UPDATE people SET removing = 1, secret = NULL WHERE id = ?", (person_id,))
             conn.execute("DELETE FROM login_sessions WHERE person_id = ?", (person_id,))
@@ -213,8 +234,17 @@ class Household:
             if row is not None:
                 conn.execute("DELETE FROM login_failures WHERE key = ?", (f"name:{row[0]}",))
             conn.execute("DELETE FROM people WHERE id = ? AND removing = 1", (person_id,))
-        # secure_delete zeroed their rows' pages; the WAL still holds copies of them until a checkpoint empties it
-        self._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._empty_wal()
+
+    def _empty_wal(self, tries: int = 50) -> None:
+        """secure_delete zeroed a removed person's pages in the file; the WAL still holds copies of them until a
+        checkpoint empties it, which a reader mid-read can hold up: tried again briefly, then said."""
+        for _ in range(tries):
+            busy = self._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            if not busy:
+                return
+            time.sleep(0.1)
+        log.warning("household.db's write-ahead log could not be emptied now; it is at the next checkpoint")
 
     def set_secret(self, person_id: str, secret_hash: str) -> None:
         """A new password or PIN; every login session of the person ends (their tokens stay)."""

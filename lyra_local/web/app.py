@@ -209,7 +209,7 @@ class AppState:
         their memory and delete its folder, then their row: they can no longer log in from the first step, and
         a removal cut short is finished at the next start (``finish_removals``). The sequence is
         ``person_removal.py``'s, which `lyra people remove` runs too."""
-        person = self.household.person(person_id)
+        person = self.household.removable(person_id)  # never the owner: nothing of theirs is closed below
         folder = self.household.person_dir(person)
         with self.lease():  # held, so that a shutdown waits for the forget before closing the store under it
             self._close_person(person)  # let go here first: another process shows only through the flock

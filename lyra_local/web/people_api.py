@@ -21,7 +21,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import Conflict, LyraError
+from ..errors import LyraError
 from ..passwords import check_secret, hash_secret, verify_secret
 from ..store import db
 from ..store.household import SESSION_DAYS, Person, name_key
@@ -193,9 +193,7 @@ async def add_person(body: NewPerson, request: Request) -> dict[str, Any]:
     owner = bound_person()
     require_owner(owner)
     state = app_state(request)
-    if state.household.secret_of(owner.id) is None:
-        raise Conflict("set your own password first: with two people, everyone logs in, you too",
-                       hint="PUT /api/me/secret (People → Your password)")
+    await run_in_threadpool(state.household.can_add)  # before the slow hash
     check_secret(body.kind, body.secret)
     person = await run_in_threadpool(state.household.add, body.name, body.kind, hash_secret(body.secret))
     return {"person": person.view()}
@@ -226,11 +224,8 @@ async def removal(person_id: str, request: Request) -> dict[str, Any]:
 @router.delete("/people/{person_id}", dependencies=[Depends(not_by_token)])
 async def remove_person(person_id: str, request: Request) -> dict[str, Any]:
     """Forget everything the person said and everything built from it, then their folder and their login."""
-    owner = bound_person()
-    require_owner(owner)
-    if person_id == owner.id:
-        raise Conflict("the owner cannot remove themselves")
-    await run_in_threadpool(app_state(request).remove_person, person_id)
+    require_owner(bound_person())
+    await run_in_threadpool(app_state(request).remove_person, person_id)  # never the owner (begin_removal)
     return {"removed": person_id}
 
 
