@@ -48,11 +48,14 @@ def test_one_person_on_loopback_logs_in_to_nothing(app: FastAPI) -> None:
     state = client.get("/api/auth/state").json()
     assert state["login_required"] is False and state["person"]["owner"] is True
     assert client.get("/api/sessions").status_code == 200
+    # an OpenAI client always sends a key: alone on loopback, whatever it is, it asks for no one
+    assert client.get("/v1/models", headers={"Authorization": "Bearer unused"}).status_code == 200
 
 
 def test_with_two_people_every_browser_logs_in(app: FastAPI) -> None:
     household(app)
     stranger = TestClient(app, base_url=BASE)
+    assert stranger.get("/v1/models", headers={"Authorization": "Bearer unused"}).status_code == 401
     answer = stranger.get("/api/sessions")
     assert answer.status_code == 401 and answer.json()["error"]["type"] == "login_required"
     assert stranger.get("/api/auth/state").json() == {"login_required": True, "person": None, "people_count": 2}
