@@ -8,8 +8,9 @@ to ask whose rows it reads.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -49,6 +50,16 @@ def choose(household: Household, settings: Settings, name: str | None, need: Nee
     raise ChoosePerson(f"this household has {len(people)} people: whose memory? "
                        f"({', '.join(p.name for p in people)})",
                        hint="say it with --person NAME, e.g. `lyra --person " + people[-1].name + " ...`")
+
+
+@contextlib.contextmanager
+def chosen(settings: Settings, name: str | None, need: Need) -> Iterator[tuple[Household, Person]]:
+    """The household, open for the block, and the person a command acts as (``choose``)."""
+    household = Household(settings.data_dir)
+    try:
+        yield household, choose(household, settings, name, need)
+    finally:
+        household.close()
 
 
 def as_person(settings: Settings, person: Person) -> Settings:

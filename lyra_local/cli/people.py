@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from ..config import Settings, load_settings
 from ..errors import Conflict, LyraError
 from ..passwords import check_secret, hash_secret
-from ..people import choose
+from ..people import chosen
 from ..person_removal import remove_person
 from ..store import Store
 from ..store.dirlock import DataDirBusy, DirLock, find_holders
@@ -63,15 +63,11 @@ def _secret_option(p: argparse.ArgumentParser) -> None:
 def acting(settings: Settings, name: str | None, *, owner: bool) -> Iterator[tuple[Household, Person]]:
     """The household and the person this command acts as (``--person``, default the owner); ``owner``:
     refused unless that person is the household's owner."""
-    household = Household(settings.data_dir)
-    try:
-        person = choose(household, settings, name, "household")
+    with chosen(settings, name, "household") as (household, person):
         if owner and not person.owner:
             raise NotOwner(f"{person.name} is not the household's owner: only the owner manages people",
                            hint="leave out --person (the owner is the default), or ask the owner")
         yield household, person
-    finally:
-        household.close()
 
 
 def read_secret(kind: Kind, from_stdin: bool, whose: str) -> str:

@@ -11,8 +11,7 @@ import argparse
 import sys
 
 from ..config import load_settings
-from ..people import choose
-from ..store.household import Household
+from ..people import chosen
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -30,12 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run_list(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    household = Household(settings.data_dir)
-    try:
-        person = choose(household, settings, args.person, "memory")
+    with chosen(settings, args.person, "memory") as (household, person):
         tokens = household.tokens(person.id)
-    finally:
-        household.close()
     if not tokens:
         print(f"{person.name} has no API tokens (`lyra tokens create NAME` makes one)")
     for token in tokens:
@@ -46,12 +41,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_create(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    household = Household(settings.data_dir)
-    try:
-        person = choose(household, settings, args.person, "memory")
+    with chosen(settings, args.person, "memory") as (household, person):
         token, raw = household.create_token(person.id, args.name)
-    finally:
-        household.close()
     print(raw, flush=True)  # alone on standard output: `TOKEN=$(lyra tokens create ci)`
     print(f"token #{token.id} \u201c{token.name}\u201d acts as {person.name}: keep it secret, it is shown only now "
           f"(`lyra tokens revoke {token.id}` ends it)", file=sys.stderr)
@@ -60,11 +51,7 @@ def run_create(args: argparse.Namespace) -> int:
 
 def run_revoke(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    household = Household(settings.data_dir)
-    try:
-        person = choose(household, settings, args.person, "memory")
+    with chosen(settings, args.person, "memory") as (household, person):
         household.revoke_token(person.id, args.id)
-    finally:
-        household.close()
     print(f"revoked {person.name}'s token #{args.id}: it is refused from now on")
     return 0
