@@ -118,7 +118,8 @@ class VectorIndex:
                           if self._is_hnsw() else faiss.SearchParameters(sel=selector))  # type: ignore[call-arg]
             elif self._is_hnsw():
                 params = faiss.SearchParametersHNSW(efSearch=ef)  # type: ignore[attr-defined]
-            scores, ids = self._index.search(q, fetch, params=params)
+            index = self._index
+            scores, ids = _one_thread(lambda: index.search(q, fetch, params=params))
             hits = [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True)
                     if i >= 0 and int(i) not in self._tombstones]
             return hits[:k]
@@ -378,3 +379,16 @@ class VectorIndex:
             return False
         inner = faiss.downcast_index(faiss.downcast_index(self._index).index)  # type: ignore[attr-defined]
         return isinstance(inner, faiss.IndexHNSWFlat)
+
+
+def _one_thread(search: Callable[[], Any]) -> Any:
+    """Run one query's search on the calling thread alone. A single query gains nothing from FAISS's OpenMP
+    team: on a small box the extra thread waits for a core, and that wait is what a recall's p95 pays
+    (scripts/bench_chat.py --people: 4 people's p95 went from 1.15-1.62x one person's to 0.67-0.76x). OpenMP's
+    thread count belongs to the calling thread, so it is put back after: builds and compactions keep theirs."""
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        return search()
+    finally:
+        faiss.omp_set_num_threads(before)
