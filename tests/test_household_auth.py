@@ -204,3 +204,11 @@ def test_lyra_mcp_refuses_the_next_call_once_its_token_is_revoked(make_settings:
     with pytest.raises(TokenRefused):
         still_acting_as(household, settings, raw, sam)
     household.close()
+
+
+def test_an_ended_login_alone_is_said_so_unless_no_password_could_answer_it(app: FastAPI) -> None:
+    client = TestClient(app, base_url=BASE, cookies={"lyra_session": "from-a-household-db-since-replaced"})
+    assert client.get("/api/me").json()["owner"] is True  # the owner has no password: nothing to log in with
+    TestClient(app, base_url=BASE).put("/api/me/secret", json={"secret": OWNER_PASS})
+    ended = client.get("/api/me")
+    assert ended.status_code == 401 and ended.json()["error"]["type"] == "login_required"

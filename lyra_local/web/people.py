@@ -105,11 +105,15 @@ def identify(state: AppState, headers: Mapping[str, str]) -> Person | None:
                           "server.api_token (the owner's)")
         return person
     session = cookies(headers).get(COOKIE)
-    if session:  # a login that ended (logged out everywhere, a reset, a removal) is said so, even when alone
+    if session:
         person = household.session_person(session)
-        if person is None:
+        if person is not None:
+            return person
+        # A login that ended (logged out everywhere, a reset, a removal) is said so even when alone, so that a
+        # removed person's browser does not become the owner's; unless no password could answer it.
+        owner = household.owner()
+        if not (login_free(state) and owner is not None and not owner.has_secret):
             raise Refused("login_required", "your login has ended", "log in again")
-        return person
     if login_free(state):
         return household.owner()
     if state.settings.server.api_token is not None and len(household.people()) == 1:
