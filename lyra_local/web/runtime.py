@@ -4,9 +4,10 @@ A reload swaps in a new ``Runtime`` (``Runtime.renewed``); the old one serves th
 started on it (a streamed turn, a recall, a dream pass, an import) and closes
 when the last of those ends, never under it. Each HTTP request holds a lease
 for its whole life, streamed body included (``LeaseMiddleware``), and the app
-state resolves ``models``/``memory``/``companion`` to the request's leased
-runtime through a context variable, so one request never mixes two
-generations. This module must not decide when to reload: ``AppState`` does.
+state resolves ``models``/``memory``/``companion`` to the bound person's
+runtime on the request's leased generation through context variables
+(``LEASED`` here, ``people.PERSON``), so one request never mixes two
+generations, nor two people. This module must not decide when to reload: ``AppState`` does.
 """
 
 from __future__ import annotations
