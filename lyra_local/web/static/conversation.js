@@ -5,6 +5,15 @@ import { holdOpen } from "./tabs.js";
 
 export const people = { user: "You", companion: "Lyra" };  // as the server's settings name them
 
+let nameThem = () => {};
+/* Resolves once the page knows who "you" and the companion are (main.js, after who is logged in): a conversation
+ * opened before that (the address changed while the page started) would be drawn under the wrong names. */
+export const namesKnown = new Promise((resolve) => { nameThem = resolve; });
+
+export function namesAreKnown() {
+  nameThem();
+}
+
 let openId = null;
 let remembered = true;  // false while an off-the-record conversation is open
 let reply = null;  // the AbortController of the reply streaming now

@@ -2,7 +2,7 @@
  * as text (textContent) or through LyraMarkdown (markdown.js), never as HTML. */
 import { api } from "./api.js";
 import { wireChat } from "./chat.js";
-import { people } from "./conversation.js";
+import { namesAreKnown, people } from "./conversation.js";
 import { $ } from "./dom.js";
 import { wireDreamPanel } from "./dream-panel.js";
 import { showError } from "./feedback.js";
@@ -37,6 +37,7 @@ async function start() {
     people.companion = settings.companion.name;
     // in a household the person logged in is "you"; alone, the name the settings give
     people.user = (who.me && !who.me.login_free && who.me.name) || settings.companion.user_name || "You";
+    namesAreKnown();
     $("companion-name").textContent = people.companion;
     document.title = people.companion;
     firstRun(settings.demo_chat_model);

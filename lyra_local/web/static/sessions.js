@@ -4,7 +4,9 @@
  * deletes it only when no other tab has it open. */
 import { api } from "./api.js";
 import { on } from "./bus.js";
-import { currentId, currentRemembered, replying, setCurrent, stopReplyAndWait, trackOpening } from "./conversation.js";
+import {
+  currentId, currentRemembered, namesKnown, replying, setCurrent, stopReplyAndWait, trackOpening,
+} from "./conversation.js";
 import { $, el, fragment } from "./dom.js";
 import { confirmForget, showError, showNotice } from "./feedback.js";
 import { appendMessage, reloadMessages, renderMessages } from "./messages.js";
@@ -252,7 +254,7 @@ export function wireSessions() {
     const open = $("sessions").classList.toggle("open");
     $("toggle-sessions").setAttribute("aria-expanded", String(open));
   });
-  window.addEventListener("hashchange", () => openFromHash().catch((e) => showError(e.message)));
+  window.addEventListener("hashchange", () => namesKnown.then(openFromHash).catch((e) => showError(e.message)));
   $("session-filter").addEventListener("input", renderSessions);
   wireTrash(renderSessions);
   onOthersChanged(() => loadSessions().catch(() => {}));  // a delete, an Undo or a forget in another tab
