@@ -46,11 +46,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def seed_store(data_dir: Path, sessions: int, turns: int) -> None:
-    rng = random.Random(7)
+def seed_store(data_dir: Path, sessions: int, turns: int, *, seed: int = 7, months_later: int = 0) -> None:
+    """``sessions`` conversations of ``turns`` turns, on different days, not yet summarized (as an import leaves);
+    ``seed`` and ``months_later`` vary them (bench_household.py seeds one memory per person)."""
+    rng = random.Random(seed)
     store = Store(data_dir)
     for s in range(sessions):
-        day = f"2024-{1 + s % 12:02d}-{1 + s % 27:02d}"
+        day = f"2024-{1 + (s + months_later) % 12:02d}-{1 + s % 27:02d}"
         session = store.sessions.create(f"chat {s}", created_at=f"{day}T09:00:00+00:00")
         items = []
         for t in range(turns):

@@ -23,7 +23,6 @@ Prints markdown tables; writes only to a temp dir.
 from __future__ import annotations
 
 import argparse
-import random
 import shutil
 import statistics
 import sys
@@ -36,6 +35,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests.fakes: a login involves no model, so fakes serve
 
+from bench_dream import seed_store  # noqa: E402  (the same conversations bench_dream.py dreams over)
 from fastapi.testclient import TestClient  # noqa: E402
 
 from lyra_local.config import load_settings  # noqa: E402
@@ -47,15 +47,10 @@ from lyra_local.mind.drives import backlog_size  # noqa: E402
 from lyra_local.mind.scheduler import DreamScheduler  # noqa: E402
 from lyra_local.passwords import hash_secret, verify_secret  # noqa: E402
 from lyra_local.store import Store  # noqa: E402
-from lyra_local.store.exchanges import NewExchange  # noqa: E402
 from lyra_local.web import create_app  # noqa: E402
 from tests.fakes import FakeChatModel, FakeEmbedder  # noqa: E402
 
 SECRET = "correct horse battery"
-FRIENDS = ["Ana", "Tomás", "Mia", "Jonas", "Leila", "the landlord", "Dr. Weber"]
-THINGS = ["the move to Lisbon", "the garden", "the knee physio", "the piano lessons", "the budget for the flat",
-          "the marathon training", "the new job", "Miso's vet visit"]
-
 
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
@@ -125,25 +120,6 @@ def login(n: int) -> None:
 
 # -- the dream across people ---------------------------------------------------------------------------------
 
-def seed_person(data_dir: Path, sessions: int, turns: int, seed: int) -> None:
-    """``sessions`` conversations of ``turns`` turns, on different days, not yet summarized (as an import leaves)."""
-    rng = random.Random(seed)
-    store = Store(data_dir)
-    for s in range(sessions):
-        day = f"2024-{1 + (s + seed) % 12:02d}-{1 + s % 27:02d}"
-        session = store.sessions.create(f"chat {s}", created_at=f"{day}T09:00:00+00:00")
-        items = []
-        for t in range(turns):
-            who, what = rng.choice(FRIENDS), rng.choice(THINGS)
-            text = (f"I talked with {who} about {what}; it cost {rng.randint(20, 900)} euros and took "
-                    f"{rng.randint(1, 9)} days." if t % 2 == 0 else f"How did {who} feel about {what}?")
-            items.append(NewExchange(session.id, "user" if t % 2 == 0 else "assistant", text,
-                                     f"{day}T09:{t:02d}:00+00:00"))
-        with store.write() as conn:
-            store.exchanges.insert(conn, items, None, None)
-    store.close()
-
-
 class Timeline:
     """When each person's conversations got their summaries, and each pass's person and length."""
 
@@ -194,7 +170,7 @@ def dream(big: int, turns: int, summary_tokens: int, turn_s: float, fake_call_s:
         work = Path(tmp)
         template = work / "template"
         for k, (person, count) in enumerate(sessions.items()):
-            seed_person(template / person, count, turns, seed=11 + k)
+            seed_store(template / person, count, turns, seed=11 + k, months_later=11 + k)
         settings = load_settings(None, env={"LYRA_DATA_DIR": str(work / "unused"),
                                             "LYRA_MODELS_DIR": str(REPO / "models"),
                                             "LYRA_DREAM__SESSION_IDLE_S": "0",
