@@ -10,11 +10,13 @@ that is the data directory's own.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from .errors import LyraError
 from .store import Store
+from .store.dirlock import DataDirBusy, DirLock, find_holders
 from .store.forget import forget
 from .store.forget_plan import plan_forget
 from .store.household import Household, Person
@@ -29,6 +31,36 @@ def remove_person(household: Household, person_id: str, *, open_store: Callable[
     person = household.begin_removal(person_id)
     finish_removal(household, person, open_store=open_store, close=close)
     return person
+
+
+@contextlib.contextmanager
+def opened_alone(household: Household, person: Person, busy_hint: str) -> Iterator[Store | None]:
+    """The person's memory opened by this process alone, its folder's lock held exclusively for the block
+    (``DataDirBusy``, naming who holds it, while another process has it open: what it wrote later would bring
+    their folder back); None when the folder is gone already."""
+    folder = household.person_dir(person)
+    lock = DirLock(folder)
+    if folder.exists() and not lock.try_exclusive():
+        holders = "; ".join(map(str, find_holders(folder))) or "another process"
+        raise DataDirBusy(f"{person.name}'s memory is open in {holders}", hint=busy_hint)
+    try:
+        store = Store(folder, lock=lock) if folder.exists() else None  # under our exclusive hold
+        try:
+            yield store
+        finally:
+            if store is not None:
+                store.close()
+    finally:
+        lock.release()
+
+
+def remove_opened(household: Household, person: Person, store: Store | None) -> None:
+    """``remove_person`` on the memory ``opened_alone`` gave."""
+    def theirs(_: Person) -> Store:
+        assert store is not None, "a removal opens only a folder that exists"
+        return store
+
+    remove_person(household, person.id, open_store=theirs, close=lambda _: store.close() if store else None)
 
 
 def finish_removal(household: Household, person: Person, *, open_store: Callable[[Person], Store],

@@ -19,9 +19,7 @@ from ..config import Settings, load_settings
 from ..errors import Conflict, LyraError
 from ..passwords import check_secret, hash_secret
 from ..people import chosen
-from ..person_removal import remove_person
-from ..store import Store
-from ..store.dirlock import DataDirBusy, DirLock, find_holders
+from ..person_removal import opened_alone, remove_opened
 from ..store.held import Held, held
 from ..store.household import Household, Kind, Person
 
@@ -128,20 +126,8 @@ def run_passwd(args: argparse.Namespace) -> int:
 def run_remove(args: argparse.Namespace) -> int:
     with acting(load_settings(args.config), args.person, owner=True) as (household, owner):
         person = household.removable(_named(household, args.name).id)
-        folder = household.person_dir(person)
-        lock = DirLock(folder)
-        if folder.exists() and not lock.try_exclusive():
-            holders = find_holders(folder)
-            raise DataDirBusy(f"{person.name}'s memory is open in {'; '.join(map(str, holders)) or 'another process'}",
-                              hint="while `lyra serve` runs, remove them on its People page; else stop those "
-                                   "processes first")
-        store = Store(folder, lock=lock) if folder.exists() else None  # under our exclusive hold
-
-        def theirs(_: Person) -> Store:
-            assert store is not None, "a removal opens only a folder that exists"
-            return store
-
-        try:
+        with opened_alone(household, person, "while `lyra serve` runs, remove them on its People page; else stop "
+                                              "those processes first") as store:
             counts = held(store) if store is not None else Held(0, 0, 0)
             tokens = len(household.tokens(person.id))
             print(f"removing {person.name} forgets everything they said to Lyra and everything built from it: "
@@ -150,12 +136,7 @@ def run_remove(args: argparse.Namespace) -> int:
             if not args.yes and not _confirmed(f"Remove {person.name} for good? [y/N] "):
                 print("nobody was removed")
                 return 0
-            remove_person(household, person.id, open_store=theirs,
-                          close=lambda _: store.close() if store is not None else None)
-        finally:
-            if store is not None:
-                store.close()
-            lock.release()
+            remove_opened(household, person, store)
     print(f"removed {person.name}: their memory is forgotten and their folder deleted")
     return 0
 

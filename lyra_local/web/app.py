@@ -36,10 +36,10 @@ from ..mind.drives import backlog_size
 from ..mind.scheduler import DreamScheduler
 from ..modelfiles.pull_jobs import PullJobs
 from ..people import as_person, first_person, shared_reader
-from ..person_removal import finish_removal, remove_person
+from ..person_removal import finish_removal, opened_alone, remove_opened
 from ..runtime import Runtime
 from ..store import Store, context_view, reembedding
-from ..store.dirlock import DataDirBusy, DirLock, find_holders
+from ..store.dirlock import DataDirBusy
 from ..store.forget import forget_idle_off_the_record
 from ..store.held import Held, held
 from ..store.household import Household, Person, PersonNotFound
@@ -210,29 +210,16 @@ class AppState:
         a removal cut short is finished at the next start (``finish_removals``). The sequence is
         ``person_removal.py``'s, which `lyra people remove` runs too."""
         person = self.household.removable(person_id)  # never the owner: nothing of theirs is closed below
-        folder = self.household.person_dir(person)
         with self.lease():  # held, so that a shutdown waits for the forget before closing the store under it
             self._close_person(person)  # let go here first: another process shows only through the flock
-            lock = DirLock(folder)
-            if folder.exists() and not lock.try_exclusive():
+            try:
+                with opened_alone(self.household, person,
+                                  "stop that `lyra mcp`, `lyra chat --person` or `lyra dream` first") as store:
+                    remove_opened(self.household, person, store)
+            except DataDirBusy:
                 with self._people_lock:
                     self._gone.discard(person.id)
-                holders = "; ".join(map(str, find_holders(folder))) or "another process"
-                raise DataDirBusy(f"{person.name}'s memory is open in {holders}",
-                                  hint="stop that `lyra mcp`, `lyra chat --person` or `lyra dream` first")
-            store = Store(folder, lock=lock) if folder.exists() else None  # under our exclusive hold
-
-            def theirs(_: Person) -> Store:
-                assert store is not None, "a removal opens only a folder that exists"
-                return store
-
-            try:
-                remove_person(self.household, person_id, open_store=theirs,
-                              close=lambda _: store.close() if store is not None else None)
-            finally:
-                if store is not None:
-                    store.close()
-                lock.release()
+                raise
 
     def finish_removals(self) -> None:
         for person in self.household.people(removing=True):
