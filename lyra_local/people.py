@@ -9,6 +9,7 @@ to ask whose rows it reads.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,6 +61,13 @@ def chosen(settings: Settings, name: str | None, need: Need) -> Iterator[tuple[H
         yield household, choose(household, settings, name, need)
     finally:
         household.close()
+
+
+def is_bootstrap_token(settings: Settings, token: str) -> bool:
+    """Whether ``token`` is the configured ``server.api_token``: the owner's bootstrap credential (the web's
+    ``Authorization`` header, ``lyra mcp --token``)."""
+    configured = settings.server.api_token
+    return configured is not None and hmac.compare_digest(token.encode(), configured.get_secret_value().encode())
 
 
 def as_person(settings: Settings, person: Person) -> Settings:

@@ -9,7 +9,6 @@ only person) as for every memory command.
 from __future__ import annotations
 
 import argparse
-import hmac
 import logging
 import os
 
@@ -17,7 +16,7 @@ from ..config import Settings, load_settings
 from ..coord import Coordinator, agent_name
 from ..errors import LyraError
 from ..mcp_server import build_server, run_stdio
-from ..people import as_person, choose, first_person
+from ..people import as_person, choose, first_person, is_bootstrap_token
 from ..runtime import open_runtime
 from ..store.household import Household, Person
 
@@ -59,17 +58,12 @@ def run(args: argparse.Namespace) -> int:
 
 def still_acting_as(household: Household, settings: Settings, token: str | None, person: Person) -> None:
     """Refuse the next call once the token was revoked or its person removed (checked on every call)."""
-    if token is None or _is_bootstrap(settings, token):
+    if token is None or is_bootstrap_token(settings, token):
         return
     now = household.token_person(token)
     if now is None or now.id != person.id:
         raise TokenRefused("this API token was revoked (or its person removed): no more calls are answered",
                            hint="make a new one under Tokens in the web UI, or with `lyra tokens create`")
-
-
-def _is_bootstrap(settings: Settings, token: str) -> bool:
-    configured = settings.server.api_token
-    return configured is not None and hmac.compare_digest(token.encode(), configured.get_secret_value().encode())
 
 
 def acting_as(settings: Settings, token: str | None, name: str | None) -> Person:
@@ -78,7 +72,7 @@ def acting_as(settings: Settings, token: str | None, name: str | None) -> Person
     try:
         if token is None:
             return choose(household, settings, name, "memory")
-        if _is_bootstrap(settings, token):
+        if is_bootstrap_token(settings, token):
             return first_person(household, settings)  # the owner's bootstrap credential
         person = household.token_person(token)
         if person is None:

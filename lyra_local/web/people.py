@@ -25,7 +25,6 @@ store fails loudly (``Unbound``) instead of reaching someone's memory.
 from __future__ import annotations
 
 import contextvars
-import hmac
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -35,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..config import is_loopback
 from ..errors import LyraError
 from ..llm.fair import ASKER
+from ..people import is_bootstrap_token
 from ..store.household import Person
 from .guard import refusal
 
@@ -125,9 +125,7 @@ def identify(state: AppState, headers: Mapping[str, str]) -> Person | None:
 
 def is_api_token(state: AppState, authorization: str) -> bool:
     """Whether an ``Authorization`` header carries the configured ``server.api_token`` (the owner's)."""
-    token = state.settings.server.api_token
-    given = authorization.removeprefix("Bearer ").strip()
-    return token is not None and hmac.compare_digest(given.encode(), token.get_secret_value().encode())
+    return is_bootstrap_token(state.settings, authorization.removeprefix("Bearer ").strip())
 
 
 def login_free(state: AppState) -> bool:
