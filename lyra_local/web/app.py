@@ -64,7 +64,6 @@ from .people import IN_REQUEST, PERSON, PersonBinding, bound_person
 from .runtime import LEASED, LeasedDreamer, LeaseMiddleware, hold
 
 log = logging.getLogger(__name__)
-OPEN_PATHS = {"/health"}
 HEARTBEAT_S = 30.0  # `lyra restore` refuses while a server heartbeats
 OFF_THE_RECORD_CHECK_S = 300.0  # how often idle off-the-record conversations are looked for (and at start-up)
 CATCH_UP_WAIT_S = 600.0  # how long a new catch-up waits for the one it replaces to let go
