@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from .config import Settings
-from .errors import LyraError, NotFound
+from .errors import LyraError
 from .store.household import Household, Person
 from .store.household import exists as household_exists
 
@@ -39,13 +39,9 @@ def choose(household: Household, settings: Settings, name: str | None, need: Nee
     """The person ``name`` names; without one: the only person, else the owner for a household command,
     else an error naming the choice (a memory command must never guess whose memory to open)."""
     owner = first_person(household, settings)
-    people = household.people()
     if name is not None:
-        person = household.by_name(name)
-        if person is None:
-            raise NotFound(f"no one called {name!r} lives in this household",
-                           hint="people here: " + ", ".join(p.name for p in people))
-        return person
+        return household.named(name)
+    people = household.people()
     if len(people) == 1 or need == "household":
         return owner
     raise ChoosePerson(f"this household has {len(people)} people: whose memory? "

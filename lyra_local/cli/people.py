@@ -107,7 +107,7 @@ def run_add(args: argparse.Namespace) -> int:
 
 def run_reset(args: argparse.Namespace) -> int:
     with acting(load_settings(args.config), args.person, owner=True) as (household, _):
-        person = _named(household, args.name)
+        person = household.named(args.name)
         secret = read_secret(person.kind, args.secret_stdin, f"{person.name}'s new")
         household.set_secret(person.id, hash_secret(secret))
     print(f"{person.name} has a new {'PIN or password' if person.kind == 'child' else 'password'}; "
@@ -125,7 +125,7 @@ def run_passwd(args: argparse.Namespace) -> int:
 
 def run_remove(args: argparse.Namespace) -> int:
     with acting(load_settings(args.config), args.person, owner=True) as (household, owner):
-        person = household.removable(_named(household, args.name).id)
+        person = household.removable(household.named(args.name).id)
         with opened_alone(household, person, "while `lyra serve` runs, remove them on its People page; else stop "
                                               "those processes first") as store:
             counts = held(store) if store is not None else Held(0, 0, 0)
@@ -139,14 +139,6 @@ def run_remove(args: argparse.Namespace) -> int:
             remove_opened(household, person, store)
     print(f"removed {person.name}: their memory is forgotten and their folder deleted")
     return 0
-
-
-def _named(household: Household, name: str) -> Person:
-    person = household.by_name(name)
-    if person is None:
-        raise LyraError(f"no one called {name!r} lives in this household",
-                        hint="people here: " + ", ".join(p.name for p in household.people()))
-    return person
 
 
 def _confirmed(question: str) -> bool:

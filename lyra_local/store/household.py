@@ -157,6 +157,14 @@ class Household:
                                    (name_key(name),)).fetchone()
         return None if row is None else _person(row)
 
+    def named(self, name: str) -> Person:
+        """The person called ``name`` (as ``by_name`` compares), or ``PersonNotFound`` naming who lives here."""
+        person = self.by_name(name)
+        if person is None:
+            raise PersonNotFound(f"no one called {name!r} lives in this household",
+                                 hint="people here: " + ", ".join(p.name for p in self.people()))
+        return person
+
     def owner(self) -> Person | None:
         row = self._conn().execute("SELECT * FROM people WHERE owner = 1").fetchone()
         return None if row is None else _person(row)
