@@ -105,9 +105,9 @@ async def embedding_progress(request: Request) -> dict[str, Any]:
     memory = app_state(request).memory
 
     def read() -> dict[str, Any]:
+        run = memory.reembedding.view()  # first: a run said done has written every vector the count will see
         missing = sum(reembedding.count_missing(memory.store, memory.embedder.name).values())
-        return {"model": memory.embedder.name, "in_use": memory.active_model, "missing": missing,
-                **memory.reembedding.view()}
+        return {"model": memory.embedder.name, "in_use": memory.active_model, "missing": missing, **run}
 
     return await run_in_threadpool(read)
 
