@@ -37,14 +37,15 @@ MARK = re.compile(r"zq[0-9a-f]{12}")
 
 
 def carry_marker(messages: Sequence[Message], options: GenerationOptions | None) -> str:
-    """A summary model that writes the marker it read into whatever it is asked to write."""
+    """A summary model that writes every marker it read into whatever it is asked to write (all of them: which
+    comes first in a prompt depends on the order of gists updated in the same second)."""
     if messages[0]["role"] == "system":  # a chat turn, not a dream task
         return "I remember what you told me."
-    found = MARK.findall("\n".join(m["content"] for m in messages))
-    word = found[0] if found else "nothing new"
+    found = list(dict.fromkeys(MARK.findall("\n".join(m["content"] for m in messages))))
+    word = " and ".join(found) if found else "nothing new"
     if options is not None and options.json_schema is not None:
-        if "facts" in options.json_schema.get("properties", {}):
-            return json.dumps({"facts": [{"key": "sport", "value": word}]})  # "my sport is ..."
+        if "facts" in options.json_schema.get("properties", {}):  # one session's turns: "my sport is ..."
+            return json.dumps({"facts": [{"key": "sport", "value": found[0] if found else word}]})
         said = f"Sam and Lyra talked about the locker code {word} at length."  # grounded in the gist it read
         return json.dumps({"mood": "curious", "energy": 0.6, "self_narrative": said, "reflections": [said]})
     return f"Sam and Lyra talked about the locker code {word} at length."
