@@ -8,7 +8,11 @@ the tests) a point costs one lookup in the environment. The points:
 * ``restore-staged``: ``lyra restore`` has made the backup ready in
   ``.restoring/`` and replaced nothing yet (``transfer/backup.py``);
 * ``import-batch``: a web import has committed its first batch
-  (``web/transfer_api.py``).
+  (``web/transfer_api.py``);
+* ``backup-written``: ``lyra backup`` (one memory's or ``--household``) has
+  written its whole copy under its temporary name and not renamed it yet;
+* ``export-written``: ``lyra export`` has written both files under their
+  temporary names.
 
 This is the only place the variable is read. Its name is outside ``LYRA_``:
 every ``LYRA_*`` variable is a setting, and an unknown one is refused.
@@ -21,7 +25,7 @@ import sys
 import time
 
 PAUSE_ENV = "LYRATEST_PAUSE_AT"
-POINTS = ("restore-staged", "import-batch")
+POINTS = ("restore-staged", "import-batch", "backup-written", "export-written")
 
 
 def pause_point(name: str) -> None:

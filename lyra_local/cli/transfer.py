@@ -20,10 +20,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..config import Settings, load_settings, model_file_problems
 from ..errors import ConfigError, LyraError
+from ..pause_points import pause_point
 from ..people import choose
 from ..runtime import open_runtime
 from ..store import Store
 from ..store.household import Household, Person
+from ..store.outgoing import writing_outside
 from ..transfer.backup import backup, restore
 from ..transfer.household_backup import restore_household, write_household_backup
 from ..transfer.importer import ImportReport, import_source
@@ -122,10 +124,12 @@ def run_export(args: argparse.Namespace) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     sessions_tmp, memory_tmp = folder / f".{SESSIONS_FILE}.partial", folder / f".{MEMORY_FILE}.partial"
     try:
-        with open_runtime(settings, person=args.person) as runtime:
+        with open_runtime(settings, person=args.person) as runtime, \
+                writing_outside(runtime.store.data_dir, sessions_tmp, memory_tmp):  # a kill: swept at next open
             with sessions_tmp.open("w", encoding="utf-8") as out:
                 sessions, messages = write_sessions(runtime.store, out)
             write_memory(runtime.store, memory_tmp)
+            pause_point("export-written")
             os.replace(sessions_tmp, folder / SESSIONS_FILE)
             os.replace(memory_tmp, folder / MEMORY_FILE)
     finally:  # a full or vanished destination leaves no half-written copy of the memory behind

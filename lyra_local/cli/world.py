@@ -6,7 +6,6 @@ import argparse
 import os
 import shlex
 import subprocess
-import tempfile
 from pathlib import Path
 
 from ..config import load_settings
@@ -14,6 +13,7 @@ from ..coord import Coordinator
 from ..errors import LyraError
 from ..runtime import open_runtime
 from ..store import Store
+from ..store.outgoing import world_draft, writing_outside
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -72,15 +72,17 @@ def run_world(args: argparse.Namespace) -> int:
 def _edit(store: Store) -> int:
     current = store.coord.world()
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    with tempfile.NamedTemporaryFile("w", suffix=".md", prefix="lyra-world-", delete=False) as handle:
-        handle.write(current.content if current else "# The world as it stands\n\n")
-        path = Path(handle.name)
-    try:
-        if subprocess.run([*shlex.split(editor), str(path)]).returncode != 0:
-            raise LyraError(f"the editor ({editor}) failed; nothing was saved")
-        content = path.read_text(encoding="utf-8")
-    finally:
-        path.unlink(missing_ok=True)
+    path = world_draft()
+    with writing_outside(store.data_dir, path):  # killed while the editor runs: the next open removes the draft
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(current.content if current else "# The world as it stands\n\n")
+            if subprocess.run([*shlex.split(editor), str(path)]).returncode != 0:
+                raise LyraError(f"the editor ({editor}) failed; nothing was saved")
+            content = path.read_text(encoding="utf-8")
+        finally:
+            path.unlink(missing_ok=True)
     if current is not None and content == current.content:
         print("no change")
         return 0

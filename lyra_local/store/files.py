@@ -3,8 +3,9 @@
 ``kinds.py`` declares the tables; this module declares the files around them:
 the database and its WAL, the FAISS snapshots and their half-written
 temporaries, uploads waiting to be imported, a restore's staging folder, a
-backup being written for a download, and, for the record, what the page keeps
-in the browser's storage. Each place says who may create it, whether it can
+backup being written for a download, notes naming the half-written copies a
+backup or an export is writing outside the data directory (``outgoing.py``),
+and, for the record, what the page keeps in the browser's storage. Each place says who may create it, whether it can
 hold words, and how it goes: with its writer, on a forget, by the recovery
 step after a crash, or never because it is the truth.
 
@@ -21,7 +22,10 @@ and removes what a process that ended left, never what a live one is writing:
   ``.locking`` name (between its creation and the flock, microseconds) it goes
   only when older than ``GRACE_S`` as well; a restore's staging goes
   only when no restore holds the lock (a restore holds it exclusively
-  throughout).
+  throughout);
+* a note naming copies written outside (``outgoing.py``) goes only when its
+  writer's flock is free, even with the lock held exclusively (its writer
+  need not hold the lock), and the half-written copies it names go first.
 
 It logs one line naming what it removed. ``unexplained_files`` lists the files
 of a data directory that no declaration explains: the tests fail on one.
@@ -34,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import logging
 import os
 import re
@@ -48,6 +53,8 @@ from .dirlock import LOCK_FILENAME, DataDirBusy, DirLock
 from .ledger import LEDGER_FILENAME
 
 log = logging.getLogger(__name__)
+OUTGOING_DIR = "outgoing"  # notes naming the temporary files of copies written outside (store/outgoing.py)
+OURS = re.compile(r".+\.partial|lyra-world-[0-9a-f]{32}\.md")  # the only names a note can make the sweep remove
 GRACE_S = 60.0  # a ``.locking`` file younger than this may be between its creation and its flock: left alone
 CREATING = ".locking"  # the suffix of a ``locked_file`` before its flock is held and it takes its name
 
@@ -57,7 +64,9 @@ Where = Literal["data_dir", "browser"]
 #   dead     - made by ``locked_file``: removed once its writer's flock is free (the writer ended)
 #   unstaged - a restore's folder: removed whenever no restore holds the data-directory lock
 #   alone    - holds no words and carries no flock: removed only when no other process has the memory open
-Sweep = Literal["never", "dead", "unstaged", "alone"]
+#   outgoing - a note of copies written outside (store/outgoing.py): removed once its writer's flock is free
+#              (whoever holds the data-directory lock), the half-written files it names outside going first
+Sweep = Literal["never", "dead", "unstaged", "alone", "outgoing"]
 
 
 @dataclass(frozen=True)
@@ -111,7 +120,7 @@ FILES: tuple[Place, ...] = (
           True, "renamed over the snapshot when whole, unlinked if the write fails; deleted by a forget; "
                 "swept once its writer ended", "dead"),
     Place("a file being created, before its writer's flock is held", f"**/*{CREATING}", "data_dir",
-          "locked_file (uploads, snapshot temporaries, download backups)", True,
+          "locked_file (uploads, snapshot temporaries, download backups, outgoing notes)", True,
           "renamed to its name within microseconds; swept once older than GRACE_S with its flock free", "dead"),
     Place("a half-written sidecar", "index/*.json.partial", "data_dir", "VectorIndex.save (fsutil.atomic_write_text)",
           False, "renamed over the sidecar at once; swept when no other process has the memory open", "alone"),
@@ -129,6 +138,11 @@ FILES: tuple[Place, ...] = (
           "SQLite, while the backup's off-the-record rows are left out (transfer/backup.py)", True,
           "removed by SQLite when that transaction ends; it carries no flock of ours, so swept only when no other "
           "process has the memory open (a live writer's journal unlinked would fail its commit)", "alone"),
+    Place("a note naming the half-written copies a backup, an export or `lyra world edit` is writing outside "
+          "the data directory", f"{OUTGOING_DIR}/*.json", "data_dir",
+          "lyra backup, lyra export, the household backup, lyra world edit (store/outgoing.py), through locked_file",
+          False, "paths only; unlinked when its copy is whole or failed; swept once its writer ended, with the "
+                 "half-written files it names (only names of ours: OURS)", "outgoing"),
     # -- written by a person's tools, holding no words -------------------------------------------------------
     Place("the configuration, kept in the data directory", "lyra.toml", "data_dir",
           "the person; Settings -> Models (web/model_choice.py)", False,
@@ -275,6 +289,8 @@ def _standing(data_dir: Path, lock: DirLock | None) -> Iterator[Standing]:
 def _due(place: Place, path: Path, standing: Standing) -> bool:
     if place.sweep == "dead":
         return standing == "alone" or writer_ended(path)
+    if place.sweep == "outgoing":  # its writer need not hold the data-directory lock (the household backup)
+        return writer_ended(path)
     if place.sweep == "unstaged":
         return standing != "restoring"
     return place.sweep == "alone" and standing == "alone"
@@ -291,6 +307,17 @@ def _remove(path: Path) -> int:
     return size
 
 
+def _outside_named(note: Path) -> list[Path]:
+    """The half-written copies a dead writer's note names that are still there and are ours to remove: regular
+    files at absolute paths with a temporary name of ours (a note that cannot be read names none)."""
+    try:
+        named = json.loads(note.read_bytes())
+    except (OSError, ValueError):
+        return []
+    paths = [Path(p) for p in named if isinstance(p, str)] if isinstance(named, list) else []
+    return [p for p in paths if p.is_absolute() and OURS.fullmatch(p.name) and p.is_file() and not p.is_symlink()]
+
+
 def sweep_leftovers(data_dir: Path, lock: DirLock | None = None) -> list[Path]:
     """Remove what a process that ended left in ``data_dir`` (uploads, a restore's staging, half-written
     snapshots and backups), never what a live one is writing; returns what it removed and logs one line.
@@ -301,6 +328,7 @@ def sweep_leftovers(data_dir: Path, lock: DirLock | None = None) -> list[Path]:
     if not data_dir.is_dir():
         return []
     removed: list[tuple[Place, Path, int]] = []
+    outside: list[tuple[Path, int]] = []
     failed: list[str] = []
     with _standing(data_dir, lock) as standing:
         for place, _ in _MATCHERS:
@@ -312,9 +340,14 @@ def sweep_leftovers(data_dir: Path, lock: DirLock | None = None) -> list[Path]:
                 if not (path.exists() or path.is_symlink()) or not _due(place, path, standing):
                     continue
                 try:
+                    if place.sweep == "outgoing":
+                        outside += [(copy, _remove(copy)) for copy in _outside_named(path)]
                     removed.append((place, path, _remove(path)))
                 except OSError as exc:
                     failed.append(f"{path.relative_to(data_dir)} ({exc.strerror or exc})")
+    if outside:
+        log.warning("removed the half-written copies of %s a process that ended left outside it: %s", data_dir,
+                    "; ".join(f"{copy} ({size:,} bytes)" for copy, size in outside))
     if removed:
         log.warning("removed what a process that ended left in %s: %s", data_dir,
                     "; ".join(f"{path.relative_to(data_dir)} ({place.name}, {size:,} bytes)"

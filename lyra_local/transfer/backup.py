@@ -33,6 +33,7 @@ from ..store.backups import check, copy_into, live_servers, raise_sequences, seq
 from ..store.dirlock import DataDirBusy, DirLock, find_holders
 from ..store.files import locked_file, sweep_leftovers
 from ..store.forget import Reforgotten, forget_again
+from ..store.outgoing import writing_outside
 from ..store.store import DB_FILENAME, INDEX_DIRNAME
 
 STAGING = ".restoring"  # where a backup is made ready inside the data directory, removed whatever happens
@@ -58,12 +59,14 @@ def backup(store: Store, dest: Path) -> int:
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".partial")
     tmp.unlink(missing_ok=True)
-    try:
-        copy_into(store, tmp)
-        check(tmp)
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with writing_outside(store.data_dir, tmp):  # killed in here, the next open of the memory removes tmp
+        try:
+            copy_into(store, tmp)
+            check(tmp)
+            pause_point("backup-written")
+            os.replace(tmp, dest)
+        finally:
+            tmp.unlink(missing_ok=True)
     return dest.stat().st_size
 
 

@@ -40,12 +40,14 @@ from typing import BinaryIO
 
 from .. import __version__
 from ..errors import LyraError
+from ..pause_points import pause_point
 from ..store import Store
 from ..store.backups import check
 from ..store.dirlock import DataDirBusy, DirLock, find_holders
 from ..store.files import locked_file
 from ..store.household import FILENAME as HOUSEHOLD_FILE
 from ..store.household import PEOPLE_DIRNAME, Household, Person
+from ..store.outgoing import writing_outside
 from ..store.store import DB_FILENAME
 from .backup import DOWNLOAD_PREFIX, STAGING, backup_file
 
@@ -181,16 +183,18 @@ def write_household_backup(household: Household, store_of: Callable[[Person], St
     folder.mkdir(parents=True, exist_ok=True)
     dest = _free(folder / file_name())
     tmp = dest.with_name(dest.name + ".partial")
-    try:
-        members = snapshot(household, store_of, made_by)
-        with tmp.open("xb") as out:
-            for chunk in tar_chunks(members):
-                out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with writing_outside(household.data_dir, tmp):  # killed in here, the next open of the household removes tmp
+        try:
+            members = snapshot(household, store_of, made_by)
+            with tmp.open("xb") as out:
+                for chunk in tar_chunks(members):
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            pause_point("backup-written")
+            os.replace(tmp, dest)
+        finally:
+            tmp.unlink(missing_ok=True)
     return dest
 
 
