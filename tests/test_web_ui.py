@@ -258,6 +258,33 @@ def test_world_state_edits_persist_across_reload(page: Page) -> None:
     expect(page.locator("#sitrep")).to_contain_text("- Sam is moving to Lisbon in May")  # the sitrep shows it too
 
 
+def test_a_refresh_keeps_unsaved_core_memory_text_and_shows_another_tabs_save_otherwise(
+        page: Page, served: Served) -> None:
+    """The editor was refilled from the server whenever the panel refreshed while it had no focus (a dream
+    ending, a turn, the panel opened again): what the person had typed and not saved yet was wiped."""
+    def saved_elsewhere(content: str) -> None:
+        assert httpx.put(f"{served.url}/api/world", json={"content": content}).status_code == 200
+
+    def reopen_until_the_sitrep_says(text: str) -> None:
+        page.click(".tab[data-panel=search]")  # the focus leaves the editor
+        page.click(".tab[data-panel=memory]")  # and the panel loads again
+        expect(page.locator("#sitrep")).to_contain_text(text)  # that load has rendered
+
+    saved_elsewhere("# Now\n- the kettle is in the shed")
+    page.click(".tab[data-panel=memory]")
+    expect(page.locator("#world-input")).to_have_value("# Now\n- the kettle is in the shed")
+    page.fill("#world-input", "# Now\n- typed here, not saved yet")
+    saved_elsewhere("# Now\n- another tab saved this")
+    reopen_until_the_sitrep_says("another tab saved this")
+    expect(page.locator("#world-input")).to_have_value("# Now\n- typed here, not saved yet")
+
+    page.click("#world-save")
+    expect(page.locator("#world-status")).to_have_text("Saved.")
+    saved_elsewhere("# Now\n- a later save elsewhere")
+    reopen_until_the_sitrep_says("a later save elsewhere")
+    expect(page.locator("#world-input")).to_have_value("# Now\n- a later save elsewhere")  # nothing unsaved here
+
+
 def test_a_proposed_world_change_is_accepted_in_the_page(page: Page, served: Served) -> None:
     proposal = httpx.post(f"{served.url}/api/world/proposals",
                           json={"agent": "coder", "content": "# Now\n- Sam moved to Lisbon", "reason": "Sam said so"})

@@ -2,7 +2,7 @@
  * Tuesday"), marked as shared with everyone in the household, editable by adults, each version kept with who
  * wrote it. Shown only in a household (while one person uses Lyra without logging in, the core memory is all). */
 import { api } from "./api.js";
-import { $, el, fragment } from "./dom.js";
+import { $, el, fragment, refreshEditor, saved } from "./dom.js";
 import { showError } from "./feedback.js";
 import { who } from "./login.js";
 
@@ -17,7 +17,7 @@ export async function loadHouseholdMemory() {
   try {
     const { memory, can_edit: canEdit } = await api("/api/household/memory");
     const input = $("household-input");
-    if (document.activeElement !== input) input.value = memory ? memory.content : "";
+    refreshEditor(input, memory ? memory.content : "");
     input.readOnly = !canEdit;
     $("household-save").hidden = !canEdit;
     $("household-who").textContent = memory ? `Last written by ${authorName(memory.author)}, ${D.momentLabel(memory.created_at)}.` :
@@ -42,10 +42,11 @@ export function wireHouseholdMemory() {
   $("household-history").addEventListener("toggle", () => { if ($("household-history").open) loadHistory(); });
   $("household-save").addEventListener("click", async () => {
     try {
-      await api("/api/household/memory", { method: "PUT", body: { content: $("household-input").value } });
+      const content = $("household-input").value;
+      await api("/api/household/memory", { method: "PUT", body: { content } });
+      saved($("household-input"), content);
       $("household-status").textContent = "Saved: everyone in the household's Lyra knows it now.";
       setTimeout(() => { $("household-status").textContent = ""; }, 4000);
-      $("household-input").blur();
       loadHouseholdMemory();
     } catch (e) { showError(e.message); }
   });

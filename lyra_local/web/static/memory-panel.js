@@ -3,7 +3,7 @@
 import { api } from "./api.js";
 import { on } from "./bus.js";
 import { currentId, currentRemembered, people } from "./conversation.js";
-import { $, el, fragment } from "./dom.js";
+import { $, el, fragment, refreshEditor, saved } from "./dom.js";
 import { gauges } from "./drives.js";
 import { renderProfile, wireFactForm } from "./facts.js";
 import { showError } from "./feedback.js";
@@ -35,7 +35,7 @@ async function loadMemory() {
     }
     $("session-gist").dataset.session = sessionId ?? "";  // whose summary this is (a switch re-renders it)
     renderSelf(self);
-    if (document.activeElement !== $("world-input")) $("world-input").value = world.world ? world.world.content : "";
+    refreshEditor($("world-input"), world.world ? world.world.content : "");
     renderProfile(profile.facts);
     memoryItem($("narrative"), { kind: "narrative", id: narrative.id, text: narrative.narrative,
       method: narrative.method, label: "the current arc", path: "/api/narrative", emptyText: "Not written yet." });
@@ -113,7 +113,9 @@ export function wireMemoryPanel() {
   wireHouseholdMemory();
   $("world-save").addEventListener("click", async () => {
     try {
-      await api("/api/world", { method: "PUT", body: { content: $("world-input").value } });
+      const content = $("world-input").value;
+      await api("/api/world", { method: "PUT", body: { content } });
+      saved($("world-input"), content);
       $("world-status").textContent = "Saved.";
       setTimeout(() => { $("world-status").textContent = ""; }, 2500);
     } catch (e) { showError(e.message); }
