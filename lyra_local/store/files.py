@@ -5,9 +5,10 @@ the database and its WAL, the FAISS snapshots and their half-written
 temporaries, uploads waiting to be imported, a restore's staging folder, a
 backup being written for a download, notes naming the half-written copies a
 backup or an export is writing outside the data directory (``outgoing.py``),
-and, for the record, what the page keeps in the browser's storage. Each place says who may create it, whether it can
-hold words, and how it goes: with its writer, on a forget, by the recovery
-step after a crash, or never because it is the truth.
+and, for the record, what the page keeps in the browser's storage. Each place
+says who may create it, whether it can hold words, and how it goes: with its
+writer, on a forget, by the recovery step after a crash, or never because it
+is the truth.
 
 The recovery step (``sweep_leftovers``) runs on every open of a data
 directory (``Store.__init__``), under a data-directory lock it holds itself,

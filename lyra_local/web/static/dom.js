@@ -65,7 +65,6 @@ export function openLink(sessionId, turnId, text, label) {
 /* Copies ``text`` (markdown.js holds the one clipboard path: plain http on a home network has no clipboard API). */
 export const copyText = (text) => window.LyraMarkdown.copyText(text);
 
-
 /* Show ``text`` in an editor that refreshes reload (the core memory, the household memory), unless the person
  * changed what it showed last: a dream ending, a turn or another tab's save must not wipe what they are typing,
  * focused or not. ``saved(input)`` after a save: what it holds is what the server has. */
