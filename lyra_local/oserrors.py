@@ -49,6 +49,8 @@ def storage_error(exc: BaseException, path: Path | str | None = None, setting: s
         where = Path(os.fsdecode(exc.filename)) if exc.filename else _as_path(path)
         cause = _OS_CAUSES.get(exc.errno or 0)
         detail = exc.strerror or str(exc)
+        if _outside(where, path):  # a file the person named (an input, a destination): no setting to change
+            setting = ""
         if cause == "full" and exc.filename:  # the file's own disk said so, whatever it has free by now
             return named("full", where, detail, sure=True, setting=setting)
     elif isinstance(exc, sqlite3.Error):
@@ -76,7 +78,8 @@ def named_os_errors(path: Path | str | None, setting: str = DATA_DIR) -> Iterato
 
 def named(cause: str, where: Path | None, detail: str, *, sure: bool = False, setting: str = DATA_DIR) -> StorageError:
     """The error for ``cause`` ("full", "read-only", "permission", "missing") at ``where``, with what to do;
-    ``sure``: ``where``'s own disk is the full one (else a full disk with room left is SQLite's temporary one)."""
+    ``sure``: ``where``'s own disk is the full one (else a full disk with room left is SQLite's temporary one);
+    ``setting``: the setting naming the folder, offered as another way out ("": a path the person gave)."""
     shown = str(where) if where is not None else "a file of the memory"
     at = None if where is None else str(where)
     if cause == "full":
@@ -89,16 +92,17 @@ def named(cause: str, where: Path | None, detail: str, *, sure: bool = False, se
         return DiskFull(f"the disk holding {shown} is full ({said})", path=at,
                         hint=f"free some space on it, then try again; {KEPT}")
     if cause == "read-only":
+        elsewhere = f"set {setting} to a writable folder" if setting else "choose a path on another disk"
         return ReadOnlyStorage(f"{shown} is on a read-only file system ({detail})",
-                               path=at,
-                               hint=f"remount it read-write, or set {setting} to a writable folder; "
-                                    f"{KEPT}")
+                               path=at, hint=f"remount it read-write, or {elsewhere}; {KEPT}")
     if cause == "permission":
+        elsewhere = f"set {setting} to a folder it owns" if setting else "choose a path it may use"
         return StoragePermission(f"permission denied on {shown} for {_user()} ({detail})",
-                                 path=at, hint=f"give that user read and write access to it, or set {setting} to a "
-                                               "folder it owns")
+                                 path=at, hint=f"give that user read and write access to it, or {elsewhere}")
     blocker = _file_in_the_way(where)
     said = f"{blocker} is a file where a folder should be" if blocker is not None else f"{shown} does not exist"
+    if not setting:
+        return StorageMissing(f"{said} ({detail})", path=at, hint="check the path you gave")
     return StorageMissing(f"{said} ({detail})", path=at,
                           hint=f"create the folder (or move the file out of the way), or set {setting} to a folder "
                                "that exists")
@@ -176,6 +180,16 @@ def _file_in_the_way(where: Path | None) -> Path | None:
         return None
     found = _existing(where)
     return found if found.exists() and not found.is_dir() else None
+
+
+def _outside(where: Path | None, folder: Path | str | None) -> bool:
+    """Whether ``where`` is a file outside ``folder`` (the folder a setting names); unknown is not outside."""
+    if where is None or folder is None:
+        return False
+    try:
+        return not where.resolve().is_relative_to(Path(folder).expanduser().resolve())
+    except (OSError, RuntimeError):  # a link loop: say what the setting offers
+        return False
 
 
 def _as_path(path: Path | str | None) -> Path | None:

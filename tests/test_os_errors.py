@@ -282,6 +282,26 @@ def test_the_mapping_names_each_cause(tmp_path: Path, disk: Path) -> None:
     assert storage_error(sqlite3.IntegrityError("UNIQUE constraint failed")) is None  # not a storage cause
 
 
+def test_a_path_the_person_gave_is_not_blamed_on_the_data_directory(tmp_path: Path) -> None:
+    """`lyra world set /no/such.md` said "set data_dir ($LYRA_DATA_DIR) to a folder that exists": a file outside
+    the data directory is the person's own path, and the hint says so; one inside still names the setting."""
+    from lyra_local.oserrors import storage_error
+
+    data = tmp_path / "data"
+    data.mkdir()
+    given = storage_error(FileNotFoundError(2, "No such file or directory", str(tmp_path / "no" / "such.md")), data)
+    assert isinstance(given, StorageMissing) and given.hint == "check the path you gave", given
+    denied = storage_error(PermissionError(13, "Permission denied", "/root/notes.md"), data)
+    assert isinstance(denied, StoragePermission) and "data_dir" not in (denied.hint or ""), denied
+    inside = storage_error(FileNotFoundError(2, "No such file or directory", str(data / "index" / "x")), data)
+    assert isinstance(inside, StorageMissing) and "set data_dir ($LYRA_DATA_DIR)" in (inside.hint or ""), inside
+    done = subprocess.run([sys.executable, "-m", "lyra_local", "world", "set", str(tmp_path / "no" / "such.md")],
+                          env={**base_env(tmp_path), "LYRA_DATA_DIR": str(data), "LYRA_MODELS_DIR": str(MODELS_DIR)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "hint: check the path you gave" in done.stderr, done.stderr
+    assert "data_dir" not in done.stderr
+
+
 def test_another_process_is_named_only_when_one_holds_the_memory(tmp_path: Path) -> None:
     data = tmp_path / "data"
     seeded(data)
