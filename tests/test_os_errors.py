@@ -30,6 +30,7 @@ from lyra_local.store import Store, db
 from lyra_local.store.db import StoreBusy
 from lyra_local.store.dirlock import DirLock
 from lyra_local.store.exchanges import NewExchange
+from lyra_local.store.files import OUTGOING_DIR
 
 from .conftest import MODELS_DIR, base_env, fake_client, serve_lyra
 from .test_web_ui import CONFIG, browser, opened, send, shot  # noqa: F401 (browser: the fixture)
@@ -134,6 +135,8 @@ def test_on_a_full_disk_every_command_says_so_and_reads_and_backups_still_work(t
     said_cleanly(exported, full)
     sessions = [json.loads(line) for line in (tmp_path / "export" / "sessions.jsonl").read_text().splitlines()]
     assert [s["name"] for s in sessions if "name" in s] == [NAME]
+    assert sorted(p.name for p in (tmp_path / "export").iterdir()) == ["memory.json", "sessions.jsonl"]
+    assert "for a note of the copy being written" in exported.stderr  # no room for it: said, and the copy made
 
     backed = lyra(tmp_path, data, "backup", str(tmp_path / "backup.db"))  # to another disk
     assert backed.returncode == 0, backed.stderr
@@ -141,6 +144,7 @@ def test_on_a_full_disk_every_command_says_so_and_reads_and_backups_still_work(t
     copy = sqlite3.connect(tmp_path / "backup.db")
     assert copy.execute("SELECT name FROM sessions").fetchall() == [(NAME,)]
     copy.close()
+    assert not (tmp_path / "backup.db.partial").exists() and list((data / OUTGOING_DIR).glob("*")) == []
 
     forgot = lyra(tmp_path, data, "forget", "--session", "1", "--yes")  # a write: refused, with the cause
     assert forgot.returncode == 2, forgot.stderr

@@ -24,7 +24,9 @@ finished backup, to the database, or to anything else.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import logging
 import os
 import tempfile
 import uuid
@@ -33,21 +35,34 @@ from pathlib import Path
 
 from .files import OURS, OUTGOING_DIR, locked_file
 
+log = logging.getLogger(__name__)
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)  # the data directory cannot take a note: the copy goes on
+
 
 @contextlib.contextmanager
 def writing_outside(data_dir: Path, *temporaries: Path) -> Iterator[None]:
     """Name ``temporaries`` (absolute, each matching ``OURS``) in a note in ``data_dir`` for as long as the block
-    runs, so that if this process is killed in it the next open of the memory removes them."""
+    runs, so that if this process is killed in it the next open of the memory removes them.
+
+    A data directory on a full (or read-only) disk cannot take the note; the copy is written all the same (a
+    backup or an export to another disk is what a person makes of a full one) and the log says what a kill would
+    leave."""
     paths = [str(p.expanduser().resolve()) for p in temporaries]
     strays = [p for p in paths if not OURS.fullmatch(Path(p).name)]
     if strays:
         raise ValueError(f"not a temporary name of ours: {strays}")  # the sweep would never remove it
-    folder = data_dir / OUTGOING_DIR
-    folder.mkdir(exist_ok=True)
-    with locked_file(folder / f"{uuid.uuid4().hex}.json") as note:
-        note.write(json.dumps(paths).encode())
-        note.flush()
-        os.fsync(note.fileno())  # a power cut after the copy's first bytes still finds the note
+    with contextlib.ExitStack() as noted:
+        try:
+            (data_dir / OUTGOING_DIR).mkdir(exist_ok=True)
+            note = noted.enter_context(locked_file(data_dir / OUTGOING_DIR / f"{uuid.uuid4().hex}.json"))
+            os.write(note.fileno(), json.dumps(paths).encode())  # unbuffered: nothing left to fail at its close
+            os.fsync(note.fileno())  # a power cut after the copy's first bytes still finds the note
+        except OSError as exc:
+            if exc.errno not in NO_ROOM:
+                raise
+            noted.close()  # locked_file unlinks what it made
+            log.warning("no room in %s for a note of the copy being written (%s): if this command is killed before "
+                        "it is done, remove %s by hand", data_dir, exc.strerror or exc, " and ".join(paths))
         yield
 
 
