@@ -43,16 +43,16 @@ def run(args: argparse.Namespace) -> int:
     if token is not None and args.person is not None:
         raise LyraError("a token already says whose memory this is: leave out --person",
                         hint=f"or leave out --token (and unset ${TOKEN_ENV})")
-    person = acting_as(settings, token, args.person)
-    with open_runtime(settings, person=person.name) as runtime:
-        household = Household(settings.data_dir)
-        try:
+    household = Household(settings.data_dir)
+    try:
+        person = acting_as(household, settings, token, args.person)
+        with open_runtime(settings, person=person.name) as runtime:
             coordinator = Coordinator(runtime.store, as_person(settings, person), runtime.memory)
             server = build_server(coordinator, agent_name(args.agent), person=person.name,
                                   still_allowed=lambda: still_acting_as(household, settings, token, person))
             run_stdio(server)  # FastMCP's stdio, with lone surrogates in requests repaired
-        finally:
-            household.close()
+    finally:
+        household.close()
     return 0
 
 
@@ -66,18 +66,14 @@ def still_acting_as(household: Household, settings: Settings, token: str | None,
                            hint="make a new one under Tokens in the web UI, or with `lyra tokens create`")
 
 
-def acting_as(settings: Settings, token: str | None, name: str | None) -> Person:
+def acting_as(household: Household, settings: Settings, token: str | None, name: str | None) -> Person:
     """The person of ``token`` (refused if unknown or revoked), else the one ``name`` (or the rule) chooses."""
-    household = Household(settings.data_dir)
-    try:
-        if token is None:
-            return choose(household, settings, name, "memory")
-        if is_bootstrap_token(settings, token):
-            return first_person(household, settings)  # the owner's bootstrap credential
-        person = household.token_person(token)
-        if person is None:
-            raise TokenRefused("this API token is unknown or was revoked: no memory was opened",
-                               hint="make a new one under Tokens in the web UI, or with `lyra tokens create`")
-        return person
-    finally:
-        household.close()
+    if token is None:
+        return choose(household, settings, name, "memory")
+    if is_bootstrap_token(settings, token):
+        return first_person(household, settings)  # the owner's bootstrap credential
+    person = household.token_person(token)
+    if person is None:
+        raise TokenRefused("this API token is unknown or was revoked: no memory was opened",
+                           hint="make a new one under Tokens in the web UI, or with `lyra tokens create`")
+    return person
