@@ -67,7 +67,7 @@ export const copyText = (text) => window.LyraMarkdown.copyText(text);
 
 /* Show ``text`` in an editor that refreshes reload (the core memory, the household memory), unless the person
  * changed what it showed last: a dream ending, a turn or another tab's save must not wipe what they are typing,
- * focused or not. ``saved(input)`` after a save: what it holds is what the server has. */
+ * focused or not. ``saved(input, text)`` after a save of ``text``: that is what the server has now. */
 export function refreshEditor(input, text) {
   if (input.value === (input.dataset.shown ?? "")) input.value = text;
   input.dataset.shown = text;
