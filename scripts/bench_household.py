@@ -35,6 +35,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests.fakes: a login involves no model, so fakes serve
 
+from bench_chat import pct  # noqa: E402
 from bench_dream import seed_store  # noqa: E402  (the same conversations bench_dream.py dreams over)
 from fastapi.testclient import TestClient  # noqa: E402
 
@@ -51,11 +52,6 @@ from lyra_local.web import create_app  # noqa: E402
 from tests.fakes import FakeChatModel, FakeEmbedder  # noqa: E402
 
 SECRET = "correct horse battery"
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(len(values) * q))]
-
 
 def row(label: str, timings: list[tuple[float, float]]) -> str:
     wall, cpu = [w for w, _ in timings], [c for _, c in timings]
@@ -143,14 +139,12 @@ def one_queue(dirs: dict[str, Path], models: Models, settings: Any, timeline: Ti
     """Before the household scheduler: one whole pass per person, in turn, A (the big import) first."""
     for person, data_dir in dirs.items():
         store = Store(data_dir)
-        dreamer = Dreamer(store, models.summary, models.embed, settings, on_event=timeline.on_event(person))
-        began = time.time()
+        dreamer = Passing(person, store, models, settings, timeline, stop=None)
         try:
-            report = dreamer.run_pass()
+            dreamer.run_pass()
         finally:
             dreamer.close()
             store.close()
-        timeline.passes.append((person, began - timeline.start, time.time() - began, len(report.actions)))
 
 
 def slow_fake(call_s: float) -> Any:
