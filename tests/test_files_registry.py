@@ -334,6 +334,27 @@ def lyra_env(tmp: Path, **extra: str) -> dict[str, str]:
             "LYRA_DREAM__ENABLED": "false", **extra}
 
 
+def lyra_process(tmp: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    """``lyra ARGS`` started on ``tmp``'s data directory, its stderr piped."""
+    return subprocess.Popen([sys.executable, "-m", "lyra_local", "--config", str(tmp / "lyra.toml"), *args],
+                            env=lyra_env(tmp, **env), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                            cwd=REPO)
+
+
+def killed_at(point: str, tmp: Path, *args: str) -> None:
+    """Run ``lyra ARGS`` until it pauses at ``point`` (``LYRATEST_PAUSE_AT``), then SIGKILL it."""
+    proc = lyra_process(tmp, *args, LYRATEST_PAUSE_AT=point)
+    assert proc.stderr is not None
+    with proc.stderr:
+        said = ""
+        while f"paused at {point}" not in said:
+            line = proc.stderr.readline()
+            assert line, f"lyra {' '.join(args)} ended before {point}:\n{said}"
+            said += line
+        proc.kill()
+        proc.wait(timeout=20)
+
+
 def wait_for_line(read: Callable[[], str], needle: str, proc: subprocess.Popen[str], timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while needle not in read():
@@ -402,19 +423,7 @@ def test_a_restore_killed_while_staging_leaves_nothing_after_the_next_open(tmp_p
         backup(store, tmp_path / "b.db")
     finally:
         store.close()
-    proc = subprocess.Popen([sys.executable, "-m", "lyra_local", "--config", str(tmp_path / "lyra.toml"), "restore",
-                             str(tmp_path / "b.db"), "--keep", str(tmp_path / "kept.db")],
-                            env=lyra_env(tmp_path, LYRATEST_PAUSE_AT="restore-staged"), stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, text=True, cwd=REPO)
-    assert proc.stderr is not None
-    with proc.stderr:
-        said = ""
-        while "paused at restore-staged" not in said:
-            line = proc.stderr.readline()
-            assert line, f"lyra restore ended before staging:\n{said}"
-            said += line
-        proc.kill()
-        proc.wait(timeout=20)
+    killed_at("restore-staged", tmp_path, "restore", str(tmp_path / "b.db"), "--keep", str(tmp_path / "kept.db"))
     assert (data / STAGING / "lyra.db").is_file()  # a second copy of the memory, out of every forget's reach
     stderr = next_open(tmp_path)
     assert SWEPT in stderr and ".restoring (a restore's staging" in stderr

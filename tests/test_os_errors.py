@@ -299,9 +299,7 @@ def test_a_path_the_person_gave_is_not_blamed_on_the_data_directory(tmp_path: Pa
     assert isinstance(denied, StoragePermission) and "data_dir" not in (denied.hint or ""), denied
     inside = storage_error(FileNotFoundError(2, "No such file or directory", str(data / "index" / "x")), data)
     assert isinstance(inside, StorageMissing) and "set data_dir ($LYRA_DATA_DIR)" in (inside.hint or ""), inside
-    done = subprocess.run([sys.executable, "-m", "lyra_local", "world", "set", str(tmp_path / "no" / "such.md")],
-                          env={**base_env(tmp_path), "LYRA_DATA_DIR": str(data), "LYRA_MODELS_DIR": str(MODELS_DIR)},
-                          capture_output=True, text=True, timeout=120)
+    done = lyra(tmp_path, data, "world", "set", str(tmp_path / "no" / "such.md"))
     assert done.returncode == 2 and "hint: check the path you gave" in done.stderr, done.stderr
     assert "data_dir" not in done.stderr
 

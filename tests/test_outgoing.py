@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,9 +21,8 @@ from lyra_local.store import Store
 from lyra_local.store.files import OUTGOING_DIR, sweep_leftovers
 from lyra_local.store.outgoing import writing_outside
 
-from .conftest import REPO
 from .fakes import FakeEmbedder
-from .test_files_registry import explained, lyra_env, next_open
+from .test_files_registry import explained, killed_at, lyra_process, next_open
 
 SECRET = "marmalade-okapi"
 SAID = "removed the half-written copies"
@@ -38,26 +36,6 @@ def memory_with_secret(data: Path) -> None:
         store.coord.write_world(f"# The world\n\nThe {SECRET} lives here.\n", "user")
     finally:
         store.close()
-
-
-def lyra(tmp: Path, *args: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "lyra_local", "--config", str(tmp / "lyra.toml"), *args],
-                            env=lyra_env(tmp, **env), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                            cwd=REPO)
-
-
-def killed_at(point: str, tmp: Path, *args: str) -> None:
-    """Run ``lyra ARGS`` until it pauses at ``point``, then SIGKILL it."""
-    proc = lyra(tmp, *args, LYRATEST_PAUSE_AT=point)
-    assert proc.stderr is not None
-    with proc.stderr:
-        said = ""
-        while f"paused at {point}" not in said:
-            line = proc.stderr.readline()
-            assert line, f"lyra {' '.join(args)} ended before {point}:\n{said}"
-            said += line
-        proc.kill()
-        proc.wait(timeout=20)
 
 
 def holding(folder: Path, word: str) -> list[str]:
@@ -98,10 +76,10 @@ def test_lyra_world_edit_killed_in_its_editor_leaves_no_draft_after_the_next_ope
     drafts = tmp / "tmpdir"
     drafts.mkdir()
     editor = f"{sys.executable} -c " + shlex.quote("import os, signal; os.kill(os.getppid(), signal.SIGKILL)")
-    proc = lyra(tmp, "world", "edit", EDITOR=editor, VISUAL="", TMPDIR=str(drafts))
+    proc = lyra_process(tmp, "world", "edit", EDITOR=editor, VISUAL="", TMPDIR=str(drafts))
     proc.communicate(timeout=120)
     assert proc.returncode == -9
-    assert [p.name for p in drafts.iterdir() if SECRET.encode() in p.read_bytes()] != []
+    assert holding(drafts, SECRET) != []
 
     assert SAID in next_open(tmp)
     assert list(drafts.iterdir()) == []
@@ -113,7 +91,7 @@ def test_lyra_world_edit_saves_what_the_editor_wrote_and_leaves_nothing(tmp: Pat
     drafts = tmp / "tmpdir"
     drafts.mkdir()
     append = "import sys; open(sys.argv[1], 'a').write('The cat is called Biscuit.\\n')"
-    proc = lyra(tmp, "world", "edit", EDITOR=f"{sys.executable} -c {shlex.quote(append)}", VISUAL="",
+    proc = lyra_process(tmp, "world", "edit", EDITOR=f"{sys.executable} -c {shlex.quote(append)}", VISUAL="",
                 TMPDIR=str(drafts))
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from .conftest import Served
-from .test_web_ui import browser, send, start  # noqa: F401 (browser: the fixture)
+from .test_web_ui import browser, exists, gone_soon, send, start  # noqa: F401 (browser: the fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
@@ -51,22 +51,6 @@ def new_session(served: Served, name: str, remember: bool = True) -> int:
     response = httpx.post(f"{served.url}/api/sessions", json={"name": name, "remember": remember})
     assert response.status_code == 201
     return int(response.json()["id"])
-
-
-def exists(served: Served, session_id: int) -> bool:
-    status = httpx.get(f"{served.url}/api/sessions/{session_id}/messages").status_code
-    assert status in (200, 404), status
-    return status == 200
-
-
-def gone_soon(served: Served, session_id: int, seconds: float = 10) -> bool:
-    """Whether the conversation is gone from the server within ``seconds`` (a forget in flight lands)."""
-    deadline = time.monotonic() + seconds
-    while exists(served, session_id):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
 
 
 def records(tab: Page) -> list[str]:

@@ -224,7 +224,7 @@ def test_a_deleted_conversation_is_forgotten_when_its_undo_runs_out(page: Page, 
     expect(page.locator("#trash")).to_be_visible()
     page.reload()
     expect(page.locator(".session-list .session-name", has_text="Left behind")).to_have_count(0)
-    assert gone_soon(f"{served.url}/api/sessions/{second['id']}/messages")
+    assert gone_soon(served, second["id"], seconds=15)
 
     # what a tab killed before it could (no pagehide) left in its trash is forgotten by the next load: that tab
     # is gone (the lock it held while alive is free); tests/test_web_tabs.py kills a real one
@@ -233,17 +233,23 @@ def test_a_deleted_conversation_is_forgotten_when_its_undo_runs_out(page: Page, 
                   " open: null, at: Date.now()}))", third["id"])
     page.reload()
     expect(page.locator(".session-list .session-name", has_text="Killed tab")).to_have_count(0)
-    assert gone_soon(f"{served.url}/api/sessions/{third['id']}/messages")
+    assert gone_soon(served, third["id"], seconds=15)
 
 
-def gone_soon(url: str, limit_s: float = 15.0) -> bool:
-    """Whether ``url`` answers 404 within ``limit_s``: the page hides what its trash forgets at once, and the
-    forget itself follows as soon as the page knows whose trash it is (after its first requests)."""
-    deadline = time.monotonic() + limit_s
-    while httpx.get(url).status_code != 404:
+def exists(served: Served, session_id: int) -> bool:
+    status = httpx.get(f"{served.url}/api/sessions/{session_id}/messages").status_code
+    assert status in (200, 404), status
+    return status == 200
+
+
+def gone_soon(served: Served, session_id: int, seconds: float = 10) -> bool:
+    """Whether the conversation is gone from the server within ``seconds`` (a forget in flight lands: the page
+    hides what its trash forgets at once, and sends the forget once it knows whose trash it is)."""
+    deadline = time.monotonic() + seconds
+    while exists(served, session_id):
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.2)
+        time.sleep(0.1)
     return True
 
 
