@@ -18,6 +18,7 @@ logged in.
 from __future__ import annotations
 
 import atexit
+import functools
 import io
 import json
 import re
@@ -91,15 +92,11 @@ class Founded:
     cookies: dict[str, str]  # role -> the login cookie of their device
 
 
-_FOUNDED: list[Founded] = []
-
-
+@functools.cache
 def founded() -> Founded:
     """Founded through the API once per run, and copied for each example: its three scrypt hashes (a third of a
     second each on a busy box) would otherwise cost every example a second. Adding someone new within an
     example (``add_someone_new``) goes the whole way each time."""
-    if _FOUNDED:
-        return _FOUNDED[0]
     tmp = Path(tempfile.mkdtemp(prefix="lyra-promises-founded-"))
     atexit.register(shutil.rmtree, tmp, True)
     host = open_app(settings_for(tmp, tmp / "data"), FakeChatModel(), FakeChatModel(), FakeEmbedder())
@@ -118,7 +115,6 @@ def founded() -> Founded:
                         {"A": a.cookies[COOKIE], "B": b.cookies[COOKIE]})
     finally:
         host.__exit__(None, None, None)
-    _FOUNDED.append(start)
     return start
 
 
