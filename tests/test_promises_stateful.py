@@ -90,6 +90,7 @@ from .sse import sse_events
 
 EXAMPLES = int(os.environ.get("PROMISES_EXAMPLES", "12"))
 STEPS = int(os.environ.get("PROMISES_STEPS", "30"))
+DREAM_WROTE = ("/api/profile", "/api/digests", "/api/narrative", "/api/self", "/api/world/proposals")  # + gists
 
 
 class Promises(RuleBasedStateMachine):
@@ -480,8 +481,7 @@ class Promises(RuleBasedStateMachine):
         finally:
             dreamer.close()
         self._prompts_were_theirs(someone, chats, summaries, "a dream pass")
-        for path in ("/api/profile", "/api/digests", "/api/narrative", "/api/self", "/api/world/proposals",
-                     *(f"/api/sessions/{c}/gist" for c in someone.conversations)):
+        for path in (*DREAM_WROTE, *(f"/api/sessions/{c}/gist" for c in someone.conversations)):
             self.call(someone, "GET", path)  # what the dream wrote for them: theirs alone (checked in ``call``)
 
     @precondition(lambda self: any(p.live(remembered=True) for p in self.people.values()))
@@ -675,8 +675,7 @@ class Promises(RuleBasedStateMachine):
         someone = self.watched()
         off = {m for c in someone.live(remembered=False) for m in c.markers}
         if off:
-            derived = " ".join(self.call(someone, "GET", p).text for p in (
-                "/api/profile", "/api/digests", "/api/narrative", "/api/self", "/api/world/proposals")).lower()
+            derived = " ".join(self.call(someone, "GET", p).text for p in DREAM_WROTE).lower()
             for conversation in someone.live(remembered=True):
                 derived += self.call(someone, "GET", f"/api/sessions/{conversation.id}/gist").text.lower()
             assert not [m for m in off if m in derived], f"off the record in what the dream wrote for {someone.key}"
