@@ -109,6 +109,13 @@ def bench_settings() -> Any:
     return load_settings(None, env={**os.environ, "LYRA_MODELS_DIR": str(REPO / "models")})
 
 
+def bench_embedder() -> tuple[Any, LocalEmbedder]:
+    """The settings and the configured embedding model, loaded in this process."""
+    settings = bench_settings()
+    spec = settings.models.embed
+    return settings, LocalEmbedder(settings.model_path(spec), spec)
+
+
 def proc_status_mib(field: str) -> float:
     """``VmRSS`` / ``VmHWM`` of this process, MiB (no psutil here: /proc is enough on Linux)."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -130,9 +137,7 @@ def prepare(data_dir: Path, n: int, seed: int, embedder: LocalEmbedder, settings
 
 def open_layout(dirs: list[str]) -> dict[str, Any]:
     """In a fresh process: the RSS that these people's memories add once open and searched (every index loaded)."""
-    settings = bench_settings()
-    spec = settings.models.embed
-    embedder = LocalEmbedder(settings.model_path(spec), spec)
+    settings, embedder = bench_embedder()
     asked = QUESTIONS + DATED
     vectors = embedder.embed(asked)  # the embedding model loaded: shared by everyone, counted before the stores
     before = proc_status_mib("VmRSS")
@@ -155,9 +160,7 @@ def time_layouts(one: str, people: list[str], repeats: int) -> dict[str, dict[st
     (round-robin), query by query in rotating order, so the shared VM's load falls on every layout alike; each
     with FAISS's default OpenMP threads and with one (a single query's flat scan gains little from a second
     thread on two shared cores, and its p95 pays for the threads' waiting)."""
-    settings = bench_settings()
-    spec = settings.models.embed
-    embedder = LocalEmbedder(settings.model_path(spec), spec)
+    settings, embedder = bench_embedder()
     asked = QUESTIONS + DATED
     vectors = embedder.embed(asked)
     stores = {"one": [Store(Path(one))], "household": [Store(Path(d)) for d in people]}
@@ -165,7 +168,8 @@ def time_layouts(one: str, people: list[str], repeats: int) -> dict[str, dict[st
     sessions = {name: [store.sessions.list(limit=1)[0].id for store in opened] for name, opened in stores.items()}
     threads = sorted({faiss.omp_get_max_threads(), 1}, reverse=True)
     variants = [(name, n) for n in threads for name in stores]
-    times: dict[str, dict[str, list[float]]] = {f"{name} {n}": {"gather": [], "recall": []} for name, n in variants}
+    times: dict[str, dict[str, list[float]]] = {f"{name} {n}": {"gather": [], "recall": [], "search": []}
+                                                for name, n in variants}
 
     def ask(name: str, n: int, turn: int, q: str, v: Any, record: bool) -> None:
         faiss.omp_set_num_threads(n)
@@ -198,7 +202,7 @@ def time_layouts(one: str, people: list[str], repeats: int) -> dict[str, dict[st
                 faiss.omp_set_num_threads(n)
                 t0 = time.perf_counter()
                 index.search(v, 10)
-                times[f"{name} {n}"].setdefault("search", []).append((time.perf_counter() - t0) * 1000)
+                times[f"{name} {n}"]["search"].append((time.perf_counter() - t0) * 1000)
     faiss.omp_set_num_threads(threads[0])
     for opened in stores.values():
         for store in opened:
@@ -213,9 +217,7 @@ def in_fresh_process(call: Any, *args: Any) -> Any:
 
 def household(args: argparse.Namespace) -> None:
     """One person's ``--exchanges`` vs the same split across ``--people`` stores: recall latency and RSS."""
-    settings = bench_settings()
-    spec = settings.models.embed
-    embedder = LocalEmbedder(settings.model_path(spec), spec)
+    settings, embedder = bench_embedder()
     n, people = args.exchanges, args.people
     print(f"machine: {available_cpus()} CPUs; embed {embedder.name}; {n:,} stored exchanges: one person, "
           f"then {people} people with {n // people:,} each")
