@@ -11,7 +11,7 @@ from lyra_local.memory.timeline import Entry, render_timeline
 from lyra_local.mind.chunks import input_budget, pack, split_to
 from lyra_local.mind.digests import GistSource, plan_digests
 from lyra_local.mind.drives import Backlog, PendingSession, compute_drives, is_ripe
-from lyra_local.mind.profile import normalize_key
+from lyra_local.memory.keys import normalize_key
 from lyra_local.mind.scheduler import in_quiet_hours
 from lyra_local.store.db import to_iso
 

@@ -40,6 +40,7 @@ from ..store.sessions import SessionNotFound
 from . import digests, prompts, voice, world
 from .backlog import sense
 from .drives import Backlog, compute_drives
+from .facts import KeyFit
 from .gists import draft_gist
 from .ground import Ground
 from .grounding import Verdict
@@ -89,6 +90,7 @@ class Dreamer:
         self._actions: list[dict[str, Any]] = []
         self._actions_lock = threading.Lock()
         self._narrative_written = False
+        self._fit = KeyFit(self._embed_many)  # the profile's keys embedded once per dreamer
 
     # -- the pass ------------------------------------------------------------------------
 
@@ -187,10 +189,12 @@ class Dreamer:
         # Gists that land while we work (another dreamer's) are read too, before the lease goes.
         while batch := self.store.derived.unprofiled_gists():
             for gist, observed_at in batch:
-                facts = extract_facts(scribe, gist.content, self.store.derived.profile())
+                own = [t.content for t in self.store.exchanges.history(gist.session_id)
+                       if t.role == "user" and t.id <= gist.covers_upto]
+                facts = extract_facts(scribe, own, self.store.derived.profile())
                 if facts is None:
                     self._event("profile.fallback", f"session:{gist.session_id}",
-                                reason="the model's JSON did not validate; no facts taken from this gist")
+                                reason="the model's JSON did not validate; only the parse floor's facts were read")
                 rejected = {key: basis for (key, session), basis in self.store.corrections.rejected_facts().items()
                             if session == gist.session_id}  # "that's wrong" holds for what was said until then
                 kept, failed = self._ground(scribe).facts(facts or [], gist.session_id, rejected)
@@ -350,8 +354,9 @@ class Dreamer:
         return np.asarray(self._with_backoff("embed", lambda: self.embedder.embed(texts)), dtype=np.float32)
 
     def _ground(self, scribe: Scribe) -> Ground:
+        from ..parser import load_parser  # spaCy loads when a dream first needs it, not when the app imports
         return Ground(self.store, self._embed_many, self.embedder.name, scribe.count, scribe.names,
-                      scribe.reply_tokens)
+                      scribe.reply_tokens, parse=load_parser(self.settings.models_dir), fit=self._fit)
 
     def _rejected(self, kind: str, target: str | None, verdict: Verdict | None) -> None:
         """Log a draft that failed its grounding checks: which checks and how many, never its text."""

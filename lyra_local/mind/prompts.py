@@ -24,11 +24,13 @@ DIGEST = """Above are summaries from {period}. Write a digest of that {granulari
 in the past tense: what happened in {user}'s life and conversations then, with names, places and
 numbers."""
 
-PROFILE = """Above is a summary of a conversation with {user}, after the facts already known about {user}.
-List the standing facts about {user} that the summary states: things true beyond this conversation,
-such as where {user} lives, their job, family, pets, health, likes and dislikes, plans and routines.
-Use short lowercase keys such as "home city", "job", "partner", "pet". If a fact updates a known one,
-reuse its key. Answer in JSON; an empty list when the summary states no standing fact."""
+PROFILE = """Above are the facts already known about {user}, and messages {user} wrote. List the standing facts
+about {user} that {user}'s own messages state: things true beyond this conversation, such as where {user}
+lives, their job, family, pets, health, hobbies, likes and dislikes, plans and routines. Use short lowercase
+keys such as "home city", "job", "family", "pet", "hobbies", "plans". For each fact give a short value in
+{user}'s own words and the quote: the exact words of the message that say it, copied character for
+character. Leave out what {user} asks, denies, wishes or says of someone else. If a fact updates a known one,
+reuse its key. Answer in JSON; an empty list when the messages state no standing fact."""
 
 NARRATIVE = """Above is what {name}, a companion, knows about {user}, and a timeline. In three to five
 sentences, describe the current arc of {user}'s life: the ongoing threads, what is changing, and

@@ -25,7 +25,7 @@ from ..mind.backlog import sense
 from ..mind.dream_log import told
 from ..mind.dream_sentences import pass_summary
 from ..mind.drives import Backlog, compute_drives
-from ..mind.profile import normalize_key
+from ..memory.keys import normalize_key
 from .deps import app_state
 from .params import EventId, RowId
 from .people import bound_person

@@ -1,0 +1,156 @@
+"""Facts proposed without a model: the phrases a dependency parse shows the person saying of themselves.
+
+With a summary model too small to extract facts, the profile still learns the
+plainest self-statements. The parse (spaCy's small English pipeline) gives
+candidates by their grammar alone, never by a list of jobs, pets or places:
+
+- a name: a proper noun standing alone ("Sam here"), or what "I'm" or "my
+  name is" names;
+- what the person is: the noun after a first-person "I'm" ("I'm a nurse");
+- what the person has: a noun they own with its proper name ("my dog Rex"),
+  or a counted one ("I have two kids");
+- where: a place (a named entity) in a first-person clause ("I live in Leeds");
+- what the person does: the predicate of a first-person or subjectless clause
+  ("teach chemistry at a secondary school", "sing in a community choir").
+
+Each candidate is a ``Proposal`` with no key, quoting its sentence: the gate
+(``facts.gate``) then checks it like a model's, and gives it the key its
+clause is nearest by meaning, only when that key is clear. A floor that
+cannot tell learns nothing: a missed fact costs less than a false one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from .facts import Proposal, Turn, said
+from .statement import SUBJECTS, Parse, content_words
+
+if TYPE_CHECKING:
+    from spacy.tokens import Span, Token
+
+MOST_WORDS = 8  # a predicate longer than this is a story, not a fact
+PLACES = ("GPE", "LOC", "FAC")  # named-entity labels of places
+
+
+def proposals(turns: Sequence[Turn], parse: Parse) -> list[Proposal]:
+    """The candidates of the person's own turns, each quoting the sentence it was read in, with its kind."""
+    out: list[Proposal] = []
+    for turn in turns:
+        if not turn.own:
+            continue
+        for sentence in parse(said(turn.text)).sents:
+            if sentence.text.rstrip().endswith("?"):
+                continue
+            quote = sentence.text.strip()
+            out.extend(Proposal("name" if kind == "name" else "", value, quote, kind)
+                       for kind, value in dict.fromkeys(_values(sentence)) if content_words(value))
+    return out
+
+
+def _values(sentence: Span) -> Iterator[tuple[str, str]]:
+    """(kind, value) candidates of one sentence (``Key.kinds``)."""
+    root = sentence.root
+    verbs = [t for t in sentence if t.pos_ in ("VERB", "AUX")]
+    if root.pos_ == "PROPN" and not verbs:  # "Sam here", "Maya, 34, Leeds"
+        yield "name", _phrase(root, proper=True)
+    for token in sentence:
+        named = _named(token)
+        if named:
+            yield "named", named
+        head = _predicate_head(token)
+        if head is None:
+            continue
+        if token.dep_ == "attr" and token.pos_ in ("NOUN", "PROPN") and _being(head):  # "I'm a nurse"
+            proper = token.pos_ == "PROPN"
+            if not proper:
+                yield "thing", _phrase(token)
+            elif token.ent_type_ == "PERSON" or _names_themselves(head):  # "I'm Sam", "my name is Tom"
+                yield "name", _phrase(token, proper=True)
+        elif token.ent_type_ in PLACES and token.ent_iob_ == "B":
+            yield "place", _entity(token)
+        elif token is head and token.pos_ == "VERB" and not _being(token) and _now(token):
+            predicate = _predicate(token)
+            if predicate:
+                yield "doing", predicate
+
+
+def _being(verb: Token) -> bool:
+    return verb.lemma_ == "be" or verb.norm_ in ("am", "m", "'m", "is", "are", "'re", "'s")
+
+
+def _now(verb: Token) -> bool:
+    """A present tense ("I sing", "I go swimming"), or a present perfect progressive ("been running")."""
+    return verb.tag_ in ("VBP", "VBZ") or verb.tag_ == "VBG" and any(
+        c.norm_ in ("been", "am", "m", "is", "are") for c in verb.children if c.dep_ == "aux")
+
+
+def _names_themselves(verb: Token) -> bool:
+    """"my name is Tom": a copula whose subject is the speaker's own name."""
+    return any(c.dep_ in SUBJECTS and c.lemma_ == "name" and any(_mine(p) for p in c.children if p.dep_ == "poss")
+               for c in verb.children)
+
+
+def _named(token: Token) -> str:
+    """"dog Rex" where a noun the speaker owns stands by a proper name ("my cat Miso", "Luna, my kitten")."""
+    if token.pos_ != "NOUN" or not any(c.dep_ == "poss" and _mine(c) for c in token.children):
+        return ""
+    doc = token.doc
+    for i in (token.i + 1, token.i + 2, token.i - 2, token.i - 3):
+        if 0 <= i < len(doc) and doc[i].pos_ == "PROPN" and doc[i].sent == token.sent and \
+                all(doc[j].is_punct or j == token.i or doc[j].dep_ == "poss" for j in range(min(i, token.i) + 1,
+                                                                                      max(i, token.i))):
+            return f"{token.text} {doc[i].text}"
+    return ""
+
+
+def _mine(subject: Token | None) -> bool:
+    return subject is None or subject.pos_ == "PRON" and "1" in subject.morph.get("Person", [])
+
+
+def _predicate_head(token: Token) -> Token | None:
+    """The verb a token's clause is said with, when that clause is the speaker's own (a first-person subject,
+    or none); else ``None``."""
+    for head in (token, *token.ancestors):
+        if head.pos_ not in ("VERB", "AUX") and head.dep_ != "ROOT" or head.dep_ in ("acl", "relcl", "amod"):
+            continue
+        subject = next((c for c in head.children if c.dep_ in SUBJECTS), None)
+        if subject is None and head.dep_ != "ROOT":
+            continue  # "... and love hiking": the subject is the clause's it is joined to
+        owned = subject is not None and any(c.dep_ == "poss" and _mine(c) for c in subject.children)
+        inside = subject is not None and token in subject.subtree
+        return head if _mine(subject) or owned and inside or _names_themselves(head) else None
+    return None
+
+
+def _phrase(token: Token, proper: bool = False) -> str:
+    """A noun with its modifiers, without articles or possessives ("a huge fan of jazz" -> "huge fan of jazz")."""
+    if proper:
+        parts = [t for t in token.subtree if t.pos_ == "PROPN" and abs(t.i - token.i) <= 2]
+    else:
+        parts = [t for t in token.subtree if t.dep_ not in ("det", "poss", "punct", "relcl", "acl")]
+    words = [t.text for t in sorted(parts, key=lambda t: t.i)][:MOST_WORDS]
+    return " ".join(words)
+
+
+def _joined(token: Token, top: Token) -> bool:
+    """Whether a token is in a phrase joined to ``top``'s by "and"/"or" ("two kids and a cat"): another thing."""
+    return any(t.dep_ in ("conj", "cc") for t in (token, *token.ancestors) if t.i != top.i and top in t.ancestors) \
+        or token.dep_ in ("conj", "cc")
+
+
+def _entity(token: Token) -> str:
+    span = next(e for e in token.doc.ents if e.start == token.i)
+    return span.text
+
+
+def _predicate(verb: Token) -> str:
+    """A verb with what it says of the speaker ("teach chemistry at a secondary school"): its objects and
+    phrases, without its subject, auxiliaries, adverbs or the clauses joined to it."""
+    kept = [t for c in verb.children if c.dep_ in ("dobj", "prep", "attr", "acomp", "xcomp", "prt", "dative", "oprd")
+            for t in c.subtree if not _joined(t, c)]
+    if not kept:
+        return ""
+    words = [t.text for t in sorted([verb, *kept], key=lambda t: t.i) if not t.is_punct]
+    return " ".join(words) if len(words) <= MOST_WORDS else ""

@@ -1,0 +1,219 @@
+"""Whether a quote asserts a value of the person who said it, read from a dependency parse.
+
+The rules are general rules of grammar, never lists of what people do or own:
+
+- a question asserts nothing: the sentence ends with "?", starts with a
+  wh-word, or puts its verb before its subject ("are you a nurse");
+- a negation ("not", "never", "n't", "no" before the value) on the value or on
+  a verb it hangs from takes it back;
+- a modal ("would", "could", "might", "'ll") or an infinitive the value hangs
+  from ("I want to be a nurse", "used to work as a chef") says a wish, a plan
+  or a past, not a standing fact: only a plan may be read from it;
+- a past "was"/"were" on the value says it held once ("I was a nurse"), and so
+  does any past tense it hangs from ("we lost our cat Tigger"), but for the
+  keys said by what happened (``Key.past``: "we moved to Glasgow");
+- a present progressive with a date says a plan ("moving to Leeds in
+  September"): a plan, not a home city;
+- the value is the speaker's when the clause it hangs from has a first-person
+  subject ("I", "we"), no subject at all (people drop it: "been running 3x a
+  week", "Sam here"), or the value is inside a noun phrase the speaker owns
+  ("my dog Rex"); another subject makes it someone else's ("my sister is a
+  nurse" is the sister's job, "he's a menace" the dog's).
+
+Measured on LoCoMo's gold observations by ``scripts/eval_facts.py``
+(docs/benchmarks.md). The parse is spaCy's small English pipeline
+(``lyra_local/parser.py``); a ``Parse`` is any callable from text to a spaCy
+``Doc``. Pure: no store, no model but the parser.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from spacy.lang.en.stop_words import STOP_WORDS
+
+from ..memory.keys import BY_NAME
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc, Span, Token
+
+Parse = Callable[[str], "Doc"]
+WORD = re.compile(r"[\w][\w'’-]*")
+SUBJECTS = ("nsubj", "nsubjpass", "csubj", "expl")
+PLAN_KEYS = frozenset({"plans"})  # the keys a wish, a modal or an infinitive may still say
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the parse says of a value in a quote: why it is not the speaker's standing fact (``None``: it is),
+    and the clause it was said in (what its key is judged by)."""
+
+    refusal: str | None
+    clause: str
+
+
+def content_words(value: str) -> list[str]:
+    """The words of a value that say something (spaCy's stop words are not: "a", "my", "the")."""
+    return [w for w in (m.group(0).casefold().replace("’", "'") for m in WORD.finditer(value))
+            if w not in STOP_WORDS]
+
+
+def names_someone(value: str, names: Collection[str]) -> bool:
+    """Whether a value is, or holds, one of ``names`` (the speakers', folded)."""
+    return value.casefold() in names or any(w in names for w in content_words(value))
+
+
+def read(parse: Parse, turn: str, quote: str, value: str, key: str | None) -> Reading:
+    """Read ``value`` where ``quote`` stands in ``turn`` (the person's own words)."""
+    doc = parse(turn)
+    start = turn.casefold().find(" ".join(quote.split()).casefold().strip(" .!?,;:\"'"))
+    if start < 0:  # the quote matched up to spacing or quote marks: read the sentence that holds most of it
+        start = 0
+    end = start + len(quote)
+    tokens = [t for t in doc if start <= t.idx < end]
+    wanted = content_words(value)
+    if not wanted:
+        return Reading("value_says_nothing", quote)
+    found = [t for t in tokens if _forms(t) & set(wanted)]
+    if {w for w in wanted if any(w in _forms(t) for t in found)} != set(wanted):
+        return Reading("value_not_in_quote", quote)
+    if _taken_back(doc, max(t.idx + len(t) for t in found)):
+        return Reading("taken_back", quote)
+    verdicts = [_verdict(t, found, key) for t in found]
+    refused = next(((why, clause) for why, clause in verdicts if why not in (None, "someone_else")), None)
+    if refused:  # any word of the value asked, denied, wished or planned: the value is not a standing fact
+        return Reading(*refused)
+    ok = [clause for why, clause in verdicts if why is None]  # one word of it the speaker's ("a beagle, rufus")
+    return Reading(None, ok[0]) if ok else Reading(*verdicts[0])
+
+
+NEGATIONS = frozenset({"not", "no", "nope", "never", "jk"})
+TAKING_BACK = 4  # words: a negation this short after a statement comments on it ("not really", "NOT")
+
+
+def _taken_back(doc: Doc, end: int) -> bool:
+    """Whether a short negated fragment after the quote takes it back ("I'm a nurse... NOT", "- not anymore")."""
+    after = [t for t in doc if t.idx >= end and not t.is_punct and not t.is_space]
+    for sentence in doc.sents:
+        words = [t for t in sentence if t in after]
+        if words and len(words) <= TAKING_BACK and any(_negation(t) for t in words):
+            return True
+    fragment = after[:TAKING_BACK + 1]
+    return 0 < len(fragment) <= TAKING_BACK and any(_negation(t) for t in fragment)
+
+
+def _negation(token: Token) -> bool:
+    """A word that denies: the parse's negation, or one of the few words that are nothing else ("jk": "just
+    kidding", the chat spelling of "not really")."""
+    return token.dep_ == "neg" or token.norm_ in NEGATIONS
+
+
+def _forms(token: Token) -> set[str]:
+    text = token.text.casefold().replace("’", "'")
+    return {text, token.lemma_.casefold(), text.removesuffix("'s")}
+
+
+def _verdict(token: Token, value: list[Token], key: str | None) -> tuple[str | None, str]:
+    sentence = token.sent
+    clause = _clause(token)
+    if _question(sentence):
+        return "question", clause
+    chain = _governing(token)
+    if any(_negates(t) for t in chain if t.pos_ in ("VERB", "AUX") or t is token or t in value):
+        return "negation", clause
+    if key not in PLAN_KEYS and any(_irrealis(t) for t in chain):
+        return "hypothetical", clause
+    if key not in PLAN_KEYS and any(_was(t) for t in chain[:3]):
+        return "past", clause
+    if key not in PLAN_KEYS and not (key in BY_NAME and BY_NAME[key].past) and any(
+            t.tag_ == "VBD" and t.dep_ not in ("aux", "auxpass") for t in chain):
+        return "past", clause
+    if key not in PLAN_KEYS and any(_planned(t) for t in chain if t.pos_ in ("VERB", "AUX")):
+        return "plan", clause
+    return _whose(token, chain), clause
+
+
+def _governing(token: Token) -> list[Token]:
+    """The token and the words it hangs from, up to the clause whose subject it is: "my cat Miso knocked my
+    coffee over" says nothing past or denied of having the cat, "we lost our cat" does."""
+    chain = [token]
+    for head in token.ancestors:
+        if chain[-1].dep_ in SUBJECTS or chain[-1].dep_ == "npadvmod" and chain[-1].pos_ == "NOUN":
+            break
+        chain.append(head)
+    return chain
+
+
+def _question(sentence: Span) -> bool:
+    words = [t for t in sentence if not t.is_punct and not t.is_space]
+    if sentence.text.rstrip().endswith("?"):
+        return True
+    if not words:
+        return False
+    if words[0].tag_ in ("WDT", "WP", "WP$", "WRB") and words[0].dep_ != "nsubj" or words[0].tag_ == "WRB":
+        return True
+    root = sentence.root
+    subject = next((c for c in root.children if c.dep_ in SUBJECTS), None)
+    inverted = [c for c in (root, *root.children) if c.dep_ in ("aux", "ROOT") and c.pos_ == "AUX"]
+    return subject is not None and any(a.i < subject.i for a in inverted) and words[0].pos_ == "AUX"
+
+
+def _negates(token: Token) -> bool:
+    return any(c.dep_ == "neg" or c.dep_ == "det" and c.lower_ == "no" for c in token.children)
+
+
+def _irrealis(token: Token) -> bool:
+    """A modal on a verb, or an infinitive ("to be a nurse") that the value hangs from."""
+    return any(c.tag_ == "MD" for c in token.children) or \
+        token.dep_ in ("xcomp", "ccomp", "advcl") and any(c.tag_ == "TO" for c in token.children) or \
+        any(c.dep_ == "mark" and c.lower_ in ("if", "unless") for c in token.children)
+
+
+def _was(token: Token) -> bool:
+    return token.lemma_ == "be" and token.tag_ == "VBD" or any(
+        c.lemma_ == "be" and c.tag_ == "VBD" and c.dep_ in ("aux", "auxpass", "cop") for c in token.children)
+
+
+def _planned(verb: Token) -> bool:
+    """A present progressive with a date ("moving to Leeds in September", "I'm starting on Monday"): what
+    is arranged for a time, not what holds now."""
+    present = all(c.lemma_ != "be" or c.tag_ in ("VBP", "VBZ") for c in verb.children if c.dep_ == "aux")
+    dated = any(t.ent_type_ == "DATE" for t in verb.subtree)
+    return verb.tag_ == "VBG" and present and dated and not any(c.tag_ == "VBN" for c in verb.children)
+
+
+def _first_person(token: Token) -> bool:
+    return token.pos_ == "PRON" and "1" in token.morph.get("Person", []) or token.lower_ in ("i", "we", "me")
+
+
+def _whose(token: Token, chain: list[Token]) -> str | None:
+    """``None`` when the value is the speaker's; else "someone_else". The nearest subject decides, and a clause
+    that is what someone else said ("Anna wrote: I live in Leeds", "my friend goes, i'm a nurse": the complement
+    of a verb with another subject) is theirs."""
+    mine: bool | None = None
+    for head in chain:
+        subject = next((c for c in head.children if c.dep_ in SUBJECTS), None)
+        if subject is None:
+            continue
+        if mine is None:
+            inside = token in subject.subtree
+            owned = any(c.dep_ == "poss" and _first_person(c) for t in subject.subtree for c in t.children)
+            mine = _first_person(subject) or inside and owned
+        elif head.lemma_ not in ("be",) and not _first_person(subject) and any(
+                t.dep_ in ("ccomp", "parataxis") and t.head is head for t in chain):
+            return "someone_else"
+    return None if mine in (None, True) else "someone_else"
+
+
+def _clause(token: Token) -> str:
+    """The clause a value token was said in: the subtree of the verb it hangs from, without the other clauses
+    joined to it ("I'm a nurse and I live in Leeds" -> "I'm a nurse")."""
+    head = next((t for t in (token, *token.ancestors) if t.pos_ in ("VERB", "AUX") or t.dep_ == "ROOT"), token)
+    others = {t.i for c in head.children if c.dep_ in ("conj", "parataxis", "advcl", "ccomp") and token not in
+              c.subtree for t in c.subtree}
+    kept = [t for t in head.subtree if t.i not in others and t.dep_ != "cc"]
+    return "".join(t.text_with_ws for t in kept).strip() or token.sent.text
+
