@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lyra_local.mind.grounding import forms, vocabulary
-from lyra_local.mind.statements import content_words, names_a_speaker
+from lyra_local.mind.statement import content_words, names_someone
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def observations(path: Path) -> dict[str, list[Observation]]:
 
 
 def is_a_name(key: str, value: str, names: Collection[str]) -> bool:
-    return names_a_speaker(key, value, {n.casefold() for n in names if n})
+    return key != "name" and names_someone(value, {n.casefold() for n in names if n})
 
 
 def fact_supported(key: str, value: str, source: str, person: str, names: Collection[str],

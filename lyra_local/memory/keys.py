@@ -27,8 +27,8 @@ class Key:
     says: tuple[str, ...]  # statements a person makes of it, in general words
     asks: tuple[str, ...]  # how a person asks about it
     # what a value read from the parse alone may be (``mind/floor.py``): a name, a place, someone or something
-    # named ("dog Rex", "sister Jess"), a thing the person is ("nurse") or a thing they do ("sing in a choir")
-    kinds: frozenset[str] = frozenset({"thing", "doing"})
+    # named ("dog Rex", "sister Jess"), or a thing the person is ("nurse")
+    kinds: frozenset[str] = frozenset({"thing"})
     # said by what happened ("we moved to Glasgow", "I grew up in Lagos"): a past tense may state it; of any
     # other key the past says what held once ("I was a chef", "we lost our cat")
     past: bool = False
@@ -40,10 +40,10 @@ KEYS: tuple[Key, ...] = (
         ("What is my name?", "What am I called?"), kinds=frozenset({"name"})),
     Key("age", ("years old",),
         ("I am this many years old.", "I just turned this age on my birthday."),
-        ("How old am I?", "What is my age?")),
+        ("How old am I?", "What is my age?"), kinds=frozenset({"thing"})),
     Key("birthday", ("birth date", "date of birth"),
         ("My birthday is on this day.", "I was born on this date."),
-        ("When is my birthday?",)),
+        ("When is my birthday?",), kinds=frozenset({"thing"})),
     Key("home city", ("city", "home", "location", "lives in", "residence", "town", "current city", "home town now"),
         ("I live in this city.", "My home is in this town, where I live now.", "Life here in my city."),
         ("Where do I live?", "Which city is my home?"), kinds=frozenset({"place"}), past=True),
@@ -53,16 +53,16 @@ KEYS: tuple[Key, ...] = (
     Key("job", ("occupation", "work", "profession", "career", "employer", "workplace", "role", "job title"),
         ("I work as this; it is my job.", "My profession and what I do for a living at work.",
          "I am employed at this place, my workplace and my career."),
-        ("What is my job?", "What do I do for work?", "Where do I work?")),
+        ("What is my job?", "What do I do for work?", "Where do I work?"), kinds=frozenset({"thing"})),
     Key("education", ("school", "studies", "study", "university", "degree", "college", "major"),
         ("I study this subject at university.", "My degree and my school, what I'm studying in class."),
-        ("What do I study?", "Where did I go to school?")),
+        ("What do I study?", "Where did I go to school?"), kinds=frozenset({"thing"})),
     Key("partner", ("spouse", "husband", "wife", "boyfriend", "girlfriend", "relationship"),
         ("My partner and I are together; we're married.", "My husband, my wife, my boyfriend or girlfriend."),
         ("Who is my partner?", "Am I married?"), kinds=frozenset({"named"})),
     Key("children", ("kids", "child", "sons", "daughters", "son", "daughter"),
         ("I have children; my kids are growing up.", "My son and my daughter, our family's little ones."),
-        ("Do I have kids?", "How many children do I have?"), kinds=frozenset({"named", "thing", "doing"})),
+        ("Do I have kids?", "How many children do I have?"), kinds=frozenset({"named", "thing"})),
     Key("family", ("parents", "siblings", "relatives", "sister", "brother", "mother", "father", "mom", "dad"),
         ("My family: my parents, my brother and my sister.", "My mom and dad, my relatives."),
         ("Who is in my family?",), kinds=frozenset({"named"})),
@@ -94,10 +94,10 @@ KEYS: tuple[Key, ...] = (
         ("What is my routine?",)),
     Key("identity", ("gender", "pronouns", "sexuality"),
         ("I identify as this; it's who I am.", "My gender and my pronouns."),
-        ("How do I identify?",)),
+        ("How do I identify?",), kinds=frozenset({"thing"})),
     Key("beliefs", ("religion", "faith", "values"),
         ("I believe in this; my faith and my values.", "My religion matters to me."),
-        ("What do I believe in?",)),
+        ("What do I believe in?",), kinds=frozenset({"thing"})),
 )
 BY_NAME = {key.name: key for key in KEYS}
 SPELLING = {spelling: key.name for key in KEYS for spelling in (key.name, *key.spellings)}

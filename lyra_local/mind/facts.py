@@ -44,7 +44,7 @@ from . import statement
 from .grounding import split_speaker
 
 FIT = 0.15  # the clause's cosine with the key's nearest statement must reach this
-MARGIN = 0.15  # ... and be at most this far below the nearest key's
+MARGIN = 0.10  # ... and be at most this far below the nearest key's
 CLEAR = 0.35  # with no key in the vocabulary (the floor's, or a model's odd one), the nearest key needs this
 GAP = 0.04  # ... and this lead over the second nearest: a clause between two keys is neither
 
@@ -170,6 +170,8 @@ def gate(proposals: Sequence[Proposal], turns: Sequence[Turn], *, parse: stateme
         if failed is None and turn is not None:
             reading = statement.read(parse, said(turns[turn].text), proposal.quote, proposal.value, key)
             failed, clause = reading.refusal, reading.clause
+            if proposal.kind == "named":  # "my cat Miso knocked my coffee over": a cat, whatever it did
+                clause = f"my {proposal.value}"
         if failed is None and key != "name" and statement.names_someone(proposal.value, names):
             failed = "value_is_a_speakers_name"
         if failed is not None or turn is None:

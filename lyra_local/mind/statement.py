@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from ..memory.keys import BY_NAME
+from ..memory.keys import BY_NAME, SPELLING
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Span, Token
@@ -122,18 +122,18 @@ def _verdict(token: Token, value: list[Token], key: str | None) -> tuple[str | N
     if _question(sentence):
         return "question", clause
     chain = _governing(token)
-    if any(_negates(t) for t in chain if t.pos_ in ("VERB", "AUX") or t is token or t in value):
+    if any(_negates(t) for t in chain if t.pos_ in ("VERB", "AUX") or t == token or t in value):
         return "negation", clause
     if key not in PLAN_KEYS and any(_irrealis(t) for t in chain):
         return "hypothetical", clause
     if key not in PLAN_KEYS and any(_was(t) for t in chain[:3]):
         return "past", clause
     if key not in PLAN_KEYS and not (key in BY_NAME and BY_NAME[key].past) and any(
-            t.tag_ == "VBD" and t.dep_ not in ("aux", "auxpass") for t in chain):
+            t.tag_ == "VBD" and t.dep_ not in ("aux", "auxpass") for t in chain[1:2]):
         return "past", clause
     if key not in PLAN_KEYS and any(_planned(t) for t in chain if t.pos_ in ("VERB", "AUX")):
         return "plan", clause
-    return _whose(token, chain), clause
+    return _whose(token, chain, key), clause
 
 
 def _governing(token: Token) -> list[Token]:
@@ -141,7 +141,9 @@ def _governing(token: Token) -> list[Token]:
     coffee over" says nothing past or denied of having the cat, "we lost our cat" does."""
     chain = [token]
     for head in token.ancestors:
-        if chain[-1].dep_ in SUBJECTS or chain[-1].dep_ == "npadvmod" and chain[-1].pos_ == "NOUN":
+        if chain[-1].dep_ in SUBJECTS:
+            if _irrealis(head):  # "if my cat Miso could talk": the subject of a wish is wished for too
+                chain.append(head)
             break
         chain.append(head)
     return chain
@@ -166,9 +168,11 @@ def _negates(token: Token) -> bool:
 
 
 def _irrealis(token: Token) -> bool:
-    """A modal on a verb, or an infinitive ("to be a nurse") that the value hangs from."""
+    """A modal on a verb, a condition ("if"), or the infinitive a verb takes as its complement ("want to be a
+    nurse", "used to work as a chef"); an infinitive of purpose or after an adjective ("lucky to have my
+    husband", "made this to show my path") asserts what it says."""
     return any(c.tag_ == "MD" for c in token.children) or \
-        token.dep_ in ("xcomp", "ccomp", "advcl") and any(c.tag_ == "TO" for c in token.children) or \
+        token.dep_ == "xcomp" and token.head.pos_ == "VERB" and any(c.tag_ == "TO" for c in token.children) or \
         any(c.dep_ == "mark" and c.lower_ in ("if", "unless") for c in token.children)
 
 
@@ -189,7 +193,7 @@ def _first_person(token: Token) -> bool:
     return token.pos_ == "PRON" and "1" in token.morph.get("Person", []) or token.lower_ in ("i", "we", "me")
 
 
-def _whose(token: Token, chain: list[Token]) -> str | None:
+def _whose(token: Token, chain: list[Token], key: str | None) -> str | None:
     """``None`` when the value is the speaker's; else "someone_else". The nearest subject decides, and a clause
     that is what someone else said ("Anna wrote: I live in Leeds", "my friend goes, i'm a nurse": the complement
     of a verb with another subject) is theirs."""
@@ -199,13 +203,20 @@ def _whose(token: Token, chain: list[Token]) -> str | None:
         if subject is None:
             continue
         if mine is None:
+            if SPELLING.get(subject.lemma_.casefold()) == key and _owned(subject):
+                mine = True  # "my name is Tom": the speaker's own name, said as one
+                continue
             inside = token in subject.subtree
             owned = any(c.dep_ == "poss" and _first_person(c) for t in subject.subtree for c in t.children)
             mine = _first_person(subject) or inside and owned
         elif head.lemma_ not in ("be",) and not _first_person(subject) and any(
-                t.dep_ in ("ccomp", "parataxis") and t.head is head for t in chain):
+                t.dep_ in ("ccomp", "parataxis") and t.head == head for t in chain):
             return "someone_else"
     return None if mine in (None, True) else "someone_else"
+
+
+def _owned(noun: Token) -> bool:
+    return any(c.dep_ == "poss" and _first_person(c) for c in noun.children)
 
 
 def _clause(token: Token) -> str:
