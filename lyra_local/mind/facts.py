@@ -183,6 +183,11 @@ def gate(proposals: Sequence[Proposal], turns: Sequence[Turn], *, parse: stateme
         chosen = fitting_key(key, scores, proposal.kind)
         if chosen == "name" and key != "name":
             chosen = None  # a name is learnt only where it was proposed as one: "call me crazy" is no name
+        if chosen is not None and key is None:  # read again as the key it fits: a move under way is no home
+            chosen_reading = statement.read(parse, said(turns[turn].text), proposal.quote, proposal.value, chosen)
+            if chosen_reading.refusal:
+                out[n] = Judged(proposal, failed=chosen_reading.refusal)
+                continue
         if chosen is None:
             out[n] = Judged(proposal, failed="key_does_not_fit")
         elif turn < since.get(chosen, 0):

@@ -88,13 +88,13 @@ def _names_themselves(verb: Token) -> bool:
 
 def _named(token: Token) -> str:
     """"dog Rex" where a noun the speaker owns stands by a proper name ("my cat Miso", "Luna, my kitten")."""
-    if token.pos_ != "NOUN" or not any(c.dep_ == "poss" and _mine(c) for c in token.children):
-        return ""
+    if token.pos_ != "NOUN" or token.dep_ == "poss" or not any(c.dep_ == "poss" and _mine(c) for c in token.children):
+        return ""  # "my sister's boyfriend" names the boyfriend, not the sister
     doc = token.doc
     for i in (token.i + 1, token.i + 2, token.i - 2, token.i - 3):
-        if 0 <= i < len(doc) and doc[i].pos_ == "PROPN" and doc[i].sent == token.sent and \
-                all(doc[j].is_punct or j == token.i or doc[j].dep_ == "poss" for j in range(min(i, token.i) + 1,
-                                                                                      max(i, token.i))):
+        between = range(min(i, token.i) + 1, max(i, token.i))
+        if 0 <= i < len(doc) and doc[i].pos_ == "PROPN" and doc[i].text[:1].isupper() and \
+                doc[i].sent == token.sent and all(doc[j].is_punct or doc[j].dep_ == "poss" for j in between):
             return f"{token.text} {doc[i].text}"
     return ""
 

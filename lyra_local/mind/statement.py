@@ -95,12 +95,18 @@ TAKING_BACK = 4  # words: a negation this short after a statement comments on it
 
 
 def _taken_back(doc: Doc, end: int) -> bool:
-    """Whether a short negated fragment after the quote takes it back ("I'm a nurse... NOT", "- not anymore")."""
+    """Whether what follows the value in the turn takes it back: a short negated fragment ("I'm a nurse... NOT",
+    "- not anymore"), or a dated past told of it ("he passed last year")."""
     after = [t for t in doc if t.idx >= end and not t.is_punct and not t.is_space]
     for sentence in doc.sents:
         words = [t for t in sentence if t in after]
         if words and len(words) <= TAKING_BACK and any(_negation(t) for t in words):
             return True
+        root = sentence.root
+        subject = next((c for c in root.children if c.dep_ in SUBJECTS), None)
+        if words and root in words and root.tag_ == "VBD" and subject is not None and subject.pos_ == "PRON" and \
+                not _first_person(subject) and any(t.ent_type_ == "DATE" for t in sentence):
+            return True  # "my dog Rex 😢 he passed last year": what it was, told as over
     fragment = after[:TAKING_BACK + 1]
     return 0 < len(fragment) <= TAKING_BACK and any(_negation(t) for t in fragment)
 
@@ -133,6 +139,9 @@ def _verdict(token: Token, value: list[Token], key: str | None) -> tuple[str | N
         return "past", clause
     if key not in PLAN_KEYS and any(_planned(t) for t in chain if t.pos_ in ("VERB", "AUX")):
         return "plan", clause
+    verb = next((t for t in chain if t.pos_ in ("VERB", "AUX")), None)
+    if key in BY_NAME and BY_NAME[key].past and verb is not None and _progressive(verb):
+        return "plan", clause  # "I'm moving to Leeds": a move under way is not where they live
     return _whose(token, chain, key), clause
 
 
@@ -187,6 +196,10 @@ def _planned(verb: Token) -> bool:
     present = all(c.lemma_ != "be" or c.tag_ in ("VBP", "VBZ") for c in verb.children if c.dep_ == "aux")
     dated = any(t.ent_type_ == "DATE" for t in verb.subtree)
     return verb.tag_ == "VBG" and present and dated and not any(c.tag_ == "VBN" for c in verb.children)
+
+
+def _progressive(verb: Token) -> bool:
+    return verb.tag_ == "VBG" and not any(c.tag_ == "VBN" for c in verb.children)
 
 
 def _first_person(token: Token) -> bool:
