@@ -75,6 +75,7 @@ def test_doctor_loads_every_model(env: dict[str, str]) -> None:
     assert "[ok] models.chat: local" in done.stdout
     assert "[ok] models.summary: same instance as chat" in done.stdout
     assert "384-d vectors" in done.stdout
+    assert "[ok] parser: en_core_web_sm 3.8.0 (spaCy 3.8." in done.stdout and "St James Hospital (FAC)" in done.stdout
     assert "[ok] gpu offload:" in done.stdout
     assert "[ok] memory: 0 session(s), 0 exchange(s)" in done.stdout
     assert '"n_ctx": 2048' in done.stdout  # the resolved config is printed
@@ -340,7 +341,8 @@ def test_memory_lists_what_was_consolidated_with_its_sources(env: dict[str, str]
     said = store.exchanges.add(NewExchange(session.id, "user", "I moved to Lisbon with my cat.",
                                            "2024-03-04T09:00:00+00:00"))
     store.exchanges.add(NewExchange(session.id, "assistant", "How exciting!", "2024-03-04T09:01:00+00:00"))
-    gist = store.derived.put_gist(session.id, "Sam said, “I moved to Lisbon with my cat.”", 2, method="extractive")
+    gist = store.derived.put_gist(session.id, "Sam, 4 March 2024: “I moved to Lisbon with my cat.”", 2,
+                                  method="extractive")
     store.derived.apply_facts(gist, [("home city", "Lisbon", said.id)], "2024-03-04T09:00:00+00:00")
     store.close()
 

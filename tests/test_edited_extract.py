@@ -1,19 +1,24 @@
-"""Issue 37, the dream's side of "summaries that read as summaries, imported replies in their source's mouth".
+"""Issues 37 and 43, the dream's side of "imported replies in their source's mouth" and "summaries that read well
+with any model".
 
-With scripted fakes: a ChatGPT conversation's gist (the floor's edited extract,
-or a model's draft) never credits ChatGPT's replies to the companion; the gist
-model reads them as ChatGPT's; a roll-up of one extract is not the same text.
+With scripted fakes: a ChatGPT conversation's gist (the floor's extract of
+quotes, or a model's draft) never credits ChatGPT's replies to the companion;
+the floor quotes every sentence verbatim under its author and day; the gist
+model reads the replies as ChatGPT's; a roll-up of one extract quotes the same
+sentences, fewer of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from lyra_local.authors import imported_from
 from lyra_local.config import Settings
 from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.mind import Dreamer
 from lyra_local.mind.gists import repliers, transcript
+from lyra_local.mind.grounding import Quote, quotes_of
 from lyra_local.store import Exchange, Store
 from lyra_local.store.exchanges import NewExchange
 
@@ -56,7 +61,24 @@ def maya(make_settings: Callable[..., Settings]) -> Settings:
     return make_settings('[companion]\nuser_name = "Maya"\n[dream]\nsession_idle_s = 0\n')
 
 
-def test_the_floor_of_a_chatgpt_conversation_is_an_edited_extract_in_the_right_mouths(
+def quoted(text: str, turns: Sequence[Exchange], person: str, companion: str = "Lyra") -> list[Quote]:
+    """The quotes of a floor's text, each checked to be a turn's words verbatim (markdown's bold marks aside),
+    under that turn's author (``person`` for the person's; a reply's stored author, else ``companion``) and the
+    day it was said; nothing in the text is not such a quote."""
+    quotes = quotes_of(text, 0)
+    assert quotes and " ".join(q.render() for q in quotes) == text, text
+    for q in quotes:
+        said = [t for t in turns if q.sentence in t.content.replace("**", "")]
+        assert said and q.quoted, (q, text)
+        day = datetime.fromisoformat(said[0].created_at)
+        author = (t.author or companion) if (t := said[0]).role == "assistant" else person
+        assert (q.who, q.when) == (author, f"{day.day} {day:%B %Y}"), (q, text)
+    for edit in ("replied that", "mentioned that", "advised:", "listed:", "'s words", "said, “"):
+        assert edit not in text, text
+    return quotes
+
+
+def test_the_floor_of_a_chatgpt_conversation_quotes_each_sentence_in_its_authors_mouth(
         store: Store, make_settings: Callable[..., Settings]) -> None:
     session = add_conversation(store, "Moving plans", "2024-03-10", MOVING)
     Dreamer(store, FakeChatModel(respond=drafting("Maya: hi. ChatGPT: hello.")), FakeEmbedder(),
@@ -64,14 +86,15 @@ def test_the_floor_of_a_chatgpt_conversation_is_an_edited_extract_in_the_right_m
     gist = store.derived.gist(session)
     assert gist is not None and gist.method == "extractive"
     text = gist.content
-    assert "said, “" not in text and text.count("“") <= 1
+    quotes = quoted(text, store.exchanges.history(session), "Maya")
     assert "Lyra" not in text  # ChatGPT's replies are ChatGPT's
-    assert "Maya is thinking of moving from Leeds to Edinburgh in September." in text
-    assert "Maya's sister Jess lives there already, she's a teacher." in text
-    assert "ChatGPT" in text  # a reply reduced to what it was about, under its author's name
+    assert "Maya, 10 March 2024: “I'm thinking of moving from Leeds to Edinburgh in September”" in text
+    assert "Maya, 10 March 2024: “my sister Jess lives there already, she's a teacher”" in text
+    assert {q.who for q in quotes} == {"Maya", "ChatGPT"}  # a reply quoted too, under its author's name
     digest = next(d for d in store.derived.digests("day"))
-    assert digest.content != text and "said, “" not in digest.content  # one conversation's day is shorter
-    assert set(digest.content.split(". ")) <= set(text.split(". ")) | {s + "." for s in text.split(". ")}
+    assert digest.method == "extractive" and digest.content != text  # one conversation's day is shorter
+    kept = quotes_of(digest.content, 0)
+    assert kept and {q.render() for q in kept} <= {q.render() for q in quotes}  # the same quotes, as they were
 
 
 def test_a_draft_crediting_the_companion_with_an_imported_reply_fails_whole(
@@ -131,11 +154,11 @@ def test_without_a_configured_name_the_floor_names_the_person_as_they_introduced
     Dreamer(store, FakeChatModel(respond=drafting("Maya: hi")), FakeEmbedder(), settings).run_pass(force=True)
     first, second = store.derived.gist(introduced), store.derived.gist(unnamed)
     assert first is not None and second is not None
-    assert first.content.startswith("Maya has an interview on 2 May for a ward manager job and asked for help to "
-                                    "prepare."), first.content
-    assert "ChatGPT listed: Research the trust; Prepare examples." in first.content
-    assert second.content.startswith("Maya is thinking of moving from Leeds to Edinburgh"), second.content  # she
-    # gave her name in another conversation, before the profile could learn it
+    quoted(first.content, store.exchanges.history(introduced), "Maya")
+    assert "Maya, 10 March 2024: “I have an interview on 2 May for a ward manager job, can you help me prepare?”" \
+        in first.content, first.content
+    assert second.content.startswith("Maya, 11 March 2024: “I'm thinking of moving from Leeds to Edinburgh"), \
+        second.content  # she gave her name in another conversation, before the profile could learn it
 
 
 def test_a_person_who_never_gave_a_name_is_the_user(store: Store, make_settings: Callable[..., Settings]) -> None:
@@ -144,4 +167,6 @@ def test_a_person_who_never_gave_a_name_is_the_user(store: Store, make_settings:
             make_settings('[dream]\nsession_idle_s = 0\n')).run_pass(force=True)
     gist = store.derived.gist(session)
     assert gist is not None
-    assert gist.content.startswith("The user is thinking of moving from Leeds to Edinburgh"), gist.content
+    quoted(gist.content, store.exchanges.history(session), "The user")
+    assert gist.content.startswith("The user, 11 March 2024: “I'm thinking of moving from Leeds to Edinburgh"), \
+        gist.content

@@ -1,4 +1,5 @@
-"""Grounding of what the dream writes: the checks, the extractive floor, grounded facts, and the dream using them."""
+"""Grounding of what the dream writes: the checks, the extractive floor (quotes, verbatim, under who said them and
+when), grounded facts, and the dream using them."""
 
 from __future__ import annotations
 
@@ -78,56 +79,63 @@ def test_too_long_fails_the_budget(sources, embedder) -> None:
 
 
 @pytest.mark.slow
-def test_the_floor_edits_central_sentences_in_order_without_repeats_within_budget(embedder) -> None:
-    turns = [g.Said(None, t) for t in [TURNS[0], *TURNS]]  # the first said twice
+def test_the_floor_quotes_central_sentences_verbatim_in_order_without_repeats_within_budget(embedder) -> None:
+    turns = [g.Said(None, t, when="8 May 2023") for t in [TURNS[0], *TURNS]]  # the first said twice
     quotes = g.candidate_quotes(turns)
 
     def embed(texts: list[str]) -> np.ndarray:
         return np.asarray(embedder.embed(texts), dtype=np.float32)
 
-    text = g.extractive(quotes, embed, budget=60, count=words_count)
-    kept = g.sentences(text)
-    assert 2 <= len(kept) and words_count(text) <= 60
-    assert "said, “" not in text and text.count("“") <= 1  # no chain of quotes: at most one, attributed
-    assert "Caroline went to a LGBTQ support group yesterday and it was so powerful." in kept  # "I went"
-    assert all("Caroline" in s or "Melanie" in s for s in kept)  # every sentence names who said it
-    assert len(set(kept)) == len(kept)
+    text = g.extractive(quotes, embed, budget=80, count=words_count)
+    kept = g.quotes_of(text, 0)
+    assert 2 <= len(kept) and words_count(text) <= 80
+    assert " ".join(q.render() for q in kept) == text  # quotes, and nothing else
+    assert "Caroline, 8 May 2023: “I went to a LGBTQ support group yesterday and it was so powerful.”" in text
+    assert len({q.sentence for q in kept}) == len(kept)
     turns_of = [{"content": t, "n": n} for n, t in enumerate(TURNS)]
-    positions = [g.cited(s, turns_of)[0]["n"] for s in kept]
-    assert positions == sorted(positions) and all(len(g.cited(s, turns_of)) == 1 for s in kept)
-    assert g.speaker_lines(text, ["Caroline", "Melanie"]) == 0
-    few = g.sentences(g.extractive(quotes, embed, budget=10_000, count=words_count, most=3))
+    cites = [g.cited(q.render(), turns_of) for q in kept]
+    assert all(len(c) == 1 for c in cites)  # each quotes one turn, verbatim, under its speaker
+    assert [q.who for q in kept] == [g.split_speaker(c[0]["content"])[0] for c in cites]
+    assert [c[0]["n"] for c in cites] == sorted(c[0]["n"] for c in cites)
+    few = g.quotes_of(g.extractive(quotes, embed, budget=10_000, count=words_count, most=3), 0)
     assert len(few) == 3  # a handful of key sentences, not the budget's worth of transcript
 
 
-def test_an_edited_extract_cites_the_turns_it_edits_and_a_summary_cites_them_all() -> None:
+def test_an_extract_cites_the_turns_it_quotes_and_a_summary_cites_them_all() -> None:
     turns = [{"content": "I'm thinking of moving from Leeds to Edinburgh in September"},
-             {"content": "That's a big move! Edinburgh has a lot of nursing jobs."},
-             {"content": "my sister Jess lives there already, she's a teacher"}]
-    extract = ("Maya is thinking of moving from Leeds to Edinburgh in September. "
-               "Maya's sister Jess lives there already, she's a teacher.")
-    assert g.cited(extract, turns) == [turns[0], turns[2]]
+             {"content": "That's a big move! Here is what to weigh:\n1. **Rent**: flats in Edinburgh cost more."},
+             {"content": "my sister Jess lives there already [shares a photo: Jess] she's a teacher"}]
+    quoted = ("Maya, 10 March 2024: “I'm thinking of moving from Leeds to Edinburgh in September” "
+              "ChatGPT, 10 March 2024: “Rent: flats in Edinburgh cost more.”")
+    assert g.cited(quoted, turns) == [turns[0], turns[1]]
+    assert g.cited("Maya, 10 March 2024: “she's a teacher”", turns) == [turns[2]]
     assert g.cited("Maya plans a move north and has family there.", turns) == turns  # not an extract
     assert g.cited("Sam said, “I'm thinking of moving from Leeds to Edinburgh in September”", turns) == [turns[0]]
+    edited = ("Maya is thinking of moving from Leeds to Edinburgh in September. "  # the floor's before it quoted
+              "Maya's sister Jess lives there already, she's a teacher.")
+    assert g.cited(edited, turns) == [turns[0], turns[2]]
 
 
-def test_a_roll_up_reads_the_sentences_of_an_edited_extract_and_edits_the_former_quotes() -> None:
-    edited = "Maya is thinking of moving to Leeds. In Maya's words: “we adopted a greyhound!”"
-    assert [(q.sentence, q.render(), q.quoting) for q in g.quotes_of(edited, 0)] == [
-        ("Maya is thinking of moving to Leeds.", "Maya is thinking of moving to Leeds.", False),
-        ("In Maya's words: “we adopted a greyhound!”", "In Maya's words: “we adopted a greyhound!”", True)]
+def test_a_roll_up_reads_quotes_back_unchanged_and_the_former_forms_as_they_were_said() -> None:
+    text = ("Maya, 8 May 2023: “i'm thinking of moving to leeds next april, the shifts here are killing me” "
+            "ChatGPT, 8 May 2023: “Add a worked example to your cover letter: panels remember one.” "
+            "The user, 9 May 2023: “Update: I got the job!”")
+    quotes = g.quotes_of(text, 3, {"ChatGPT": 0.5})
+    assert [(q.who, q.when, q.sentence, q.weight, q.order) for q in quotes] == [
+        ("Maya", "8 May 2023", "i'm thinking of moving to leeds next april, the shifts here are killing me", 1.0,
+         (3, 0)),
+        ("ChatGPT", "8 May 2023", "Add a worked example to your cover letter: panels remember one.", 0.5, (3, 1)),
+        ("The user", "9 May 2023", "Update: I got the job!", 1.0, (3, 2))]
+    assert " ".join(q.render() for q in quotes) == text
+    mixed = "Maya planned a move to Leeds. Maya, 8 May 2023: “it's a big step for me”"  # a roll-up of both kinds
+    assert [(q.quoted, q.render()) for q in g.quotes_of(mixed, 0)] == [
+        (False, "Maya planned a move to Leeds."), (True, "Maya, 8 May 2023: “it's a big step for me”")]
+    edited = "Maya is thinking of moving to Leeds. In Maya's words: “we adopted a greyhound!”"  # issue 37's floor
+    assert [(q.who, q.render()) for q in g.quotes_of(edited, 0)] == [
+        (None, "Maya is thinking of moving to Leeds."), ("Maya", "Maya: “we adopted a greyhound!”")]
     former = "The user said, “I adopted a puppy.” Lyra said, “What is its name?”"  # the floor's form until issue 37
     assert [(q.who, q.render()) for q in g.quotes_of(former, 0)] == [
-        ("The user", "The user adopted a puppy."), ("Lyra", "In Lyra's words: “What is its name?”")]
-
-
-def test_the_floor_quotes_at_most_once() -> None:
-    said = [g.Said("Sam", f"we went to the {place} on a long walk together today") for place in
-            ("river", "lake", "old mill", "bakery")]
-    quotes = g.candidate_quotes(said)
-    assert all(q.quoting for q in quotes)
-    text = g.extractive(quotes, lambda texts: np.eye(len(texts), 8, dtype=np.float32), budget=500, count=words_count)
-    assert text.count("“") == 1 and text.startswith("In Sam's words: “we went to the")
+        ("The user", "The user: “I adopted a puppy.”"), ("Lyra", "Lyra: “What is its name?”")]
 
 
 @pytest.mark.parametrize(("fact", "reason"), [
@@ -211,10 +219,9 @@ def test_the_dream_writes_the_floor_and_logs_checks_not_text(store: Store,
     assert report.status == "done"
     gist = store.derived.gist(session)
     assert gist is not None and gist.method == "extractive"
-    assert "said, “" not in gist.content  # an edited extract: "we" is no one the edit can name, so it is quoted once
-    assert gist.content == ("In Sam's words: “We finally moved into the new flat near the river last weekend.” "
-                            "Sam mentioned that it feels wonderful, the kitchen is huge and the light in the "
-                            "mornings is lovely."), gist.content
+    assert gist.content == ("Sam, 4 March 2024: “We finally moved into the new flat near the river last weekend.” "
+                            "Sam, 4 March 2024: “It feels wonderful, the kitchen is huge and the light in the "
+                            "mornings is lovely.”"), gist.content  # her words as said, under her name and the day
     assert "Carolina" not in gist.content and "Lyra:" not in gist.content
     assert store.derived.profile() == []  # "1" and "cat" were never said as a home city or a partner
     state = store.derived.self_state()

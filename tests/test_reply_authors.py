@@ -80,11 +80,15 @@ def test_a_reply_lyra_wrote_after_an_imported_conversation_is_lyras_in_the_summa
                 NewExchange(session.id, "assistant", SUIT, AT.format(3))], None, None)
         turns = store.exchanges.history(session.id)
         said = ground(store).said(turns)
-        assert [(s.who, s.to, s.reply) for s in said] == [
-            ("Maya", "ChatGPT", False), ("ChatGPT", "Maya", True), ("Maya", "Lyra", False), ("Lyra", "Maya", True)]
+        assert [(s.who, s.weight, s.when) for s in said] == [
+            ("Maya", 1.0, "2 January 2024"), ("ChatGPT", 0.5, "2 January 2024"), ("Maya", 1.0, "2 January 2024"),
+            ("Lyra", 0.5, "2 January 2024")]  # a reply weighs less than the person's own words
 
         floor = ground(store).gist(None, turns, "Interview prep")
         assert floor.method == "extractive"
-        assert "Lyra replied that a plain dark suit" in floor.text and "ChatGPT replied that a plain" not in floor.text
+        assert f"Lyra, 2 January 2024: “{SUIT}”" in floor.text and f"ChatGPT, 2 January 2024: “{SUIT}”" \
+            not in floor.text
+        assert f"ChatGPT, 2 January 2024: “{ADVICE.removeprefix('Of course. ')}”" in floor.text
+        assert "Lyra, 2 January 2024: “A good interview" not in floor.text  # ChatGPT's advice was never Lyra's
     finally:
         store.close()

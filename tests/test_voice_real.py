@@ -13,6 +13,7 @@ import pytest
 from lyra_local.config import Settings
 from lyra_local.llm.local import LocalChatModel, LocalEmbedder
 from lyra_local.mind import Dreamer
+from lyra_local.mind.grounding import quotes_of
 from lyra_local.store import Store
 
 from .test_dream import add_session
@@ -57,3 +58,7 @@ def test_how_i_am_never_copies_six_words_of_the_person(store: Store, make_settin
     assert arc is not None
     if arc["method"] == "abstractive":  # an extractive arc is her words attributed to her, not Lyra's view
         assert copied(arc["content"], hers) == [], arc["content"]
+    else:  # each of its sentences is a quote, verbatim, of whoever said it
+        for q in quotes_of(arc["content"], 0):
+            assert q.who == "Maya" and any(q.sentence in line for line in hers) or \
+                q.who == "Lyra" and q.sentence in REPLY, (q, arc["content"])

@@ -3,10 +3,11 @@
 ``Ground`` is built per unit of work (it uses that unit's scribe for token
 counts and names). It decides what may be written and how (``abstractive``:
 the model's draft, checked; ``extractive``: the sources' own sentences) and
-reports each rejection as the names of the failed checks, for the log. Each
-turn is put in its author's mouth: the person's under their name, a reply under
-the companion's, or under the assistant's it was imported from (``authors``).
-It never writes: the ``Dreamer`` does, in one transaction per memory.
+reports each rejection as the names of the failed checks, for the log. The
+floor quotes each sentence under its author and the day it was said: the
+person's under their name, a reply under the companion's, or under the
+assistant's it was imported from (``authors``), never reworded. It never
+writes: the ``Dreamer`` does, in one transaction per memory.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..authors import author_of, imported_author
+from ..authors import IMPORTED_FROM, author_of, imported_author
 from ..store import Exchange, Store
 from ..store.db import from_iso
 from ..store.recall_index import RecallIndex
@@ -28,7 +29,7 @@ from .grounding import Quote, Said, Source, Verdict
 from .profile import grounded_facts
 from .statements import floor_facts
 
-COMPANION = 0.5  # a reply (reduced to what it was about) weighs less than even a quote of the person (QUOTE_WEIGHT)
+COMPANION = 0.5  # a reply's sentences weigh less than the person's own: the floor is about the person
 NAME_SESSIONS, NAME_TURNS = 20, 3  # where a person's name is looked for before the profile has it
 ONE_PIECE = 3  # the extract of a roll-up over one piece: its three most central sentences
 KEEP = 0.5  # a summary keeps its supported sentences if at least half are; else the floor is written
@@ -51,7 +52,7 @@ def when(turns: Sequence[Exchange], session_name: str, zone: tzinfo = timezone.u
     if not turns:
         return session_name
     at = from_iso(turns[0].created_at).astimezone(zone)
-    return (f"{session_name} {at:%Y-%m-%d} {at.day} {at:%B %Y} {at:%B} {at.day}, {at.year} {at:%A} "
+    return (f"{session_name} {at:%Y-%m-%d} {grounding.day_of(at)} {at:%B} {at.day}, {at.year} {at:%A} "
             f"{at.hour % 12 or 12}:{at:%M} {at:%p} {at:%H:%M}")
 
 
@@ -79,14 +80,6 @@ class Ground:
         """Who wrote a reply: the assistant it was imported from, else the companion (``authors.author_of``:
         stored with the reply, so a reply the companion wrote in an imported conversation is the companion's)."""
         return author_of(turn, self.names.get("name", "the companion"))
-
-    def addressed(self, turns: Sequence[Exchange], i: int) -> str:
-        """Whom the person's turn ``turns[i]`` spoke to: the author of the reply that answered it, else of the
-        reply before it, else the companion."""
-        after = (t for t in turns[i + 1:] if t.role == "assistant")
-        before = (t for t in reversed(turns[:i]) if t.role == "assistant")
-        reply = next(after, None) or next(before, None)
-        return self.replier(reply) if reply is not None else self.names.get("name", "the companion")
 
     def person(self, turns: Sequence[Exchange]) -> str:
         """The person's name: configured or in the profile (``names``), else one they give in these turns or in
@@ -119,18 +112,22 @@ class Ground:
     def floor(self, quotes: Sequence[Quote], most: int = grounding.FLOOR_QUOTES) -> str:
         return grounding.extractive(quotes, self.embed, budget=self.budget, count=self.count, most=most)
 
-    def said(self, turns: Sequence[Exchange]) -> list[Said]:
-        """The turns as the floor reads them: the person's, edited to the third person under their name, and the
-        replies, reduced to what they were about under their author's (ChatGPT's for an imported conversation)."""
+    def said(self, turns: Sequence[Exchange], zone: tzinfo = timezone.utc) -> list[Said]:
+        """The turns as the floor reads them, each under its author and the day it was said (in ``zone``): the
+        person's under their name, a reply under its author's (ChatGPT's for one imported from there), weighing
+        less."""
         person = self.person(turns) if any(t.role == "user" and not grounding.split_speaker(t.content)[0]
                                            for t in turns) else "the user"
-        return [Said(person, t.content, 1.0, to=self.addressed(turns, i)) if t.role == "user" else
-                Said(self.replier(t), t.content, COMPANION, reply=True, to=person)
-                for i, t in enumerate(turns) if t.role in ("user", "assistant")]
+
+        def day(turn: Exchange) -> str:
+            return grounding.day_of(from_iso(turn.created_at).astimezone(zone))
+
+        return [Said(person, t.content, 1.0, day(t)) if t.role == "user" else
+                Said(self.replier(t), t.content, COMPANION, day(t)) for t in turns if t.role in ("user", "assistant")]
 
     def gist(self, draft: str | None, turns: Sequence[Exchange], session_name: str = "",
              zone: tzinfo = timezone.utc) -> Written:
-        """The model's gist if it passes every check, else the session's own most central sentences, edited.
+        """The model's gist if it passes every check, else the session's own most central sentences, quoted.
 
         The model is shown the session's name and date, so a gist may say them too. Over a conversation whose
         replies were imported, a draft naming the companion fails whole: the replies were never the companion's.
@@ -145,7 +142,7 @@ class Ground:
                                         not_speaking=[companion] if imported and companion else [])
             if verdict.ok:
                 return Written(kept, "abstractive", verdict)
-        return Written(self.floor(grounding.candidate_quotes(self.said(turns))), "extractive", verdict)
+        return Written(self.floor(grounding.candidate_quotes(self.said(turns, zone))), "extractive", verdict)
 
     def rollup(self, draft: Callable[[], str], pieces: Sequence[tuple[str, str]], facts: Sequence[str] = ()
                ) -> Written:
@@ -159,10 +156,12 @@ class Ground:
         return self.extract_of(pieces, verdict)
 
     def extract_of(self, pieces: Sequence[tuple[str, str]], verdict: Verdict | None = None) -> Written:
-        """The floor of a roll-up: the pieces' own sentences, edited. The extract of one piece keeps fewer of its
-        sentences (``ONE_PIECE``): a day of one conversation reads shorter than the conversation's gist, not the
-        same text again."""
-        quotes = [q for n, (text, _) in enumerate(pieces) for q in grounding.quotes_of(text, n)]
+        """The floor of a roll-up: the pieces' own sentences, their quotes quoted again as they were (the same
+        sentence, author and day), a reply's weighing less. The extract of one piece keeps fewer of its sentences
+        (``ONE_PIECE``): a day of one conversation reads shorter than the conversation's gist, not the same text
+        again."""
+        replies = {name: COMPANION for name in (self.names.get("name", "the companion"), *IMPORTED_FROM.values())}
+        quotes = [q for n, (text, _) in enumerate(pieces) for q in grounding.quotes_of(text, n, replies)]
         most = ONE_PIECE if len(pieces) == 1 else grounding.FLOOR_QUOTES
         return Written(self.floor(quotes, most), "extractive", verdict)
 

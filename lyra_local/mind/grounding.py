@@ -9,9 +9,11 @@ What fails is not written; the caller logs which check failed, never the text.
 
 ``extractive`` is the floor when a draft fails: the session's own sentences,
 the most central ones by the embedding model, without repeats, in their order,
-within the budget, edited into a summary's sentences where the edit is
-mechanical (``third_person``: "Maya is thinking of moving …", "ChatGPT
-listed: …"), else quoted once, each naming who said it. It is faithful by
+within the budget, each quoted verbatim under who said it and the day it was
+said (``Maya, 8 May 2023: “I'm thinking of moving to Leeds next April.”``):
+nothing is reworded, so nothing can be put in the wrong mouth, and a relative
+time ("next April") reads from the day it was said. A placeholder ("[an image
+was here; not imported]") is no sentence. The floor is faithful by
 construction and needs no generative model. This module must not write to the
 store: it only judges and selects.
 """
@@ -19,22 +21,20 @@ store: it only judges and selects.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from . import third_person
-
 SUPPORT = 0.5  # a sentence's best cosine with a source must reach this (scripts/eval_consolidation.py)
 CENTRAL_SHARE = 0.6  # the floor weighs centrality against closeness to what it already chose
 REPEAT = 0.9  # two sentences this similar say the same thing: the floor keeps one
 FLOOR_QUOTES = 5  # the floor's summary of a session or a period: its few most central sentences
-QUOTE_WEIGHT = 0.6  # a sentence no edit can turn to the third person is quoted, and chosen after the edited ones
-REPLY_WEIGHT = 0.8  # in a roll-up, what a reply was about counts for less than what the person said
-CITES = 0.5  # an edited extract's sentence is mostly (this share of its words) the words of the turn it edits
+ASKS = 0.6  # a question says less of the person than a statement: chosen after the statements as central
+CITES = 0.5  # an edited extract's sentence (the floor's before it quoted) is mostly the words of the turn it edits
 MIN_WORDS = 6  # shorter sentences ("Wow!", "Thanks, Mel!") say too little to keep in a gist
 SPEAKER = re.compile(r"^([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*)?):\s")
 ROLE_WORDS = ("user", "assistant", "system", "ai", "human", "bot")
@@ -226,75 +226,95 @@ def check(text: str, sources: Sequence[Source], embed: Embed, *, budget: int, co
     return Verdict((), counts), " ".join(kept)
 
 
+# -- the floor: the most central sentences, quoted verbatim under who said them and when -------------------------
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+DAY = r"\d{1,2} (?:" + "|".join(MONTHS) + r") \d{4}"
+# Bracketed text is a placeholder or a caption ("[an image was here; not imported]", "[shares a photo: …]"), a
+# markdown link's label ("[the guide](https://…)") or a citation ("[1]"): never a sentence of the person's.
+ASIDE = re.compile(r"\[[^\[\]\n]*\](?:\([^()\s]*\))?")
+MARKUP = re.compile(r"\*\*|__|`")  # bold and code marks: how a reply was shown, not what it said
+LIST_MARK = re.compile(r"^\s*(?:[-*•>#]+|\d{1,2}[.)])\s+")
+# One quote of the floor: "Maya, 8 May 2023: “…”". Whoever said it is a name, never a sentence's end ("… moved.
+# Maya"): a summary's own sentences may come before it. Also the floor's earlier forms, read back: "Maya said,
+# “…”" (before issue 37) and "In Maya's words: “…”" (issue 37).
+QUOTED = re.compile(rf"In (?P<their>[^“”\n]{{1,60}}?)['’]s words: “(?P<theirs>[^”]*)”"
+                    rf"|(?P<said>[A-Z][\w'’.-]*(?: [A-Za-z][\w'’.-]*)?) said, “(?P<saying>[^”]*)”"
+                    rf"|(?<!\S)(?P<who>(?:(?![.!?]\s)[^\s,:“”])(?:(?![.!?]\s)[^,:“”\n]){{0,59}}?)"
+                    rf"(?:, (?P<when>{DAY}))?: “(?P<sentence>[^”]*)”")
+
+
+def day_of(moment: date) -> str:
+    """The day a thing was said, as a quote writes it: "8 May 2023" (day month year, whatever the locale)."""
+    return f"{moment.day} {MONTHS[moment.month - 1]} {moment.year}"
+
+
 @dataclass(frozen=True)
 class Quote:
-    """One sentence kept by the floor: who said it, where (for order), the sentence as said (what its place in
-    the session is measured by), and how the summary writes it (an edit of it; ``None``: the sentence itself)."""
+    """One sentence the floor may keep: who said it and on which day, where (for order), the sentence as said, and
+    how much it weighs. A sentence said in a turn is ``quoted``: written verbatim in quotation marks under its
+    author and day. One that is not (a model's summary, an extract written before the floor quoted) is written as
+    it is."""
 
     who: str | None
     order: tuple[int, int]
     sentence: str
-    weight: float = 1.0  # the companion's own words count for less than the person's
-    text: str | None = None
+    weight: float = 1.0  # a reply's words count for less than the person's
+    when: str | None = None
+    quoted: bool = True
 
     def render(self) -> str:
-        return self.text if self.text is not None else self.sentence
-
-    @property
-    def quoting(self) -> bool:
-        """Whether it is written as a quote (the floor keeps one at most: two in a row are a transcript again)."""
-        return "“" in self.render()
+        if not self.quoted:
+            return self.sentence
+        who = self.who[:1].upper() + self.who[1:] if self.who else None  # "The user, …": each quote opens
+        by = ", ".join(part for part in (who, self.when) if part)
+        return f"{by}: “{self.sentence}”" if by else f"“{self.sentence}”"
 
 
 @dataclass(frozen=True)
 class Said:
-    """A turn for the floor: who said it, its text, how much it weighs, whether it is a reply (reduced to what it
-    was about) rather than a person's (edited to the third person), and whom it was said to."""
+    """A turn for the floor: who said it (the person, the companion, or the assistant it was imported from), its
+    text, how much its sentences weigh, and the day it was said (``day_of``)."""
 
     who: str | None
     text: str
     weight: float = 1.0
-    reply: bool = False
-    to: str | None = None
+    when: str | None = None
 
 
-def _edit(who: str | None, sentence: str, to: str | None, weight: float, context: str | None = None
-          ) -> tuple[str | None, float]:
-    """A person's sentence as the summary writes it, and its weight: a quote of it weighs less than an edit.
-    ``context`` (the conversation's text) tells a name from a common word where the edit lowercases one."""
-    if not who:
-        return None, weight
-    text = third_person.edited(sentence, who, to, context)
-    if text:
-        return text, weight
-    asks = 0.5 if "?" in sentence else 1.0  # of the sentences that can only be quoted, a statement says more
-    return third_person.in_their_words(sentence, who), weight * QUOTE_WEIGHT * asks
+def _plain(line: str) -> str:
+    """A line as its sentences are quoted: without list marks, bold or code marks, and with straight double quotes
+    (a curly one would end the quote around it)."""
+    return MARKUP.sub("", LIST_MARK.sub("", line)).replace("“", "\"").replace("”", "\"")
+
+
+def said_sentences(text: str) -> list[str]:
+    """The sentences a turn may give a quote: its lines' sentences, a placeholder in brackets taken out (it
+    divides the text around it: no sentence is joined across it, so each is a run of the turn's own words)."""
+    return [s for line in text.splitlines() for part in ASIDE.split(_plain(line))
+            for s in sentences(part.strip().lstrip(",;:").strip())]
 
 
 def candidate_quotes(turns: Sequence[Said], min_words: int = MIN_WORDS) -> list[Quote]:
-    """What each turn may give a summary: a person's sentences long enough to say something, edited to the third
-    person (or quoted once where no edit is mechanical), and a reply reduced to what it was about. A ``Name:``
-    prefix names the speaker (and makes it a person's turn, weight 1).
+    """What each turn may give a summary: its sentences long enough to say something, verbatim, under who said
+    them and when. A ``Name:`` prefix names the speaker (weight 1: both sides of an imported talk between two
+    people are people) where every turn has one, as a transcript imported from elsewhere does: in a conversation
+    of one's own, "Update: I got the job" was said by the person, not by "Update".
 
     When no sentence is that long (a session of short lines), every sentence is a candidate, weighed by its
     length: "I moved to Lisbon" says more than "ok".
     """
+    transcript = bool(turns) and all(split_speaker(turn.text)[0] for turn in turns)
     out = []
-    context = "\n".join(turn.text for turn in turns)
     for t, turn in enumerate(turns):
-        named, body = split_speaker(turn.text)
-        if turn.reply and not named and turn.who:
-            about = third_person.reply_about(body, turn.who, turn.to or "", sentences(body), context=context)
-            if about and len(words(body)) >= min_words:
-                out.append(Quote(turn.who, (t, 0), about, turn.weight, about))
-            continue
-        for s, sentence in enumerate(sentences(body)):
+        named, body = split_speaker(turn.text) if transcript else (None, turn.text)
+        for s, sentence in enumerate(said_sentences(body)):
             n = len(words(sentence))
-            if n >= min_words:
-                plain = sentence.replace("“", "\"").replace("”", "\"")
-                text, weight = _edit(named or turn.who, plain, None if named else turn.to,
-                                     1.0 if named else turn.weight, context)
-                out.append(Quote(named or turn.who, (t, s), plain, weight * min(1.0, n / MIN_WORDS), text))
+            if n >= min_words and not sentence.endswith(":"):  # "Here are a few things to check:" says nothing
+                weight = (1.0 if named else turn.weight) * min(1.0, n / MIN_WORDS)
+                asks = ASKS if sentence.rstrip().endswith("?") else 1.0
+                out.append(Quote(named or turn.who, (t, s), sentence, weight * asks, turn.when))
     return out if out or min_words <= 1 else candidate_quotes(turns, 1)
 
 
@@ -305,6 +325,8 @@ def extractive(quotes: Sequence[Quote], embed: Embed, *, budget: int, count: Cou
     Chosen one at a time by maximal marginal relevance: how central a quote is
     (cosine with the whole session's centroid) less how close it is to one
     already chosen, so the gist covers several threads, not one said many ways.
+    A quote is whole or left out: one too long for what is left of the budget
+    is skipped, never cut.
     """
     if not quotes:
         return ""
@@ -322,34 +344,60 @@ def extractive(quotes: Sequence[Quote], embed: Embed, *, budget: int, count: Cou
         gains = CENTRAL_SHARE * centrality[open_] - (1 - CENTRAL_SHARE) * closest[open_]
         best = open_[int(np.argmax(gains))]
         open_.remove(best)
-        if closest[best] >= REPEAT or used + costs[best] > budget or \
-                (quotes[best].quoting and any(quotes[c].quoting for c in chosen)):
-            continue  # a repeat, too long for what is left (a shorter one may still fit), or a second quote
+        if closest[best] >= REPEAT or used + costs[best] > budget:
+            continue  # a repeat, or too long for what is left (a shorter one may still fit)
         chosen.append(best)
         used += costs[best]
         closest = np.maximum(closest, vectors @ vectors[best])
     return " ".join(quotes[i].render() for i in sorted(chosen, key=lambda i: quotes[i].order))
 
 
+def quotes_of(text: str, order: int, weights: Mapping[str, float] | None = None) -> list[Quote]:
+    """A summary read back, to build an extract of summaries on it: each quote as it was written (who, day and
+    sentence, so a roll-up quotes it again unchanged), and any other sentence as a sentence. ``weights``: how
+    much a quote of someone's counts (a reply's less than the person's), 1 if not given.
+
+    The floor's earlier forms are read too: a quote "Maya said, “…”" or "In Maya's words: “…”" is Maya's (its day
+    was not written), and a sentence it edited to the third person ("Maya is thinking of …") is a sentence."""
+    out: list[Quote] = []
+
+    def plain(part: str) -> None:
+        out.extend(Quote(None, (order, len(out)), s, quoted=False) for s in sentences(part))
+
+    at = 0
+    for m in QUOTED.finditer(text):
+        plain(text[at:m.start()])
+        at = m.end()
+        who = m.group("their") or m.group("said") or m.group("who")
+        when = m.group("when")
+        if when is None and re.fullmatch(DAY, who):  # a quote of no one's, on a day
+            who, when = None, who
+        sentence = m.group("theirs") if m.group("their") else m.group("saying") if m.group("said") else \
+            m.group("sentence")
+        out.append(Quote(who, (order, len(out)), sentence.strip(), (weights or {}).get(who or "", 1.0), when))
+    plain(text[at:])
+    return out
+
+
 def cited(text: str, turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The turns (rows with a ``content``) a memory is an extract of, if it is one; else all of them.
 
-    An extract written as quotes (``Maya said, “…”``, as the floor wrote before
-    its edits) cites the turns holding a quote. An edited extract cites, for
-    each of its sentences, the turn sharing most of its words in runs of two or
-    more ("Maya is thinking of moving to Leeds" is most of "I'm thinking of
-    moving to Leeds"); a text with a sentence that is not mostly one turn's
-    words (a model's summary) is no extract, and all the turns are its sources.
+    An extract of quotes (the floor's ``Maya, 8 May 2023: “…”``, or an
+    earlier form) cites the turns that say a quoted sentence. An edited
+    extract (the floor's before it quoted) cites, for each of its sentences,
+    the turn sharing most of its words in runs of two or more ("Maya is
+    thinking of moving to Leeds" is most of "I'm thinking of moving to
+    Leeds"); a text with a sentence that is not mostly one turn's words (a
+    model's summary) is no extract, and all the turns are its sources.
     """
-    plain = [str(t["content"]).replace("“", "\"").replace("”", "\"") for t in turns]
-    quoted = [m.group(2).strip() for m in QUOTED.finditer(text)]
+    quoted = [" ".join(q.sentence.split()) for q in quotes_of(text, 0) if q.quoted and q.sentence]
     if quoted:
-        return [t for t, said in zip(turns, plain, strict=True) if any(q in said for q in quoted)] or list(turns)
-    pairs = [_pairs(words(said)) for said in plain]
+        said = [" ".join(" ".join(_plain(line) for line in str(t["content"]).splitlines()).split()) for t in turns]
+        return [t for t, line in zip(turns, said, strict=True) if any(q in line for q in quoted)] or list(turns)
+    pairs = [_pairs(words(str(t["content"]))) for t in turns]
     found: set[int] = set()
     for sentence in sentences(text):
-        said = words(sentence)
-        shares = [_covered(said, p) for p in pairs]
+        shares = [_covered(words(sentence), p) for p in pairs]
         best = max(shares, default=0.0)
         if best < CITES:
             return list(turns)
@@ -368,17 +416,3 @@ def _covered(said: list[str], pairs: set[tuple[str, str]]) -> float:
         if pair in pairs:
             hit[i] = hit[i + 1] = True
     return sum(hit) / len(said) if said else 0.0
-
-
-# "Caroline said", "Lyra said", and also "The user said" (a person without a configured name): the floor's form
-# before its edits, still read in what it wrote then
-QUOTED = re.compile(r"([A-Z][\w'’.-]*(?: [A-Za-z][\w'’.-]*)?) said, “([^”]+)”")
-
-
-def quotes_of(text: str, order: int) -> list[Quote]:
-    """The sentences of a summary, to build an extract of summaries on it (a quote counts for less than an edit);
-    a text in the floor's former quote form gives its quotes, edited as the floor edits them now."""
-    found = [Quote(m.group(1), (order, n), m.group(2), *_edit(m.group(1), m.group(2), None, 1.0)[::-1])
-             for n, m in enumerate(QUOTED.finditer(text))]
-    return found or [Quote(None, (order, n), s, QUOTE_WEIGHT if "“" in s else REPLY_WEIGHT
-                           if third_person.REPLY.match(s) else 1.0) for n, s in enumerate(sentences(text))]
