@@ -1,18 +1,23 @@
 """Issue 43, part 3: the floor quotes. A summary written without a model's draft is the conversation's most central
 sentences, verbatim, each under who said it and the day it was said; roll-ups of such extracts quote the same
-sentences again, as they were.
+sentences again, as they were; what the model reads for a roll-up is dated, so "next April" can be read from when it
+was said.
 
 Pure functions with the scripted fake embedder, then the dream over the real store with a scripted model (whose
 drafts fail the checks, so the floor writes)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 
 from lyra_local.config import Settings
+from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.mind import Dreamer
 from lyra_local.mind import grounding as g
 from lyra_local.mind.ground import Ground
+from lyra_local.mind.narrative import narrative_material
+from lyra_local.mind.scribe import Scribe
 from lyra_local.store import Store
 
 from .fakes import FakeChatModel, FakeEmbedder
@@ -107,3 +112,33 @@ def test_a_roll_up_over_extracts_quotes_them_again_and_a_reply_weighs_less(store
     same = "we went to the river on a long walk together today"
     one = ground.extract_of([(f"Lyra, 9 May 2023: “{same}” Maya, 9 May 2023: “{same}”", "extractive")])
     assert one.text == f"Maya, 9 May 2023: “{same}”"  # of two alike, the person's words, not the companion's
+
+
+def test_what_the_model_reads_for_a_roll_up_is_dated(store: Store, make_settings: Callable[..., Settings]) -> None:
+    add_conversation(store, "Moving", "2024-03-11", ["I'm thinking of moving to Leeds next April with Jess.",
+                                                     "That sounds exciting."], source="lyra")
+    add_conversation(store, "Flats", "2024-03-12", ["The flats near the park in Leeds are cheaper.",
+                                                    "Good to know."], source="lyra")
+
+    def summarizing(messages: Sequence[Message], options: GenerationOptions | None) -> str:
+        asked = messages[-1]["content"]
+        if "Write a digest" in asked or "current arc" in asked:
+            return "Maya: hi."  # fails: the floor writes the roll-up
+        if "Leeds next April" in asked:
+            return "Maya is thinking of moving to Leeds next April with Jess."
+        if "flats near the park" in asked:
+            return "The flats near the park in Leeds are cheaper."
+        return drafting("")(messages, options)
+
+    model = FakeChatModel(respond=summarizing)
+    Dreamer(store, model, FakeEmbedder(), maya(make_settings)).run_pass(force=True)
+    asked = [m[-1]["content"] for m, options in model.history if options is None or options.json_schema is None]
+    week = next(a for a in asked if "Write a digest of that week" in a)
+    assert "11 March 2024: Maya is thinking of moving to Leeds next April with Jess." in week
+    assert "12 March 2024: The flats near the park in Leeds are cheaper." in week
+    scribe = Scribe(model, reply_tokens=96, names={"user": "Maya", "name": "Lyra"})
+    material, pieces, _, _, _ = narrative_material(scribe, store, 30, now=datetime(2025, 2, 1, tzinfo=timezone.utc))
+    assert material.startswith("Today is 1 February 2025.")  # "next April" of March 2024 is past
+    assert "- March 2024: " in material and "- the week of 11 March 2024: " in material
+    assert all(text.startswith(("March 2024: ", "the week of 11 March 2024: ")) or method == "extractive"
+               for text, method in pieces)  # the checks read the dates the model read: a draft may write them

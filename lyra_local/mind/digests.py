@@ -19,6 +19,7 @@ from ..store.db import local_day
 from ..store.periods import GRANULARITIES, period_keys
 from ..store.provenance import Ref
 from . import prompts
+from .grounding import day_of
 from .scribe import Scribe
 
 
@@ -98,20 +99,38 @@ def plan(store: Store, zone: tzinfo = timezone.utc) -> DigestPlan:
     return DigestPlan(jobs, [key for key in planned.obsolete if key not in theirs])
 
 
+def period_words(granularity: str, period: str) -> str:
+    """A period as a summary writes it: "5 March 2024", "the week of 4 March 2024", "March 2024"."""
+    if granularity == "day":
+        return day_of(date.fromisoformat(period))
+    if granularity == "week":
+        year, week = period.split("-W")
+        return f"the week of {day_of(date.fromisocalendar(int(year), int(week), 1))}"
+    month = date.fromisoformat(f"{period}-01")
+    return day_of(month).split(" ", 1)[1]
+
+
 def digest_material(store: Store, job: DigestJob) -> tuple[list[tuple[str, str]], list[Ref]]:
     """The digest's pieces as (text, how each was written) — a day's gists, or a week's or month's days —
-    and the refs they are."""
+    and the refs they are.
+
+    Each piece the model reads carries its day ("Moving plans, 10 March 2024: …", "11 March 2024: …"), so a
+    relative time in it ("next April") can be read from when it was said; the checks read the day too, so a
+    draft may write it. An extract's quotes carry their own days and are rolled up as written."""
     if job.granularity == "day":
         rows = dreamwork.gists_of_day(store, [int(i) for i in job.sources])
         kind = "gist"
+        day = period_words("day", job.period)
+        labels = [f"{label}, {day}" for label, _, _, _ in rows]
     else:
         rows = dreamwork.day_digests(store, job.sources)
         kind = "digest"
+        labels = [period_words("day", label) for label, _, _, _ in rows]
     if not rows:
         raise LookupError(f"the sources of the {job.granularity} digest {job.period} are gone")
-    pieces = [(content if len(rows) == 1 else f"{label}: {content}", method) for label, content, _, method in rows]
-    if any(method == "extractive" for _, method in pieces):  # an extract's sentences are rolled up as written
-        pieces = [(content, method) for _, content, _, method in rows]
+    # One piece is the digest as it is (``write_digest``): no label is written into it.
+    pieces = [(content if method == "extractive" or len(rows) == 1 else f"{label}: {content}", method)
+              for label, (_, content, _, method) in zip(labels, rows, strict=True)]
     return pieces, [(kind, int(r.id)) for r in rows]
 
 

@@ -8,15 +8,25 @@ carry on and callbacks survive.
 from __future__ import annotations
 
 import hashlib
-from datetime import timezone, tzinfo
+from datetime import datetime, timezone, tzinfo
 
 from ..memory.gather import timeline_entries
-from ..memory.timeline import render_timeline
+from ..memory.timeline import Entry, render_timeline
 from ..store import Store, dreamwork
 from ..store.provenance import Ref
 from . import prompts
 from .chunks import split_to
+from .digests import period_words
+from .grounding import day_of
 from .scribe import Scribe
+
+
+class Dated(Entry):
+    """A timeline entry as the arc's model reads it: dated in words ("5 March 2024", "the week of 4 March 2024"),
+    so a relative time in it ("next April") can be read from when it was said."""
+
+    def line(self) -> str:
+        return f"- {period_words(self.granularity, self.period)}: {self.text}"
 
 
 def narrative_basis(store: Store) -> str:
@@ -38,10 +48,11 @@ def narrative_due(store: Store) -> bool:
     return store.derived.narrative_basis() != basis
 
 
-def narrative_material(scribe: Scribe, store: Store, timeline_days: int, zone: tzinfo = timezone.utc
-                       ) -> tuple[str, list[tuple[str, str]], list[str], str, list[Ref]]:
-    """What the arc is written from: the prompt's material, the timeline's digests as (text, how each was
-    written), the standing facts, its basis, and the refs it read (facts, digests, the previous arc)."""
+def narrative_material(scribe: Scribe, store: Store, timeline_days: int, zone: tzinfo = timezone.utc,
+                       now: datetime | None = None) -> tuple[str, list[tuple[str, str]], list[str], str, list[Ref]]:
+    """What the arc is written from: the prompt's material (today's date, the profile, the dated timeline, the
+    previous arc), the timeline's digests as (text, how each was written, each dated), the standing facts, its
+    basis, and the refs it read (facts, digests, the previous arc)."""
     basis = narrative_basis(store)
     budget = scribe.budget(prompts.NARRATIVE)
     facts = store.derived.profile()
@@ -51,11 +62,18 @@ def narrative_material(scribe: Scribe, store: Store, timeline_days: int, zone: t
     previous = version[1] if version else None
     sources: list[Ref] = [("fact", f.id) for f in facts] + ([("narrative", version[0])] if version else [])
     before = f"\n\nThe arc as you last saw it:\n{split_to(previous, budget // 6, scribe.count)[0]}" if previous else ""
-    room = budget - scribe.count(profile) - scribe.count(before) - 16
-    entries = render_timeline(timeline_entries(store, timeline_days, zone=zone), max(room, 0), scribe.count)
+    moment = now or datetime.now(zone)
+    today = f"Today is {day_of(moment)}.\n\n"  # what "next April" is now
+    room = budget - scribe.count(today) - scribe.count(profile) - scribe.count(before) - 16
+    found = timeline_entries(store, timeline_days, today=moment.date(), zone=zone)
+    entries = render_timeline([Dated(e.granularity, e.period, e.text, e.id) for e in found], max(room, 0),
+                              scribe.count)
     timeline = "\n".join(e.line() for e in entries) or "(nothing yet)"
     sources += [("digest", e.id) for e in entries if e.id]
     methods = {d.id: d.method for d in store.derived.digests()}
-    pieces = [(e.text, methods.get(e.id, "abstractive")) for e in entries]
-    material = f"What you know about {scribe.names['user']}:\n{profile}\n\nTimeline:\n{timeline}{before}"
+    # The checks read each piece with its date as the model does, so a draft may date what it says; an extract's
+    # quotes carry their own days.
+    pieces = [(e.text if methods.get(e.id) == "extractive" else e.line()[2:], methods.get(e.id, "abstractive"))
+              for e in entries]
+    material = f"{today}What you know about {scribe.names['user']}:\n{profile}\n\nTimeline:\n{timeline}{before}"
     return material, pieces, [f"{f.key} {f.value}" for f in facts], basis, sources
