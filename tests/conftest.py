@@ -6,7 +6,8 @@ A missing model file or dependency fails the test with what to run; it never
 skips, so a green run always means the real components were exercised.
 
 Marks say what a test needs (tests/test_markers.py holds every test to them):
-``models`` loads the real tiny GGUF models from models/, ``slow`` starts a
+``models`` loads the real tiny models from models/ (the GGUF files, or the
+English parsing pipeline), ``slow`` starts a
 process or a browser, or is long. A test using one of the model fixtures below
 is marked for it here; a test that loads the models another way (``serve_lyra``,
 a ``lyra`` process, ``CHAT_GGUF``) is marked in its own file.
@@ -39,6 +40,8 @@ from hypothesis import settings as hypothesis_settings
 from lyra_local.config import DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE, LocalModel, Settings, load_settings
 from lyra_local.llm.local import LocalChatModel, LocalEmbedder
 from lyra_local.memory import Memory
+from lyra_local.modelfiles.fetch import PARSER
+from lyra_local.parser import Parser, load_parser
 from lyra_local.store import Store
 
 from .fakes import FakeEmbedder
@@ -48,6 +51,7 @@ MODELS_DIR = REPO / "models"
 CHAT_GGUF = MODELS_DIR / DEFAULT_CHAT_FILE
 EMBED_GGUF = MODELS_DIR / DEFAULT_EMBED_FILE
 EMBED_SOURCE = MODELS_DIR / "sources" / "all-MiniLM-L6-v2"
+PARSER_DIR = MODELS_DIR / PARSER.filename
 
 # Conversations written outside this project (tests/real_data/) are not the repository's to hold: collected only
 # when their folder is given (`make test-real-data`), so a bare clone passes `make test`.
@@ -66,7 +70,7 @@ hypothesis_settings.load_profile("lyra")
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The session fixtures that load the real models, and those of them that are a server process.
-MODEL_FIXTURES = frozenset({"chat_model", "embedder", "chat_server", "embed_server"})
+MODEL_FIXTURES = frozenset({"chat_model", "embedder", "parser", "chat_server", "embed_server"})
 PROCESS_FIXTURES = frozenset({"chat_server", "embed_server"})
 
 
@@ -216,6 +220,13 @@ def embedder() -> Iterator[LocalEmbedder]:
     model = LocalEmbedder(require_file(EMBED_GGUF), spec)
     yield model
     model.close()
+
+
+@pytest.fixture(scope="session")
+def parser() -> Parser:
+    """spaCy's English pipeline from models/ (fetched and verified like the GGUF models), loaded once."""
+    require_file(PARSER_DIR / "config.cfg")
+    return load_parser(MODELS_DIR)
 
 
 def wait_until_up(proc: subprocess.Popen[bytes], url: str, log_path: Path, timeout: float = 60.0) -> None:

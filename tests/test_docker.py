@@ -23,6 +23,7 @@ import yaml
 
 from lyra_local.cli import build_parser
 from lyra_local.config import DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE, ServerModel, load_settings
+from lyra_local.modelfiles.fetch import PARSER, tree_sha256
 from lyra_local.web.people import OPEN as OPEN_PATHS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -205,6 +206,7 @@ def test_the_docker_install_step_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert (models / DEFAULT_CHAT_FILE).stat().st_size > 50_000_000
     assert (models / DEFAULT_EMBED_FILE).stat().st_size > 20_000_000
+    assert tree_sha256(models / PARSER.filename) == PARSER.member_sha256  # the parsing pipeline, unpacked and verified
     listed = subprocess.run([str(venv / "bin" / "lyra"), "models", "list"], capture_output=True, text=True,
                             env={**os.environ, "LYRA_MODELS_DIR": str(models), "LYRA_DATA_DIR": str(tmp_path)})
     assert listed.returncode == 0 and DEFAULT_CHAT_FILE in listed.stdout, listed.stderr

@@ -81,7 +81,8 @@ def test_models_list_and_doctor_name_the_odd_file_without_a_traceback(
     assert "embed    local" in out and "bert" in out and f"models.chat: {folder / name}: its metadata" in err
     assert main(["--config", str(config), "doctor", "--no-load"]) == 1
     out, _ = capsys.readouterr()
-    assert f"[FAIL] models.chat: {folder / name}: its metadata" in out and "1 problem(s) found" in out
+    assert f"[FAIL] models.chat: {folder / name}: its metadata" in out
+    assert "[FAIL] parser: " in out and "2 problem(s) found" in out  # the folder holds no parsing pipeline either
 
 
 @pytest.mark.slow  # runs the `lyra` command as a person does

@@ -23,9 +23,9 @@ import pytest
 
 from .conftest import MODEL_FIXTURES, PROCESS_FIXTURES, REPO
 
-# Names whose use means a test needs the real models (all three load or read models/*.gguf),
-# or starts a process or a browser.
-LOADS_MODELS = frozenset({"serve_lyra", "CHAT_GGUF", "EMBED_GGUF"})
+# Names whose use means a test needs the real models (they load or read models/*.gguf, or the parsing pipeline
+# in models/), or starts a process or a browser.
+LOADS_MODELS = frozenset({"serve_lyra", "CHAT_GGUF", "EMBED_GGUF", "PARSER_DIR"})
 STARTS_PROCESS = frozenset({"serve_lyra", "sync_playwright"})
 
 # Tests that load the models through `serve_lyra` or `CHAT_GGUF` but are not marked yet: none. Add one here only

