@@ -25,9 +25,10 @@ from ..store import Exchange, Store
 from ..store.db import from_iso
 from ..store.recall_index import RecallIndex
 from . import grounding
+from .facts import KeyFit, Proposal, Turn, gate
+from .floor import proposals as floor_proposals
 from .grounding import Quote, Said, Source, Verdict
-from .profile import grounded_facts
-from .statements import floor_facts
+from .statement import Parse
 
 COMPANION = 0.5  # a reply's sentences weigh less than the person's own: the floor is about the person
 NAME_SESSIONS, NAME_TURNS = 20, 3  # where a person's name is looked for before the profile has it
@@ -58,8 +59,11 @@ def when(turns: Sequence[Exchange], session_name: str, zone: tzinfo = timezone.u
 
 class Ground:
     def __init__(self, store: Store, embed: Callable[[list[str]], npt.NDArray[np.float32]], model: str,
-                 count: Callable[[str], int], names: dict[str, str], budget: int) -> None:
+                 count: Callable[[str], int], names: dict[str, str], budget: int, *, parse: Parse | None = None,
+                 fit: KeyFit | None = None) -> None:
         self.store = store
+        self.parse = parse  # the English parse the profile's gate and floor read (``lyra_local/parser.py``)
+        self.fit = fit or KeyFit(embed)
         self.embed = embed
         self.model = model
         self.count = count
@@ -91,8 +95,12 @@ class Ground:
         speakers = {self.names.get("name", "").casefold()}
 
         def given(said: Sequence[Exchange]) -> str | None:
-            return next((value for t in said if t.role == "user" for key, value in floor_facts(t.content, speakers)
-                         if key == "name"), None)
+            if self.parse is None:
+                return None
+            own = [Turn(t.content, True) for t in said if t.role == "user"]
+            named = [p for p in floor_proposals(own, self.parse) if p.key == "name"]
+            kept = gate(named, own, parse=self.parse, fit=self.fit, names=speakers)
+            return next((j.proposal.value for j in kept if j.kept), None)
 
         found = given(turns)
         for session in self.store.sessions.list(limit=NAME_SESSIONS) if found is None else ():
@@ -165,19 +173,28 @@ class Ground:
         most = ONE_PIECE if len(pieces) == 1 else grounding.FLOOR_QUOTES
         return Written(self.floor(quotes, most), "extractive", verdict)
 
-    def facts(self, facts: list[tuple[str, str]], session_id: int, rejected: Mapping[str, int] | None = None
+    def facts(self, proposed: Sequence[Proposal], session_id: int, rejected: Mapping[str, int] | None = None
               ) -> tuple[list[tuple[str, str, int]], list[str]]:
-        """The facts said in the person's own turns of that session, each with the turn that says it (its
-        source); and the failed check of each one dropped. A key in ``rejected`` (key -> the session's last
-        turn id when the person said its fact was wrong) is learnt only from a later turn."""
-        turns = self.store.exchanges.history(session_id)
-        own = [t for t in turns if t.role == "user"]
-        speakers = {grounding.split_speaker(t.content)[0] or "" for t in turns}
+        """The facts the person's own turns of that session say, each with the turn that says it (its source),
+        and the failed check of each of the model's proposals dropped. The model's proposals come first; the
+        parse floor's fill the keys they left empty. A key in ``rejected`` (key -> the session's last turn id when
+        the person said its fact was wrong) is learnt only from a later turn."""
+        if self.parse is None:
+            raise ValueError("the profile's gate needs the English parse")
+        history = self.store.exchanges.history(session_id)
+        turns = [Turn(t.content, t.role == "user") for t in history]
+        speakers = {grounding.split_speaker(t.content)[0] or "" for t in history}
         names = {n.casefold() for n in (*speakers, self.names.get("user", ""), self.names.get("name", "")) if n}
-        since = {key: next((n for n, t in enumerate(own) if t.id > basis), len(own))
+        since = {key: next((n for n, t in enumerate(history) if t.id > basis), len(history))
                  for key, basis in (rejected or {}).items()}
-        kept, failed = grounded_facts(facts, [t.content for t in own], names, since)
-        return [(key, value, own[n].id) for key, value, n in kept], failed
+        floor = floor_proposals(turns, self.parse)
+        judged = gate([*proposed, *floor], turns, parse=self.parse, fit=self.fit, names=names, since=since)
+        kept: dict[str, tuple[str, int]] = {}
+        for verdict in judged:
+            if verdict.key and verdict.turn is not None and not verdict.failed:
+                kept.setdefault(verdict.key, (verdict.proposal.value, history[verdict.turn].id))
+        failed = [j.failed for j in judged[:len(proposed)] if j.failed]
+        return [(key, value, turn) for key, (value, turn) in kept.items()], failed
 
     def reflection(self, state: dict[str, Any], previous: dict[str, Any], sources: Sequence[str]) -> list[str]:
         """Keep only the grounded parts of a new self-state (in place); returns the failed checks."""
