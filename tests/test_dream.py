@@ -23,7 +23,7 @@ from lyra_local.store.exchanges import NewExchange
 
 from .fakes import FakeChatModel, FakeEmbedder
 
-FACTS = {"berlin": ("home city", "Berlin"), "lisbon": ("home city", "Lisbon"), "miso": ("pet", "a cat named Miso")}
+FACTS = {"berlin": ("home city", "Berlin"), "lisbon": ("home city", "Lisbon"), "miso": ("pet", "cat Miso")}
 
 
 def respond(messages: Sequence[Message], options: GenerationOptions | None) -> str:
@@ -31,8 +31,9 @@ def respond(messages: Sequence[Message], options: GenerationOptions | None) -> s
     material, _, system = messages[-1]["content"].rpartition("\n\n")
     if options is not None and options.json_schema is not None:
         if "standing facts" in system:
-            summary = material.split("Summary:", 1)[1].lower()
-            facts = [{"key": k, "value": v} for word, (k, v) in FACTS.items() if word in summary]
+            said = material.split(" wrote:\n", 1)[1].splitlines()  # the person's own turns, one a line
+            facts = [{"key": k, "value": v, "quote": line.removeprefix("- ")}
+                     for line in said for word, (k, v) in FACTS.items() if word in line.lower()]
             return json.dumps({"facts": facts})
         return json.dumps({"mood": "content", "energy": 0.8, "self_narrative": "I listened a lot today.",
                            "reflections": ["Sam is settling in."]})
@@ -74,7 +75,7 @@ def test_a_forced_pass_clears_the_backlog_and_a_second_does_nothing(store: Store
     assert report.drives_after["curiosity"] == 0 and report.drives_after["stability"] == 1
     gist = store.derived.gist(a)
     assert gist is not None and "Berlin" in gist.content
-    assert {(f.key, f.value) for f in store.derived.profile()} == {("home city", "Berlin"), ("pet", "a cat named Miso")}
+    assert {(f.key, f.value) for f in store.derived.profile()} == {("home city", "Berlin"), ("pet", "cat Miso")}
     periods = {(d.granularity, d.period) for d in store.derived.digests()}
     assert periods == {("day", "2024-03-04"), ("day", "2024-04-20"), ("week", "2024-W10"), ("week", "2024-W16"),
                        ("month", "2024-03"), ("month", "2024-04")}
@@ -101,7 +102,7 @@ def test_the_dream_never_reads_an_off_the_record_conversation(store: Store, sett
     model = FakeChatModel(respond=respond)
     assert dreamer(store, settings, model).run_pass(force=True).status == "done"
     assert store.derived.gist(kept) is not None and store.derived.gist(off.id) is None
-    assert {(f.key, f.value) for f in store.derived.profile()} == {("home city", "Berlin"), ("pet", "a cat named Miso")}
+    assert {(f.key, f.value) for f in store.derived.profile()} == {("home city", "Berlin"), ("pet", "cat Miso")}
     shown = " ".join(m["content"] for call in model.history for m in call[0])
     assert "Lisbon" not in shown  # not in any prompt of the pass: gists, digests, narrative, reflection
 
