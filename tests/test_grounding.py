@@ -12,7 +12,6 @@ from lyra_local.config import Settings
 from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.mind import Dreamer
 from lyra_local.mind import grounding as g
-from lyra_local.mind.profile import grounded_facts
 from lyra_local.store import Store
 
 from .fakes import FakeChatModel, FakeEmbedder
@@ -138,63 +137,7 @@ def test_a_roll_up_reads_quotes_back_unchanged_and_the_former_forms_as_they_were
         ("The user", "The user: “I adopted a puppy.”"), ("Lyra", "Lyra: “What is its name?”")]
 
 
-@pytest.mark.parametrize(("fact", "reason"), [
-    (("home city", "1"), "value_says_nothing"), (("job", "2"), "value_says_nothing"),
-    (("partner", "cat"), "value_not_said_as_that_fact"), (("job", "work"), "value_says_nothing"),
-    (("pet", "Oliver"), "value_not_in_their_words"), (("favourite colour of socks", "blue"), "key_outside_vocabulary"),
-])
-def test_a_fact_not_said_by_the_person_is_not_kept(fact: tuple[str, str], reason: str) -> None:
-    own = ["I want to work as a counselor.", "My cat sleeps all day.", "I moved to Boston last year."]
-    kept, failed = grounded_facts([fact], own)
-    assert kept == [("home city", "Boston", 2)] and failed == [reason]  # the floor's fact, and no other
-
-
-@pytest.mark.parametrize(("fact", "reason"), [
-    (("home city", "Caroline"), "value_is_a_speakers_name"), (("job", "Caroline"), "value_is_a_speakers_name"),
-    (("job", "Mel"), "value_is_a_speakers_name"),
-    (("books", "Becoming Nicole"), "value_not_in_their_words"),  # only in a quote of someone else
-    (("pet", "Bailey"), "value_not_said_as_that_fact"),  # "dog" is said, three sentences away
-    (("job", "bakery"), "value_not_said_as_that_fact"),  # "work" is said, in another sentence
-])
-def test_a_value_must_be_said_by_the_person_next_to_its_kind(fact: tuple[str, str], reason: str) -> None:
-    own = ["Caroline: Y'all work on it together, Mel? I love it.",
-           'Caroline: Mel said “you must read Becoming Nicole” and I agree.',
-           "Caroline: I walked past the bakery. Work was long today. Bailey barked at me. I love my dog."]
-    kept, failed = grounded_facts([fact], own, {"caroline", "mel", "lyra"})
-    assert kept == [] and failed == [reason]
-
-
-@pytest.mark.parametrize(("said", "fact"), [
-    ("Caroline: This necklace is a gift from my grandma in my home country, Sweden.", ("origin", "Sweden")),
-    ("Caroline: And yup, I do- Oscar, my guinea pig. He's been great.", ("pet", "a guinea pig named Oscar")),
-    ("Lately, I've been looking into counseling and mental health as a career.",
-     ("plans", "a career in counseling and mental health")),
-    ("I've been playing the violin since May!", ("music", "violin")),
-    ("I'm 34 years old and tired.", ("age", "34")),
-    ("I work as a nurse at the hospital.", ("job", "nurse")),
-])
-def test_the_floor_reads_plain_statements_of_the_persons_own(said: str, fact: tuple[str, str]) -> None:
-    assert grounded_facts([], [said], {"caroline", "melanie", "lyra"}) == ([(*fact, 0)], [])
-
-
-@pytest.mark.parametrize("said", [
-    "Caroline: I'm from Caroline's group.",  # a speaker's name
-    "Melanie: Caroline said “I live in Paris” once.",  # someone else's words
-    "Caroline: [shares a photo: my dog Rex on the beach]",  # a caption, not a statement
-    "Caroline: Melanie lives in Paris.",  # not about themselves
-    "I'm 5 minutes late, I turned 3 pages.",  # not an age
-    "I moved to Central Park yesterday.",  # a place in a city, not one
-])
-def test_the_floor_takes_nothing_that_is_not_a_plain_statement_of_the_persons_own(said: str) -> None:
-    assert grounded_facts([], [said], {"caroline", "melanie", "lyra"}) == ([], [])
-
-
-def test_facts_said_by_the_person_are_kept_under_their_vocabulary_key() -> None:
-    own = ["I want to work as a counselor.", "My cat Miso sleeps all day.", "I moved to Boston last year."]
-    kept, failed = grounded_facts([("occupation", "counselor"), ("pet", "a cat named Miso"),
-                                   ("city", "Boston")], own)
-    assert sorted(kept) == [("home city", "Boston", 2), ("job", "counselor", 0), ("pet", "a cat named Miso", 1)]
-    assert failed == []  # the model's pet and city were right too: the floor's reading of them was first
+# The profile's gate and floor are tested in tests/test_floor_facts.py (mind/facts.py, mind/floor.py).
 
 
 def transcribing(messages: Sequence[Message], options: GenerationOptions | None) -> str:
