@@ -144,7 +144,8 @@ def transcribing(messages: Sequence[Message], options: GenerationOptions | None)
     """A model too small to summarize: it continues the transcript, and invents facts."""
     if options is not None and options.json_schema is not None:
         if "standing facts" in messages[-1]["content"]:
-            return '{"facts": [{"key": "home city", "value": "1"}, {"key": "partner", "value": "cat"}]}'
+            return ('{"facts": [{"key": "home city", "value": "1", "quote": "1"}, '
+                    '{"key": "partner", "value": "cat", "quote": "my cat"}]}')
         return ('{"mood": "positive", "energy": 0.5, "self_narrative": "Awesome, how awesome!", '
                 '"reflections": ["./2.0"]}')
     return "The user: Sam: Hey! Lyra: Hi Sam, Carolina told me about the 1999 trip."
