@@ -11,8 +11,9 @@ path. It must never download anything, import a pipeline installed as a
 package of the venv, or fall back to another pipeline: a missing or changed one
 is a ``ParserUnavailable`` that says to run ``lyra models fetch``.
 
-One load per models dir per process (about half a second, and ~60 MB): callers
-share the ``Parser``, which parses one text at a time under its lock.
+One load per models dir per process (about a second with spaCy's import, and
+~110 MB): callers share the ``Parser``, which parses one text at a time under
+its lock.
 """
 
 from __future__ import annotations
