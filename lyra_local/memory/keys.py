@@ -32,6 +32,7 @@ class Key:
     # said by what happened ("we moved to Glasgow", "I grew up in Lagos"): a past tense may state it; of any
     # other key the past says what held once ("I was a chef", "we lost our cat")
     past: bool = False
+    negated: bool = False  # a negation states it ("I don't like dark beer": a dislike)
 
 
 KEYS: tuple[Key, ...] = (
@@ -82,7 +83,7 @@ KEYS: tuple[Key, ...] = (
         ("What do I like?", "What is my favourite thing?")),
     Key("dislikes", ("dislike", "hates"),
         ("I hate this and can't stand it.", "I really dislike this."),
-        ("What do I dislike?",)),
+        ("What do I dislike?",), negated=True),
     Key("health", ("illness", "condition", "allergy", "allergies", "diet", "medical"),
         ("My health: I have this condition or allergy.", "My doctor says I have this; my diet because of it."),
         ("Do I have any health conditions?", "What am I allergic to?")),

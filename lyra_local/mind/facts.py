@@ -49,7 +49,7 @@ CLEAR = 0.35  # with no key in the vocabulary (the floor's, or a model's odd one
 GAP = 0.04  # ... and this lead over the second nearest: a clause between two keys is neither
 
 Embed = Callable[[list[str]], npt.NDArray[np.float32]]
-ASIDE = re.compile(r"\[[^\]]*\]|“[^”]*”|\"[^\"]{12,}\"")  # a photo's caption, a quote of someone else
+ASIDE = re.compile(r"\[[^\]]*\]")  # a photo's caption, a placeholder; reported speech is the parse's to tell
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,8 @@ def gate(proposals: Sequence[Proposal], turns: Sequence[Turn], *, parse: stateme
         key = canonical_key(proposal.key)
         clause = proposal.quote
         if failed is None and turn is not None:
-            reading = statement.read(parse, said(turns[turn].text), proposal.quote, proposal.value, key)
+            reading = statement.read(parse, said(turns[turn].text), proposal.quote, proposal.value, key,
+                                     strict=bool(proposal.kind))
             failed, clause = reading.refusal, reading.clause
             if proposal.kind == "named":  # "my cat Miso knocked my coffee over": a cat, whatever it did
                 clause = f"my {proposal.value}"
@@ -184,7 +185,8 @@ def gate(proposals: Sequence[Proposal], turns: Sequence[Turn], *, parse: stateme
         if chosen == "name" and key != "name":
             chosen = None  # a name is learnt only where it was proposed as one: "call me crazy" is no name
         if chosen is not None and key is None:  # read again as the key it fits: a move under way is no home
-            chosen_reading = statement.read(parse, said(turns[turn].text), proposal.quote, proposal.value, chosen)
+            chosen_reading = statement.read(parse, said(turns[turn].text), proposal.quote, proposal.value, chosen,
+                                            strict=bool(proposal.kind))
             if chosen_reading.refusal:
                 out[n] = Judged(proposal, failed=chosen_reading.refusal)
                 continue

@@ -38,10 +38,10 @@ from spacy.lang.en.stop_words import STOP_WORDS
 from ..memory.keys import BY_NAME, SPELLING
 
 if TYPE_CHECKING:
-    from spacy.tokens import Doc, Span, Token
+    from spacy.tokens import Doc, Token
 
 Parse = Callable[[str], "Doc"]
-WORD = re.compile(r"[\w][\w'’-]*")
+WORD = re.compile(r"[\w][\w'’]*")  # "me-time" is two words, as the parse splits it
 SUBJECTS = ("nsubj", "nsubjpass", "csubj", "expl")
 PLAN_KEYS = frozenset({"plans"})  # the keys a wish, a modal or an infinitive may still say
 
@@ -66,8 +66,9 @@ def names_someone(value: str, names: Collection[str]) -> bool:
     return value.casefold() in names or any(w in names for w in content_words(value))
 
 
-def read(parse: Parse, turn: str, quote: str, value: str, key: str | None) -> Reading:
-    """Read ``value`` where ``quote`` stands in ``turn`` (the person's own words)."""
+def read(parse: Parse, turn: str, quote: str, value: str, key: str | None, strict: bool = False) -> Reading:
+    """Read ``value`` where ``quote`` stands in ``turn`` (the person's own words). ``strict``: for the floor,
+    which has no model to tell a past that still holds ("we got a cat") from one that does not."""
     doc = parse(turn)
     start = turn.casefold().find(" ".join(quote.split()).casefold().strip(" .!?,;:\"'"))
     if start < 0:  # the quote matched up to spacing or quote marks: read the sentence that holds most of it
@@ -82,7 +83,7 @@ def read(parse: Parse, turn: str, quote: str, value: str, key: str | None) -> Re
         return Reading("value_not_in_quote", quote)
     if _taken_back(doc, max(t.idx + len(t) for t in found)):
         return Reading("taken_back", quote)
-    verdicts = [_verdict(t, found, key) for t in found]
+    verdicts = [_verdict(t, found, key, strict) for t in found]
     refused = next(((why, clause) for why, clause in verdicts if why not in (None, "someone_else")), None)
     if refused:  # any word of the value asked, denied, wished or planned: the value is not a standing fact
         return Reading(*refused)
@@ -104,7 +105,7 @@ def _taken_back(doc: Doc, end: int) -> bool:
             return True
         root = sentence.root
         subject = next((c for c in root.children if c.dep_ in SUBJECTS), None)
-        if words and root in words and root.tag_ == "VBD" and subject is not None and subject.pos_ == "PRON" and \
+        if sentence.start_char >= end and root.tag_ == "VBD" and subject is not None and subject.pos_ == "PRON" and \
                 not _first_person(subject) and any(t.ent_type_ == "DATE" for t in sentence):
             return True  # "my dog Rex 😢 he passed last year": what it was, told as over
     fragment = after[:TAKING_BACK + 1]
@@ -122,50 +123,61 @@ def _forms(token: Token) -> set[str]:
     return {text, token.lemma_.casefold(), text.removesuffix("'s")}
 
 
-def _verdict(token: Token, value: list[Token], key: str | None) -> tuple[str | None, str]:
-    sentence = token.sent
+def _verdict(token: Token, value: list[Token], key: str | None, strict: bool) -> tuple[str | None, str]:
     clause = _clause(token)
-    if _question(sentence):
+    if _question(token):
         return "question", clause
     chain = _governing(token)
-    if any(_negates(t) for t in chain if t.pos_ in ("VERB", "AUX") or t == token or t in value):
+    negated = any(_negates(t) for t in chain if t.pos_ in ("VERB", "AUX") or t == token or t in value)
+    if negated and not (key in BY_NAME and BY_NAME[key].negated):
         return "negation", clause
     if key not in PLAN_KEYS and any(_irrealis(t) for t in chain):
         return "hypothetical", clause
     if key not in PLAN_KEYS and any(_was(t) for t in chain[:3]):
         return "past", clause
-    if key not in PLAN_KEYS and not (key in BY_NAME and BY_NAME[key].past) and any(
-            t.tag_ == "VBD" and t.dep_ not in ("aux", "auxpass") for t in chain[1:2]):
-        return "past", clause
+    verb = next((t for t in chain if t.pos_ in ("VERB", "AUX")), None)
+    if strict and key not in PLAN_KEYS and not (key in BY_NAME and BY_NAME[key].past) and \
+            verb is not None and verb.tag_ == "VBD":
+        return "past", clause  # the floor cannot tell "we got a cat" from "we lost our cat": it takes neither
     if key not in PLAN_KEYS and any(_planned(t) for t in chain if t.pos_ in ("VERB", "AUX")):
         return "plan", clause
-    verb = next((t for t in chain if t.pos_ in ("VERB", "AUX")), None)
     if key in BY_NAME and BY_NAME[key].past and verb is not None and _progressive(verb):
         return "plan", clause  # "I'm moving to Leeds": a move under way is not where they live
     return _whose(token, chain, key), clause
 
 
 def _governing(token: Token) -> list[Token]:
-    """The token and the words it hangs from, up to the clause whose subject it is: "my cat Miso knocked my
-    coffee over" says nothing past or denied of having the cat, "we lost our cat" does."""
+    """The token and the words it hangs from within its clause: up to the verb it hangs from, through the verbs
+    that verb completes ("don't want to be a nurse", "used to work as a chef"), and not past the subject of a
+    clause ("my cat Miso knocked my coffee over" says nothing past or denied of having the cat) nor into the
+    clause another is joined to ("haven't talked in days, wanted to say I joined a club")."""
     chain = [token]
     for head in token.ancestors:
-        if chain[-1].dep_ in SUBJECTS:
+        last = chain[-1]
+        if last.dep_ in SUBJECTS:
             if _irrealis(head):  # "if my cat Miso could talk": the subject of a wish is wished for too
                 chain.append(head)
+            break
+        if last.pos_ in ("VERB", "AUX") and last.dep_ not in ("xcomp", "aux", "auxpass", "acomp"):
             break
         chain.append(head)
     return chain
 
 
-def _question(sentence: Span) -> bool:
+def _question(token: Token) -> bool:
+    """Whether the part of the sentence holding the token asks: it ends with "?" (a dash, colon or semicolon
+    before the "?" ends the statement first: "got married last week - how about you?"), starts with a wh-word,
+    or puts its verb before its subject ("are you a nurse")."""
+    sentence = token.sent
     words = [t for t in sentence if not t.is_punct and not t.is_space]
     if sentence.text.rstrip().endswith("?"):
-        return True
+        breaks = [t for t in sentence if t.i > token.i and t.text in ("-", "–", "—", ";", ":")]
+        if not breaks:
+            return True
     if not words:
         return False
     if words[0].tag_ in ("WDT", "WP", "WP$", "WRB") and words[0].dep_ != "nsubj" or words[0].tag_ == "WRB":
-        return True
+        return not sentence.text.rstrip().endswith((".", "!"))
     root = sentence.root
     subject = next((c for c in root.children if c.dep_ in SUBJECTS), None)
     inverted = [c for c in (root, *root.children) if c.dep_ in ("aux", "ROOT") and c.pos_ == "AUX"]
@@ -195,7 +207,9 @@ def _planned(verb: Token) -> bool:
     is arranged for a time, not what holds now."""
     present = all(c.lemma_ != "be" or c.tag_ in ("VBP", "VBZ") for c in verb.children if c.dep_ == "aux")
     dated = any(t.ent_type_ == "DATE" for t in verb.subtree)
-    return verb.tag_ == "VBG" and present and dated and not any(c.tag_ == "VBN" for c in verb.children)
+    progressive = verb.dep_ == "ROOT" or any(c.lemma_ == "be" for c in verb.children if c.dep_ == "aux")
+    return verb.tag_ == "VBG" and progressive and present and dated and \
+        not any(c.tag_ == "VBN" for c in verb.children)
 
 
 def _progressive(verb: Token) -> bool:
@@ -207,25 +221,31 @@ def _first_person(token: Token) -> bool:
 
 
 def _whose(token: Token, chain: list[Token], key: str | None) -> str | None:
-    """``None`` when the value is the speaker's; else "someone_else". The nearest subject decides, and a clause
-    that is what someone else said ("Anna wrote: I live in Leeds", "my friend goes, i'm a nurse": the complement
-    of a verb with another subject) is theirs."""
-    mine: bool | None = None
-    for head in chain:
+    """``None`` when the value is the speaker's; else "someone_else".
+
+    The subject of the value's own clause decides: the speaker ("I", "we"), none (people drop it), a
+    demonstrative ("This is Max"), the speaker's own key ("my name is Tom"), or a subject holding the value that
+    the speaker owns ("my dog Rex") or that the clause says of the speaker ("Harry Potter is my favorite book",
+    "cooking is therapy for me"). And a clause that is what someone else said ("Anna wrote: I live in Leeds",
+    "my friend goes, i'm a nurse": the complement of a verb with another subject, after it) is theirs."""
+    above = [token, *token.ancestors]
+    for head in above:
         subject = next((c for c in head.children if c.dep_ in SUBJECTS), None)
-        if subject is None:
-            continue
-        if mine is None:
-            if SPELLING.get(subject.lemma_.casefold()) == key and _owned(subject):
-                mine = True  # "my name is Tom": the speaker's own name, said as one
-                continue
-            inside = token in subject.subtree
-            owned = any(c.dep_ == "poss" and _first_person(c) for t in subject.subtree for c in t.children)
-            mine = _first_person(subject) or inside and owned
-        elif head.lemma_ not in ("be",) and not _first_person(subject) and any(
-                t.dep_ in ("ccomp", "parataxis") and t.head == head for t in chain):
-            return "someone_else"
-    return None if mine in (None, True) else "someone_else"
+        if subject is not None and head.lemma_ != "be" and not _first_person(subject) and any(
+                t.dep_ in ("ccomp", "parataxis") and t.head == head and head.i < t.i for t in above):
+            return "someone_else"  # the words come after whoever said them
+    clause = chain[-1] if chain[-1].pos_ in ("VERB", "AUX") else next(
+        (t for t in token.ancestors if t.pos_ in ("VERB", "AUX")), chain[-1])
+    subject = next((c for c in clause.children if c.dep_ in SUBJECTS), None)
+    if subject is None or _first_person(subject) or subject.morph.get("PronType", []) == ["Dem"]:
+        return None
+    if SPELLING.get(subject.lemma_.casefold()) == key and _owned(subject):
+        return None  # "my name is Tom": the speaker's own name, said as one
+    if token in subject.subtree:
+        owned = any(_owned(t) for t in subject.subtree)
+        said_of_me = any(_first_person(t) for t in clause.subtree if t not in subject.subtree)
+        return None if owned or said_of_me else "someone_else"
+    return "someone_else"
 
 
 def _owned(noun: Token) -> bool:
