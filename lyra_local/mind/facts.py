@@ -161,26 +161,27 @@ def gate(proposals: Sequence[Proposal], turns: Sequence[Turn], *, parse: stateme
     """Each proposal judged against the turns (``names``: the speakers', folded; ``since``: key -> the index of
     the first turn that may say it, after the person said its fact was wrong)."""
     since = since or {}
-    found: list[tuple[Proposal, int, int, str | None, str]] = []
+    found: list[tuple[Proposal, int, int, str | None, str, str]] = []
     out: dict[int, Judged] = {}
     for n, proposal in enumerate(proposals):
         turn, failed = find_quote(proposal.quote, turns)
         key = canonical_key(proposal.key)
-        clause = proposal.quote
+        clause, phrase = proposal.quote, ""
         if failed is None and turn is not None:
             reading = statement.read(parse, said(turns[turn].text), proposal.quote, proposal.value, key,
                                      strict=bool(proposal.kind))
             failed, clause = reading.refusal, reading.clause
-            if proposal.kind == "named":  # "my cat Miso knocked my coffee over": a cat, whatever it did
-                clause = f"my {proposal.value}"
+            phrase = reading.phrase
         if failed is None and key != "name" and statement.names_someone(proposal.value, names):
             failed = "value_is_a_speakers_name"
         if failed is not None or turn is None:
             out[n] = Judged(proposal, failed=failed)
         else:
-            found.append((proposal, n, turn, key, clause))
-    scored = fit.scores([clause for *_, clause in found])
-    for (proposal, n, turn, key, _), scores in zip(found, scored, strict=True):
+            found.append((proposal, n, turn, key, clause, phrase))
+    by_clause = fit.scores([clause for *_, clause, _ in found])
+    by_phrase = fit.scores([phrase or clause for *_, clause, phrase in found])
+    scored = [{k: max(c[k], p[k]) for k in c} for c, p in zip(by_clause, by_phrase, strict=True)]
+    for (proposal, n, turn, key, _, _), scores in zip(found, scored, strict=True):
         chosen = fitting_key(key, scores, proposal.kind)
         if chosen == "name" and key != "name":
             chosen = None  # a name is learnt only where it was proposed as one: "call me crazy" is no name

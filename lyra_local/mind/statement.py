@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 Parse = Callable[[str], "Doc"]
 WORD = re.compile(r"[\w][\w'’]*")  # "me-time" is two words, as the parse splits it
 SUBJECTS = ("nsubj", "nsubjpass", "csubj", "expl")
+LOOSE = frozenset({"npadvmod", "dep", "intj", "meta", "vocative"})  # attachments that are no argument of a verb
 PLAN_KEYS = frozenset({"plans"})  # the keys a wish, a modal or an infinitive may still say
 
 
@@ -53,6 +54,7 @@ class Reading:
 
     refusal: str | None
     clause: str
+    phrase: str = ""  # the value with the speaker's possessive ("my cat Miso"), where it has one
 
 
 def content_words(value: str) -> list[str]:
@@ -88,7 +90,7 @@ def read(parse: Parse, turn: str, quote: str, value: str, key: str | None, stric
     if refused:  # any word of the value asked, denied, wished or planned: the value is not a standing fact
         return Reading(*refused)
     ok = [clause for why, clause in verdicts if why is None]  # one word of it the speaker's ("a beagle, rufus")
-    return Reading(None, ok[0]) if ok else Reading(*verdicts[0])
+    return Reading(None, ok[0], _owned_phrase(found)) if ok else Reading(*verdicts[0])
 
 
 NEGATIONS = frozenset({"not", "no", "nope", "never", "jk"})
@@ -135,6 +137,9 @@ def _verdict(token: Token, value: list[Token], key: str | None, strict: bool) ->
         return "hypothetical", clause
     if key not in PLAN_KEYS and any(_was(t) for t in chain[:3]):
         return "past", clause
+    if key not in PLAN_KEYS and any(t.tag_ == "VBD" and t.dep_ == "ccomp" and t.head.tag_ in ("VBP", "VBZ")
+                                    for t in chain):
+        return "hypothetical", clause  # a past under a present: "I wish I had a garden"
     verb = next((t for t in chain if t.pos_ in ("VERB", "AUX")), None)
     if strict and key not in PLAN_KEYS and not (key in BY_NAME and BY_NAME[key].past) and \
             verb is not None and verb.tag_ == "VBD":
@@ -234,6 +239,8 @@ def _whose(token: Token, chain: list[Token], key: str | None) -> str | None:
         if subject is not None and head.lemma_ != "be" and not _first_person(subject) and any(
                 t.dep_ in ("ccomp", "parataxis") and t.head == head and head.i < t.i for t in above):
             return "someone_else"  # the words come after whoever said them
+    if len(chain) > 1 and chain[-2].dep_ in LOOSE or len(chain) == 1 and token.dep_ in LOOSE:
+        return None  # "Sam here, new phone": a word the clause does not take as its argument is said by no one else
     clause = chain[-1] if chain[-1].pos_ in ("VERB", "AUX") else next(
         (t for t in token.ancestors if t.pos_ in ("VERB", "AUX")), chain[-1])
     subject = next((c for c in clause.children if c.dep_ in SUBJECTS), None)
@@ -246,6 +253,16 @@ def _whose(token: Token, chain: list[Token], key: str | None) -> str | None:
         said_of_me = any(_first_person(t) for t in clause.subtree if t not in subject.subtree)
         return None if owned or said_of_me else "someone_else"
     return "someone_else"
+
+
+def _owned_phrase(value: list[Token]) -> str:
+    """"my cat Miso" for the value "cat Miso" said as the speaker's: what its key is, whatever the clause is
+    about ("I live in Berlin with my cat Miso")."""
+    owners = [c for t in value for c in t.children if c.dep_ == "poss" and _first_person(c)]
+    if not owners:
+        return ""
+    words = sorted({*value, *owners}, key=lambda t: t.i)
+    return " ".join(t.text for t in words)
 
 
 def _owned(noun: Token) -> bool:
