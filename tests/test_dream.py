@@ -15,6 +15,7 @@ import pytest
 from lyra_local.config import Settings
 from lyra_local.errors import ModelUnavailable
 from lyra_local.llm.base import GenerationOptions, Message
+from lyra_local.llm.local import LocalEmbedder
 from lyra_local.mind import Dreamer
 from lyra_local.mind.backlog import sense
 from lyra_local.mind.drives import compute_drives
@@ -47,8 +48,8 @@ def add_session(store: Store, name: str, day: str, turns: Sequence[str]) -> int:
     session = store.sessions.create(name, created_at=f"{day}T09:00:00+00:00")
     with store.write() as conn:
         store.exchanges.insert(conn, [NewExchange(session.id, "user" if i % 2 == 0 else "assistant", text,
-                                                  f"{day}T{9 + i // 60:02d}:{i % 60:02d}:00+00:00") for i, text in enumerate(turns)],
-                               None, None)
+                                                  f"{day}T{9 + i // 60:02d}:{i % 60:02d}:00+00:00")
+                                      for i, text in enumerate(turns)], None, None)
     return session.id
 
 
@@ -57,11 +58,15 @@ def settings(make_settings: Callable[..., Settings]) -> Settings:
     return make_settings('[companion]\nuser_name = "Sam"\n[dream]\nsession_idle_s = 0\n')
 
 
-def dreamer(store: Store, settings: Settings, model: FakeChatModel | None = None, **kw: object) -> Dreamer:
-    return Dreamer(store, model or FakeChatModel(respond=respond), FakeEmbedder(), settings, **kw)  # type: ignore[arg-type]
+def dreamer(store: Store, settings: Settings, model: FakeChatModel | None = None,
+            embedder: LocalEmbedder | None = None, **kw: object) -> Dreamer:
+    """A dreamer on the scripted model; the profile's gate fits keys by meaning, so a test of what the profile
+    learns passes the real embedder."""
+    return Dreamer(store, model or FakeChatModel(respond=respond), embedder or FakeEmbedder(), settings, **kw)  # type: ignore[arg-type]
 
 
-def test_a_forced_pass_clears_the_backlog_and_a_second_does_nothing(store: Store, settings: Settings) -> None:
+def test_a_forced_pass_clears_the_backlog_and_a_second_does_nothing(store: Store, settings: Settings,
+        embedder: LocalEmbedder) -> None:
     a = add_session(store, "moving", "2024-03-04", ["I live in Berlin with my cat Miso", "How lovely!"])
     b = add_session(store, "plans", "2024-03-04", ["Thinking about the summer", "Tell me more"])
     add_session(store, "later", "2024-04-20", ["Work was long today", "Rest well"])
@@ -69,7 +74,7 @@ def test_a_forced_pass_clears_the_backlog_and_a_second_does_nothing(store: Store
     assert before["continuity"] > 0.5 and before["stability"] < 0.5
 
     model = FakeChatModel(respond=respond)
-    report = dreamer(store, settings, model).run_pass(force=True)
+    report = dreamer(store, settings, model, embedder).run_pass(force=True)
     assert report.status == "done"
     assert report.drives_after["continuity"] == report.drives_after["coherence"] == 0
     assert report.drives_after["curiosity"] == 0 and report.drives_after["stability"] == 1
@@ -87,11 +92,12 @@ def test_a_forced_pass_clears_the_backlog_and_a_second_does_nothing(store: Store
     assert b in {int(e["target"].split(":")[1]) for e in store.coord.events() if e["kind"] == "gist"}
 
     calls = len(model.history)
-    second = dreamer(store, settings, model).run_pass(force=True)
+    second = dreamer(store, settings, model, embedder).run_pass(force=True)
     assert second.actions == [] and len(model.history) == calls
 
 
-def test_the_dream_never_reads_an_off_the_record_conversation(store: Store, settings: Settings) -> None:
+def test_the_dream_never_reads_an_off_the_record_conversation(store: Store, settings: Settings,
+        embedder: LocalEmbedder) -> None:
     kept = add_session(store, "moving", "2024-03-04", ["I live in Berlin with my cat Miso", "How lovely!"])
     off = store.sessions.create("secret", created_at="2024-03-04T10:00:00+00:00", remember=False)
     said = ["I actually live in Lisbon", "Oh, Lisbon!", "Yes, Lisbon since May", "Noted"] * 3
@@ -100,18 +106,19 @@ def test_the_dream_never_reads_an_off_the_record_conversation(store: Store, sett
                                                   f"2024-03-04T10:{i:02d}:00+00:00") for i, text in enumerate(said)],
                                None, None)
     model = FakeChatModel(respond=respond)
-    assert dreamer(store, settings, model).run_pass(force=True).status == "done"
+    assert dreamer(store, settings, model, embedder).run_pass(force=True).status == "done"
     assert store.derived.gist(kept) is not None and store.derived.gist(off.id) is None
     assert {(f.key, f.value) for f in store.derived.profile()} == {("home city", "Berlin"), ("pet", "cat Miso")}
     shown = " ".join(m["content"] for call in model.history for m in call[0])
     assert "Lisbon" not in shown  # not in any prompt of the pass: gists, digests, narrative, reflection
 
 
-def test_contradiction_newer_fact_wins_and_the_older_is_history(store: Store, settings: Settings) -> None:
+def test_contradiction_newer_fact_wins_and_the_older_is_history(store: Store, settings: Settings,
+        embedder: LocalEmbedder) -> None:
     add_session(store, "home", "2024-01-10", ["I live in Berlin", "Nice city"])
-    dreamer(store, settings).run_pass(force=True)
+    dreamer(store, settings, embedder=embedder).run_pass(force=True)
     add_session(store, "news", "2024-06-02", ["I moved to Lisbon last week", "Exciting!"])
-    dreamer(store, settings).run_pass(force=True)
+    dreamer(store, settings, embedder=embedder).run_pass(force=True)
 
     assert [(f.key, f.value) for f in store.derived.profile()] == [("home city", "Lisbon")]
     history = store.derived.fact_history("home city")
@@ -120,11 +127,11 @@ def test_contradiction_newer_fact_wins_and_the_older_is_history(store: Store, se
 
 
 def test_an_older_conversation_consolidated_later_does_not_override_a_newer_fact(
-        store: Store, settings: Settings) -> None:
+        store: Store, settings: Settings, embedder: LocalEmbedder) -> None:
     add_session(store, "news", "2024-06-02", ["I moved to Lisbon last week", "Exciting!"])
-    dreamer(store, settings).run_pass(force=True)
+    dreamer(store, settings, embedder=embedder).run_pass(force=True)
     add_session(store, "imported", "2021-05-01", ["I live in Berlin", "Nice"])  # an import of old history
-    dreamer(store, settings).run_pass(force=True)
+    dreamer(store, settings, embedder=embedder).run_pass(force=True)
     assert [(f.key, f.value) for f in store.derived.profile()] == [("home city", "Lisbon")]
     assert [f.value for f in store.derived.fact_history("home city")] == ["Lisbon", "Berlin"]
     assert {d.period for d in store.derived.digests("month")} == {"2021-05", "2024-06"}
