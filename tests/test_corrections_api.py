@@ -8,10 +8,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lyra_local.config import Settings
+from lyra_local.llm.local import LocalEmbedder
 from lyra_local.mind import Dreamer
 
 from .conftest import fake_client
-from .fakes import FakeChatModel, FakeEmbedder
+from .fakes import FakeChatModel
 from .test_dream import add_session, respond
 
 TURNS = ["I live in Berlin with my cat Miso, we moved here in spring.", "How lovely!",
@@ -19,15 +20,16 @@ TURNS = ["I live in Berlin with my cat Miso, we moved here in spring.", "How lov
 
 
 @pytest.fixture
-def client(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
+def client(make_settings: Callable[..., Settings], embedder: LocalEmbedder) -> Iterator[TestClient]:
+    """The app on the scripted chat model and the real embedder: the profile's gate fits keys by meaning."""
     settings = make_settings('[companion]\nuser_name = "Sam"\n[dream]\nsession_idle_s = 0\n')
-    with fake_client(settings, chat=FakeChatModel(respond=respond)) as test_client:
+    with fake_client(settings, chat=FakeChatModel(respond=respond), embed=embedder) as test_client:
         yield test_client
 
 
 def dream(client: TestClient) -> None:
     state = client.app.state.lyra  # type: ignore[attr-defined]
-    Dreamer(state.store, FakeChatModel(respond=respond), FakeEmbedder(), state.settings).run_pass(force=True)
+    Dreamer(state.store, FakeChatModel(respond=respond), state.models.embed, state.settings).run_pass(force=True)
 
 
 @pytest.fixture
@@ -111,7 +113,7 @@ def test_a_fact_is_a_card_with_where_it_was_said_and_new_until_the_person_looks(
     assert not any(f["new"] for f in facts(client).values())
     add_turn(client, session, "I play the violin most evenings now.", "2024-03-04T10:00:00+00:00")
     dream(client)
-    assert facts(client)["music"]["new"] is True and facts(client)["home city"]["new"] is False
+    assert facts(client)["hobbies"]["new"] is True and facts(client)["home city"]["new"] is False
 
 
 def test_a_confirmed_fact_is_the_persons_and_a_dream_does_not_change_it(dreamt: tuple[TestClient, int]) -> None:

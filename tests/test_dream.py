@@ -24,7 +24,8 @@ from lyra_local.store.exchanges import NewExchange
 
 from .fakes import FakeChatModel, FakeEmbedder
 
-FACTS = {"berlin": ("home city", "Berlin"), "lisbon": ("home city", "Lisbon"), "miso": ("pet", "cat Miso")}
+FACTS = {"berlin": ("home city", "Berlin"), "lisbon": ("home city", "Lisbon"), "miso": ("pet", "cat Miso"),
+         "violin": ("hobbies", "violin")}
 
 
 def respond(messages: Sequence[Message], options: GenerationOptions | None) -> str:

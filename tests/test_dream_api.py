@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timedelta
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
 
 from lyra_local.config import Settings
+from lyra_local.llm.local import LocalEmbedder
 from lyra_local.llm.registry import Models
 from lyra_local.mind import Dreamer
 from lyra_local.web import create_app
@@ -21,9 +22,10 @@ from .test_dream import add_session, respond
 
 
 @pytest.fixture
-def client(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
+def client(make_settings: Callable[..., Settings], embedder: LocalEmbedder) -> Iterator[TestClient]:
+    """The app on the scripted chat model and the real embedder: the profile's gate fits keys by meaning."""
     settings = make_settings('[companion]\nuser_name = "Sam"\n')
-    with fake_client(settings, chat=FakeChatModel(respond=respond)) as test_client:
+    with fake_client(settings, chat=FakeChatModel(respond=respond), embed=embedder) as test_client:
         yield test_client
 
 
