@@ -45,7 +45,8 @@ def test_a_fact_shows_the_turn_that_says_it(dreamt: tuple[TestClient, int]) -> N
     shown = client.get(f"/api/sources/fact/{fact['id']}").json()
     assert [t["content"] for t in shown["turns"]] == [TURNS[0]]
     turn = shown["turns"][0]
-    assert turn["session_id"] == session and turn["session_name"] == "moving" and turn["created_at"][:10] == "2024-03-04"
+    assert turn["session_id"] == session and turn["session_name"] == "moving"
+    assert turn["created_at"][:10] == "2024-03-04"
     assert turn["role"] == "user"
 
 

@@ -45,7 +45,8 @@ def carry_marker(messages: Sequence[Message], options: GenerationOptions | None)
     word = " and ".join(found) if found else "nothing new"
     if options is not None and options.json_schema is not None:
         if "facts" in options.json_schema.get("properties", {}):  # one session's turns: "my sport is ..."
-            return json.dumps({"facts": [{"key": "sport", "value": found[0] if found else word}]})
+            value = found[0] if found else word  # quoted as the person said it, for the profile's gate
+            return json.dumps({"facts": [{"key": "sport", "value": value, "quote": f"My sport is {value}"}]})
         said = f"Sam and Lyra talked about the locker code {word} at length."  # grounded in the gist it read
         return json.dumps({"mood": "curious", "energy": 0.6, "self_narrative": said, "reflections": [said]})
     return f"Sam and Lyra talked about the locker code {word} at length."
