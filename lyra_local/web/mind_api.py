@@ -20,12 +20,12 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import BadRequest, LyraError
+from ..memory.keys import normalize_key
 from ..mind.about import cards
 from ..mind.backlog import sense
 from ..mind.dream_log import told
 from ..mind.dream_sentences import pass_summary
 from ..mind.drives import Backlog, compute_drives
-from ..memory.keys import normalize_key
 from .deps import app_state
 from .params import EventId, RowId
 from .people import bound_person
