@@ -53,8 +53,9 @@ FLOORS = (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55)
 DEPTH = 25
 NULLS_PER_KIND = 40  # per memory
 WORD = re.compile(r"[a-z]{5,}")
-# a hit: its id, the evidence turn it is a message of (-1: none), words?, cosine, the turn before it, dated?
-Scored = tuple[int, int, bool, float | None, int | None, bool]
+# a hit: its id, the evidence turn it is a message of (-1: none), words?, cosine, the turn before it, dated?,
+# stated? (it states what the question asks of the person: the statement stage)
+Scored = tuple[int, int, bool, float | None, int | None, bool, bool]
 
 
 def made_up(rng: random.Random) -> str:
@@ -117,9 +118,9 @@ def measure(dataset: str, models: Models, base: Path, other_words: list[str], se
             scored = [(h.id, next((n for n, m in enumerate(evidence) if h.id in m), -1),
                        bool(matched_spans(h.content, question.text)),
                        float(own[h.id] @ v) if h.id in own else None, around.get(h.id, (None, None))[0],
-                       "date" in h.stages) for h in hits]
+                       "date" in h.stages, "statement" in h.stages) for h in hits]
             rows.append((scored, len(evidence)))
-            nulls["relevant, by meaning only"].extend(c for _, turn, words, c, _, dated in scored
+            nulls["relevant, by meaning only"].extend(c for _, turn, words, c, _, dated, _ in scored
                                                       if turn >= 0 and not words and not dated and c is not None)
         counts = words_of(texts)
         said_once = sorted(w for w, n in counts.items() if n == 1)
@@ -143,8 +144,8 @@ def recall_at_10(rows: list[tuple[list[Scored], int]], floor: float | None) -> f
     among its first 10 (as eval_recall.py counts it)."""
     shares = []
     for hits, n in rows:
-        how = matches([Candidate(i, words, cos, previous, dated) for i, _, words, cos, previous, dated in hits],
-                      -2.0 if floor is None else floor)
+        how = matches([Candidate(i, words, cos, previous, dated, stated)
+                       for i, _, words, cos, previous, dated, stated in hits], -2.0 if floor is None else floor)
         kept = [turn for i, turn, *_ in hits if i in how][:10]
         shares.append(len({t for t in kept if t >= 0}) / n)
     return statistics.mean(shares)

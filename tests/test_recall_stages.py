@@ -30,11 +30,13 @@ def test_the_session_stage_brings_the_turns_of_the_session_whose_gist_matches(me
     trip, _ = _with_a_trip(memory)
     question = "what did I do on my hiking holiday in the Dolomites"
     with_gists = memory.recall(RecallQuery(question, k=4, stages=including("gists")))
-    without = memory.recall(RecallQuery(question, k=4))
+    # The fake embedder reads function words: "what did I do ... my" is as near a profile key's question ("Do I
+    # have a pet?") as no real model puts it, and the statement stage would search the trip's "I" turns.
+    plain = memory.recall(RecallQuery(question, k=4, stages=without("statement")))
     from_trip = [h for h in with_gists if h.session_id == trip]
     assert with_gists[0].session_id == trip and len(from_trip) >= 3
     assert all("gists" in h.stages for h in from_trip)
-    assert trip not in {h.session_id for h in without}
+    assert trip not in {h.session_id for h in plain}
 
 
 def test_the_session_stage_respects_the_filters(memory: Memory) -> None:

@@ -21,8 +21,10 @@ from ..store import Exchange, Hit, Store
 from ..store.exchanges import NewExchange
 from ..store.forget import Forgotten, forget, forget_exchanges, forget_sessions
 from ..store.forget_plan import ForgetPlan
+from .questions import KeyVectors
 from .recall import Recall, RecallQuery
 from .reembed import ReembedStatus, reembed
+from .stages import Tuning
 
 log = logging.getLogger(__name__)
 ACTIVE_MODEL_KEY = "embed_model"
@@ -32,15 +34,18 @@ Progress = Callable[[int, int], None]
 
 class Memory:
     def __init__(self, store: Store, embedder: Embedder, *, zone: tzinfo = timezone.utc,
-                 reranker: Reranker | None = None, household: Callable[[], str | None] | None = None) -> None:
+                 reranker: Reranker | None = None, household: Callable[[], str | None] | None = None,
+                 tuning: Tuning | None = None) -> None:
         """``household``: reads the household memory, the one thing every person's context shares (None: a
-        memory of its own, as in tests and tools that open one store)."""
+        memory of its own, as in tests and tools that open one store); ``tuning``: recall's knobs (measurements
+        try others)."""
         self.store = store
         self.household = household or _nothing_shared
         self.embedder = embedder
         self.reranker = reranker  # the optional re-ranking model: recall's last stage (stages.Rerank)
         self.zone = zone  # the person's time zone: "yesterday", "in June" are read in it
-        self._recall = Recall(store, zone=zone)
+        self._recall = Recall(store, tuning, zone=zone)
+        self.keys = KeyVectors(embedder.embed)  # the profile keys' sentences, embedded when a question needs them
         self.reembedding = ReembedStatus()  # how the background re-embedding with this embedder went
         if store.get_meta(ACTIVE_MODEL_KEY) is None:
             store.set_meta(ACTIVE_MODEL_KEY, embedder.name)
@@ -83,7 +88,7 @@ class Memory:
         elif dense and vector is None:
             vector = self.embedder.embed([query.text])[0]
         return self._recall.search(query, vector if dense else None, self.embedder.name if dense else None,
-                                   self.reranker)
+                                   self.reranker, self.keys if dense else None)
 
     def forget_session(self, session_id: int) -> Forgotten:
         self.store.sessions.get(session_id)  # a clear error if it does not exist

@@ -24,6 +24,7 @@ from ..store.recall_index import FULL_TEXT, RecallIndex, filters
 from ..store.records import TIERS
 from .fusion import fts_match, query_words, recency_factor
 from .names import addressed_names, roles_named, without_names
+from .questions import KeyVectors
 from .stages import ALWAYS, STAGES, Scaling, Search, Stage, Tuning, chosen, scale, stage_names, when
 
 Mode = Literal["hybrid", "dense", "bm25"]
@@ -88,12 +89,13 @@ class Recall:
         self._addressed = None
 
     def search(self, q: RecallQuery, query_vector: npt.NDArray[np.float32] | None, model: str | None,
-               reranker: Reranker | None = None) -> list[Hit]:
+               reranker: Reranker | None = None, keys: KeyVectors | None = None) -> list[Hit]:
+        """``keys``: the profile keys' sentences embedded by ``model`` (a question about a key searches with them)."""
         tuning = self.tuning if q.k * 3 <= self.tuning.candidates else replace(self.tuning, candidates=q.k * 3)
         s = Search(q, query_vector, model, self.index, tuning,
                    filters(q.tier, session_id=q.session_id, exclude_session_id=q.exclude_session_id,
                            since=q.since, until=q.until, role=q.role),
-                   datetime.now(self.zone), reranker=reranker)
+                   datetime.now(self.zone), reranker=reranker, keys=keys)
         stages = [stage for stage in self._stages(q) if stage.applies(s)]
         if (q.tier, "turn") in FULL_TEXT and q.mode != "dense":
             s.size = self.index.size(q.tier)

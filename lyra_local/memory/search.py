@@ -6,9 +6,12 @@ query's, and their meaning (embedded now) against the query's vector. Unlike a
 reply's recall, which always takes its nearest memories, a search keeps only
 what is found by words (a word of the query is in its own text: the words
 shown marked) or by meaning (its own vector at least the embedding model's
-floor close to the query's). Being near a matching turn (the turn after a
-question, a turn whose previous one matched) is no match: a word nobody said,
-or one forgotten, finds nothing, so a person can check that a forget worked.
+floor close to the query's, or, for a question about the person such as
+"what is my job?", a turn of theirs that states it: recall's statement stage,
+since a question and the statement answering it are far apart by meaning).
+Being near a matching turn (the turn after a question, a turn whose previous
+one matched) is no match: a word nobody said, or one forgotten, finds
+nothing, so a person can check that a forget worked.
 The floor is measured by ``scripts/search_floor.py`` (docs/benchmarks.md). Each
 result says where it came from (a conversation, a turn to open), so the
 search page can open it, and forget it through the same forget as everywhere.
@@ -36,6 +39,7 @@ from ..errors import BadRequest
 from ..store import kinds, provenance
 from ..store.db import to_iso
 from ..store.recall_index import RecallIndex
+from ..store.records import Hit
 from ..store.sessions import SessionNotFound
 from ..transfer.timestamps import time_bound
 from .fusion import query_words
@@ -134,13 +138,9 @@ def _recalled(memory: Memory, query: SearchQuery, tier: str, vector: np.ndarray,
     hits = memory.recall(RecallQuery(query.text, k=query.k, tier=tier, session_id=query.session_id,
                                      since=since, until=until), vector=vector)
     # Recall always fills its k (a reply wants its nearest memories); a search shows only what matches.
-    index = RecallIndex(memory.store)
-    vectors = index.vectors(tier, memory.active_model, [h.id for h in hits])
-    before = {i: pair[0] for i, pair in index.neighbours([h.id for h in hits]).items()} if tier == "exchange" else {}
-    how = matches([Candidate(h.id, bool(matched_spans(h.content, query.text)),
-                             float(vectors[h.id] @ vector) if h.id in vectors else None, before.get(h.id),
-                             dated="date" in h.stages) for h in hits], meaning_floor(memory.active_model, query.text))
+    how = shown(memory, tier, hits, query.text, vector, meaning_floor(memory.active_model, query.text))
     hits = [h for h in hits if h.id in how]
+    index = RecallIndex(memory.store)
     covers = index.covers(tier, [h.id for h in hits])
     periods = index.rows(tier, [h.id for h in hits]) if tier == "digest" else {}  # the found ones' only
     out = []
@@ -151,6 +151,18 @@ def _recalled(memory: Memory, query: SearchQuery, tier: str, vector: np.ndarray,
                            began_at=began, ended_at=ended, granularity=digest["granularity"] if digest else None,
                            period=digest["period"] if digest else None, matched=how[h.id]))
     return out
+
+
+def shown(memory: Memory, tier: str, hits: Sequence[Hit], text: str, vector: np.ndarray,
+          floor: float) -> dict[int, Match]:
+    """How each of recall's ``hits`` of ``tier`` matches a search for ``text`` (its ``vector``), with meaning
+    from ``floor``; a hit that does not is left out."""
+    index = RecallIndex(memory.store)
+    vectors = index.vectors(tier, memory.active_model, [h.id for h in hits])
+    before = {i: pair[0] for i, pair in index.neighbours([h.id for h in hits]).items()} if tier == "exchange" else {}
+    return matches([Candidate(h.id, bool(matched_spans(h.content, text)),
+                              float(vectors[h.id] @ vector) if h.id in vectors else None, before.get(h.id),
+                              dated="date" in h.stages, stated="statement" in h.stages) for h in hits], floor)
 
 
 def meaning_floor(model: str, query: str) -> float:
@@ -165,13 +177,15 @@ def meaning_floor(model: str, query: str) -> float:
 class Candidate:
     """What a search knows of a memory recall found: whether a word of the query is in its own text, whether it
     was said in the period the query names ("on April 27th"), its own vector's cosine with the query's
-    (``None`` without a vector), and the turn before it in its conversation (a turn's only)."""
+    (``None`` without a vector), the turn before it in its conversation (a turn's only), and whether it states
+    what the query asks of the person ("what is my job?": ``stages.Statements``)."""
 
     id: int
     words: bool
     cosine: float | None
     previous: int | None = None
     dated: bool = False
+    stated: bool = False
 
 
 def matches(candidates: Sequence[Candidate], floor: float) -> dict[int, Match]:
@@ -181,7 +195,7 @@ def matches(candidates: Sequence[Candidate], floor: float) -> dict[int, Match]:
     nothing, so it brings no reply either."""
     out: dict[int, Match] = {}
     for c in candidates:
-        how = matched_by(c.words, c.cosine, floor, dated=c.dated)
+        how = matched_by(c.words, c.cosine, floor, dated=c.dated, stated=c.stated)
         if how is not None:
             out[c.id] = how
     for c in candidates:
@@ -190,14 +204,16 @@ def matches(candidates: Sequence[Candidate], floor: float) -> dict[int, Match]:
     return out
 
 
-def matched_by(words: bool, cosine: float | None, floor: float, *, dated: bool = False) -> Match | None:
+def matched_by(words: bool, cosine: float | None, floor: float, *, dated: bool = False,
+               stated: bool = False) -> Match | None:
     """How a memory matches a query by itself: by ``words`` (one of the query's is in its text), by ``date`` (said
-    in the period the query names), by meaning (its ``cosine`` with the query at least ``floor``), or not."""
+    in the period the query names), by meaning (its ``cosine`` with the query at least ``floor``, or it
+    ``stated`` what the question asks: a question and its answer are not near each other), or not."""
     if words:
         return "words"
     if dated:
         return "date"
-    if cosine is not None and cosine >= floor:
+    if stated or (cosine is not None and cosine >= floor):
         return "meaning"
     return None
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -30,12 +30,15 @@ import numpy.typing as npt
 
 from ..errors import LyraError
 from ..llm.base import Reranker
+from ..store import provenance
 from ..store.db import from_iso, to_iso
 from ..store.recall_index import FULL_TEXT, Filters, RecallIndex, filters
 from ..store.records import Hit
 from .dates import Period, days_after, question_period, spoken_of, year_earlier
 from .fusion import asks, fts_match, recency_factor, specificity
+from .keys import canonical_key
 from .names import roles_named
+from .questions import Asked, KeyVectors
 
 if TYPE_CHECKING:
     from .recall import RecallQuery
@@ -52,7 +55,7 @@ class Tuning:
     candidates: int = 100  # per gathering stage; at least 3 x k
     weights: tuple[tuple[str, float], ...] = (
         ("dense", 1.0), ("bm25", 0.4), ("context", 0.4), ("rare", 0.2), ("date", 1.0), ("speaker", 0.3),
-        ("gists", 1.0))
+        ("gists", 1.0), ("statement", 2.0))
     neighbour_share: float = 0.8  # a turn's similarity gains this share of its closer neighbour's (sum, mean: less)
     session_weight: float = 0.3  # a turn gains this much of its session's strength (its best turn's score)
     session_top: int = 1
@@ -70,6 +73,10 @@ class Tuning:
     burst_gap_s: float = 60.0  # a side's next message within this is the same burst
     burst_max: int = 8  # messages walked back to find a burst's start
     burst_keep: int = 1  # messages of one burst kept in place; the rest go after the other bursts' hits
+    asked_min: float = 0.55  # a question this close to a profile key's asks is searched with the key's statements
+    stated_min: float = 0.25  # a turn this close to the asked key's statements says it (a search shows it): a
+    # tenth of LoCoMo's turns are this close to a given key's statements
+    statement_candidates: int = 30  # per statement of the asked key
 
     def weight(self, stage: str) -> float:
         return dict(self.weights).get(stage, 1.0)
@@ -96,6 +103,8 @@ class Search:
     speakers: set[str] = field(default_factory=set)  # the words of the speakers' names the query names
     addressed: dict[str, str] = field(default_factory=dict)  # names the two sides are called by -> role (names.py)
     reranker: Reranker | None = None  # the optional re-ranking model (Rerank)
+    keys: KeyVectors | None = None  # the profile keys' sentences, embedded (Statements)
+    key_question: KeyQuestion | None = None  # the profile key the question asks about (Statements)
     _rows: dict[int, dict[str, Any]] = field(default_factory=dict)
     _vectors: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
     _neighbours: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
@@ -353,6 +362,106 @@ class Speaker(Stage):
         s.raw[self.name] = raw
 
 
+@dataclass(frozen=True)
+class KeyQuestion:
+    """A question about a profile key: the key, whose turns answer it (``Statements.subject``), and the turns
+    that say the profile's fact of that key."""
+
+    asked: Asked
+    names: frozenset[str]
+    role: str | None
+    told: frozenset[int]
+
+
+class Statements(Stage):
+    """A question about the person ("what is my job?") is answered by a statement ("i teach chemistry in leeds")
+    that shares neither its words nor its vector's neighbourhood: when the question is close to a profile key's
+    asks (``questions.py``), the key's statements search the turns of the one it is about, and a turn gains as
+    much as it is close to them. The source turn of the profile's fact for that key is a candidate too.
+
+    A turn at least ``stated_min`` close is marked as brought by this stage (a search shows it as a match).
+    """
+
+    name, scaling = "statement", "peak"
+
+    def applies(self, s: Search) -> bool:
+        return _is_turns(s) and s.query.mode == "hybrid" and s.vector is not None and s.keys is not None
+
+    def gather(self, s: Search) -> None:
+        assert s.vector is not None and s.model is not None and s.keys is not None
+        asked = s.keys.asked(s.vector, s.tuning.asked_min)
+        if asked is None:
+            return
+        names, role = self.subject(s)
+        narrowed = s.filters
+        if role is not None:
+            narrowed = Filters(s.filters.tier, " AND ".join(filter(None, [s.filters.where, "t.role = ?"])),
+                               (*s.filters.args, role))
+        near = {i for says in asked.says for i, sim in s.index.dense(s.model, says, narrowed,
+                                                                    s.tuning.statement_candidates)
+                if sim >= s.tuning.stated_min}
+        found = [i for i, row in s.rows(sorted(near)).items() if states(row, names, role)]
+        told = self.fact_turns(s, asked.key, narrowed)
+        s.add(self.name, [*found, *told])
+        s.key_question = KeyQuestion(asked, frozenset(names), role, frozenset(told))
+
+    def score(self, s: Search) -> None:
+        q = s.key_question
+        if q is None:
+            return
+        rows = s.rows(list(s.pool))
+        vectors = s.vectors([i for i, row in rows.items() if states(row, q.names, q.role)])
+        ids = list(vectors)
+        closeness = q.asked.stated(np.stack([vectors[i] for i in ids])).tolist() if ids else []
+        stated = dict(zip(ids, closeness, strict=True))
+        top = max(stated.values(), default=1.0)
+        for i in q.told:  # the turn the profile's fact was read from: as close as the closest
+            stated[i] = max(top, stated.get(i, 0.0))
+        for i, value in stated.items():
+            if value >= s.tuning.stated_min:
+                s.pool.setdefault(i, set()).add(self.name)
+        s.raw[self.name] = {i: max(0.0, value) for i, value in stated.items()}
+
+    @staticmethod
+    def subject(s: Search) -> tuple[set[str], str | None]:
+        """Whose turns answer: the speakers the question names (their side, when they are all on one), the side
+        it is about, or else the person's own (a profile key is theirs)."""
+        rows = s.rows(list(s.pool))
+        names, role = named_speakers(s.query.text, list(rows.values()), s.addressed)
+        if not names:
+            return set(), role or "user"
+        sides = {row["role"] for row in rows.values() if (m := SPEAKER.match(row["content"]))
+                 and m.group(1).lower() in names}
+        return names, sides.pop() if len(sides) == 1 else None
+
+    TOLD_MAX = 3
+
+    @classmethod
+    def fact_turns(cls, s: Search, key: str, narrowed: Filters) -> list[int]:
+        """The turns that say the profile's current facts of ``key``: a dream's fact names the turn it was read
+        from. One older than that record is shown with its whole conversation: no candidate, more than
+        ``TOLD_MAX`` turns."""
+        store = s.index.store
+        turns = []
+        for fact in store.derived.profile():
+            if canonical_key(fact.key) == key:
+                behind = provenance.turns_behind(store.conn(), "fact", fact.id)
+                turns.extend(behind if len(behind) <= cls.TOLD_MAX else [])
+        return s.index.passing(narrowed, list(dict.fromkeys(turns)))
+
+
+def states(row: Mapping[str, Any], names: Collection[str], role: str | None) -> bool:
+    """Whether a turn may state something of the one a question is about: said by one of ``names`` (a
+    transcript's "Name: ..." label) or, naming none, by ``role``, and not asking (a turn that asks "what can
+    you do?" states nothing)."""
+    if asks(row["content"]):
+        return False
+    if names:
+        m = SPEAKER.match(row["content"])
+        return m is not None and m.group(1).lower() in names
+    return role is None or row["role"] == role
+
+
 class GistSessions(Stage):
     """The sessions whose gists match: their turns gain. Depends on the gists being faithful."""
 
@@ -525,8 +634,8 @@ class Diversity(Stage):
 
 
 STAGES: tuple[Stage, ...] = (Dense(), FullText("bm25", "turn"), FullText("context", "context"), RareWords(), Dates(),
-                             DenseContext(), Speaker(), LexicalTrust(), Sessions(), Answers(), Currentness(),
-                             Rerank(), Bursts(), Diversity())
+                             Statements(), DenseContext(), Speaker(), LexicalTrust(), Sessions(), Answers(),
+                             Currentness(), Rerank(), Bursts(), Diversity())
 OPTIONAL: tuple[Stage, ...] = (GistSessions(),)
 ALWAYS = ("dense", "bm25")  # what the plain modes are made of
 
@@ -548,7 +657,9 @@ def chosen(names: Sequence[str] | None) -> list[Stage]:
     unknown = set(names) - set(known)
     if unknown:
         raise ValueError(f"unknown recall stage(s): {', '.join(sorted(unknown))}; known: {', '.join(known)}")
-    order = [*STAGES[:5], *OPTIONAL, *STAGES[5:]]  # gathering stages first
+    every = (*STAGES, *OPTIONAL)
+    gathering = [stage for stage in every if type(stage).gather is not Stage.gather]
+    order = [*gathering, *(stage for stage in every if stage not in gathering)]  # gathering stages first
     return [stage for stage in order if stage.name in names]
 
 
