@@ -153,7 +153,8 @@ def fitting_key(proposed: str | None, scores: Mapping[str, float], kind: str = "
         ok = scores[proposed] >= FIT and scores[proposed] >= scores[nearest] - MARGIN
         return proposed if ok else None
     second = max((v for k, v in scores.items() if k != nearest), default=-1.0)
-    return nearest if scores[nearest] >= CLEAR and scores[nearest] - second >= GAP else None
+    clear = FIT if kind in ("doing", "place") else CLEAR  # a habit or a place has few keys it may be
+    return nearest if scores[nearest] >= clear and scores[nearest] - second >= GAP else None
 
 
 def gate(proposals: Sequence[Proposal], turns: Sequence[Turn], *, parse: statement.Parse, fit: KeyFit,

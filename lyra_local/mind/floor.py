@@ -8,18 +8,14 @@ candidates by their grammar alone, never by a list of jobs, pets or places:
   name is" names;
 - what the person is: the noun after a first-person "I'm" ("I'm a nurse");
 - what the person has: a noun they own with its proper name ("my dog Rex"),
-  or a counted one ("I have two kids");
 - where: a place (a named entity) in a first-person clause ("I live in Leeds");
+- a habit: what a first-person present does with a time that recurs ("I go
+  swimming every morning", "I sing in a choir on tuesdays").
 
-What a person does ("I teach chemistry", "I sing in a choir") is left to a
-model: a predicate's meaning cannot be told from its grammar ("I work as a
-team" is no job, "I live in hell" no home), and the floor is measured to
-keep nothing false on the project's negatives (tests/data/floor_statements.toml).
-
-Each candidate is a ``Proposal`` with no key, quoting its sentence: the gate
-(``facts.gate``) then checks it like a model's, and gives it the key its
-clause is nearest by meaning, only when that key is clear. A floor that
-cannot tell learns nothing: a missed fact costs less than a false one.
+Anything else a person does ("I teach chemistry") is left to a model: a
+predicate's meaning cannot be told from its grammar ("I work as a team" is no
+job, "I live in hell" no home), and the floor is measured to keep nothing false
+on the project's negatives (tests/data/floor_statements.toml).
 """
 
 from __future__ import annotations
@@ -72,8 +68,42 @@ def _values(sentence: Span) -> Iterator[tuple[str, str]]:
             yield "thing", _phrase(token)
         elif token.ent_type_ in PLACES and token.ent_iob_ == "B":
             yield "place", _entity(token)
+        elif token == head and token.pos_ == "VERB" and _habitual(token):
+            activity = _activity(token)
+            if activity:
+                yield "doing", activity  # "I go swimming every morning", "I do yoga twice a week"
         elif token.pos_ == "PROPN" and token.dep_ == "pobj" and token.ent_type_ not in ("DATE", "TIME"):
             yield "place", _phrase(token, proper=True)  # "moved to Glasgow": the small pipeline's NER misses many
+
+
+def _habitual(verb: Token) -> bool:
+    """A present tense (or "been ...ing") with a time that recurs: "every morning", "on tuesdays", "twice a
+    week": what the person does as a habit, by the grammar of frequency, whatever the activity is."""
+    present = verb.tag_ in ("VBP", "VBZ") or verb.tag_ == "VBG" and any(
+        c.norm_ == "been" for c in verb.children if c.dep_ == "aux")
+    if not present:
+        return False
+    for entity in verb.doc.ents:
+        if entity.label_ in ("DATE", "TIME") and entity.root.head == verb or any(
+                t.head == verb or t.head.head == verb for t in entity):
+            first = entity[0].lower_
+            if first in ("every", "each", "a", "per") or any(t.tag_ == "NNS" for t in entity):
+                return True
+    return False
+
+
+def _activity(verb: Token) -> str:
+    """What a habit is: the verb's object ("go swimming", "do yoga", "play tennis"), else the verb with the
+    place it is done in ("sing in a choir")."""
+    objects = [c for c in verb.children if c.dep_ in ("dobj", "xcomp") and c.ent_type_ not in ("DATE", "TIME")]
+    if objects:
+        return _phrase(objects[0])
+    place = next((c for c in verb.children if c.dep_ == "prep" and any(
+        g.dep_ == "pobj" and not g.ent_type_ for g in c.children)), None)
+    if place is None:
+        return ""
+    words = [verb, *sorted(place.subtree, key=lambda t: t.i)]
+    return " ".join(t.text for t in words if t.dep_ != "det")[:60]
 
 
 def _being(verb: Token) -> bool:
