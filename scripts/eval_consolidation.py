@@ -51,9 +51,9 @@ from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.llm.registry import Models
 from lyra_local.mind import Dreamer
 from lyra_local.mind.ground import when
+from lyra_local.memory.keys import BY_NAME as KEYS
 from lyra_local.mind.grounding import SUPPORT, sentences, split_speaker
-from lyra_local.mind.profile import KEYS
-from lyra_local.mind.statements import content_words
+from lyra_local.mind.statement import content_words
 from lyra_local.store import Exchange, Store
 from lyra_local.store.derived import ProfileFact
 from lyra_local.transfer.importer import import_source
@@ -246,10 +246,18 @@ def supported_sentences(store: Store, models: Models, turns: dict[int, list[Exch
 
 
 def floor_table() -> None:
-    """The facts floor alone (``mind/statements.py``) over every turn of the person's in every set, judged against
+    """The facts floor alone (``mind/floor.py`` through the gate, ``mind/facts.py``) over every turn of the person's in every set, judged against
     the gold where there is one: it reads turns, not gists, so it is the same with any model. Coverage: the share
     of the person's gold observations that some correct fact stands on."""
-    from lyra_local.mind.profile import grounded_facts
+    from lyra_local.mind.facts import KeyFit, Turn, gate
+    from lyra_local.mind.floor import proposals
+    from lyra_local.parser import load_parser
+
+    from bench_chat import bench_embedder
+
+    settings, embedder = bench_embedder()
+    parse = load_parser(settings.models_dir)
+    fit = KeyFit(lambda texts: np.asarray(embedder.embed(texts), dtype=np.float32))
 
     for dataset in ("locomo-dev", "memorybank"):
         counts: Counter[str] = Counter()
@@ -264,7 +272,10 @@ def floor_table() -> None:
                 own = [m for m in session["messages"] if m["role"] == "user"]
                 speakers = {split_speaker(m["content"])[0] or "" for m in session["messages"]} | {memory_set.user,
                                                                                                   "Lyra"}
-                for key, value, n in grounded_facts([], [m["content"] for m in own], speakers)[0]:
+                turns = [Turn(m["content"], True) for m in own]
+                kept = gate(proposals(turns, parse), turns, parse=parse, fit=fit,
+                            names={n.casefold() for n in speakers if n})
+                for key, value, n in [(j.key, j.proposal.value, j.turn) for j in kept if j.key and not j.failed]:
                     source = own[n]["source_id"]
                     support = None if gold is None else fact_supported(key, value, source, memory_set.user, speakers,
                                                                        gold)
