@@ -49,9 +49,9 @@ import numpy as np
 from lyra_local.config import load_settings
 from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.llm.registry import Models
+from lyra_local.memory.keys import BY_NAME as KEYS
 from lyra_local.mind import Dreamer
 from lyra_local.mind.ground import when
-from lyra_local.memory.keys import BY_NAME as KEYS
 from lyra_local.mind.grounding import SUPPORT, sentences, split_speaker
 from lyra_local.mind.statement import content_words
 from lyra_local.store import Exchange, Store
@@ -249,11 +249,11 @@ def floor_table() -> None:
     """The facts floor alone (``mind/floor.py`` through the gate, ``mind/facts.py``) over every turn of the person's in every set, judged against
     the gold where there is one: it reads turns, not gists, so it is the same with any model. Coverage: the share
     of the person's gold observations that some correct fact stands on."""
+    from bench_chat import bench_embedder
+
     from lyra_local.mind.facts import KeyFit, Turn, gate
     from lyra_local.mind.floor import proposals
     from lyra_local.parser import load_parser
-
-    from bench_chat import bench_embedder
 
     settings, embedder = bench_embedder()
     parse = load_parser(settings.models_dir)
