@@ -246,9 +246,9 @@ def supported_sentences(store: Store, models: Models, turns: dict[int, list[Exch
 
 
 def floor_table() -> None:
-    """The facts floor alone (``mind/floor.py`` through the gate, ``mind/facts.py``) over every turn of the person's in every set, judged against
-    the gold where there is one: it reads turns, not gists, so it is the same with any model. Coverage: the share
-    of the person's gold observations that some correct fact stands on."""
+    """The facts floor alone (``mind/floor.py`` through the gate, ``mind/facts.py``) over every turn of the
+    person's in every set, judged against the gold where there is one: it reads turns, not gists, so it is the same
+    with any model. Coverage: the share of the person's gold observations that some correct fact stands on."""
     from bench_chat import bench_embedder
 
     from lyra_local.mind.facts import KeyFit, Turn, gate
