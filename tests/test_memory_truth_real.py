@@ -98,3 +98,27 @@ def test_the_memory_panel_shows_each_text_once(browser: Browser, maya: Served) -
     labels = page.locator("#timeline summary").all_inner_texts()
     assert [label.split(" · ")[1].split(" in ")[0] for label in labels] == ["2 days", "2 days"], labels  # as talked
     page.close()
+
+
+def test_a_reader_sees_her_facts_her_words_quoted_and_her_job_found_by_a_question(
+        browser: Browser, maya: Served) -> None:  # noqa: F811
+    """Issue 43, as a reader would check it: About you holds what she said of herself (and only that), every
+    summary is her or ChatGPT's words quoted under their name and day, and "what is my job?" finds the turn that
+    says it, though the question shares no word with it."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1400})
+    page.goto(maya.url)
+    page.wait_for_load_state("networkidle")
+    page.click(".tab[data-panel=memory]")
+    page.wait_for_load_state("networkidle")
+    profile = page.locator("#profile")
+    expect(profile).to_contain_text("Maya")
+    shot(page, "maya-about-you")
+    for text in summaries(maya):
+        assert "replied that" not in text and "mentioned that" not in text, text  # no reported speech by rules
+    page.click(".tab[data-panel=search]")
+    page.fill("#search-input", "what is my job?")
+    page.press("#search-input", "Enter")
+    found = page.locator("#search-results li[data-tier=exchange]").filter(has_text="as a nurse")
+    expect(found.first).to_be_visible(timeout=30_000)
+    shot(page, "maya-search-what-is-my-job")
+    page.close()
