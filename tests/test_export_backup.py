@@ -14,12 +14,13 @@ import pytest
 
 from lyra_local.cli import main
 from lyra_local.config import load_settings
+from lyra_local.llm.local import LocalEmbedder
 from lyra_local.mind import Dreamer
 from lyra_local.store import Store
 
 from .chatgpt_export import conversation, write_export
 from .conftest import MODELS_DIR, REPO, base_env
-from .fakes import FakeChatModel, FakeEmbedder
+from .fakes import FakeChatModel
 from .test_dream import add_session, respond
 
 
@@ -34,7 +35,7 @@ def use(monkeypatch: pytest.MonkeyPatch, data: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.models  # `lyra import` embeds with the real model
 def test_export_then_import_into_an_empty_store_then_export_gives_identical_files(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: LocalEmbedder) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     use(monkeypatch, first)
     export = write_export(tmp_path / "chatgpt.zip", [
@@ -45,7 +46,8 @@ def test_export_then_import_into_an_empty_store_then_export_gives_identical_file
     add_session(store, "garden", "2024-05-01", ["I moved to Lisbon, the tomatoes 🍅 came too", "Wonderful"])
     store.sessions.create("never used")
     settings = load_settings(None)
-    Dreamer(store, FakeChatModel(respond=respond), FakeEmbedder(), settings).run_pass(force=True)
+    # the real embedder: the profile's gate fits keys by meaning, and the world proposal is built on the facts
+    Dreamer(store, FakeChatModel(respond=respond), embedder, settings).run_pass(force=True)
     store.derived.set_fact("favourite tea", "genmaicha", author="user")
     store.coord.write_world("# Now\n- Lisbon since May", "user")
     store.coord.write_world("# Now\n- Lisbon since May\n- learning Portuguese", "user")
