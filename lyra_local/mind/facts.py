@@ -7,18 +7,20 @@ check a proposal fails:
 
 - ``quote_not_found`` / ``quote_not_theirs``: the quote is verbatim (up to
   case, spacing and quote marks) in one of the person's own turns, outside a
-  photo caption or a quote of someone else; words found only in a reply (the
-  companion's, an imported assistant's) are not the person's;
+  photo caption, a placeholder or a line quoting a message ("> ..."); words
+  found only in a reply (the companion's, an imported assistant's) are not the
+  person's;
 - ``value_not_in_quote``: every content word of the value is in the quote;
-- ``not_their_statement`` (``statement.refusal``, read from the dependency
-  parse): the quote asserts it of the person, now: not a question, a negation,
-  a hypothetical or a wish, nor someone else's fact ("my sister is a nurse");
+- ``question``, ``negation``, ``hypothetical``, ``past``, ``plan``,
+  ``taken_back``, ``someone_else`` (``statement.read``, from the dependency
+  parse): the quote asserts the value of the person, now; "my sister is a
+  nurse" is the sister's job, "moving to Leeds in September" a plan;
 - ``value_is_a_speakers_name``: a name of one of the speakers is no one's job;
-- ``key_does_not_fit``: the key fits the quote by meaning: the embedding model
-  puts the quote nearer the key's own statements (``memory/keys.py``) than
-  ``FIT`` and within ``MARGIN`` of the nearest key. A plan ("moving to Leeds in
-  September") is nearest ``plans``, never a home city. A key the model named
-  outside the vocabulary is kept under the nearest key when that one is clear;
+- ``key_does_not_fit``: the key fits by meaning: the embedding model puts the
+  value's clause (or its possessive phrase, "my cat Miso") nearer the key's own
+  statements (``memory/keys.py``) than ``FIT`` and within ``MARGIN`` of the
+  nearest key. A key outside the vocabulary (a model's odd one, the floor's
+  none) is the nearest key, when that one is clear;
 - ``rejected_by_the_person``: the person said this key's fact was wrong, and
   no later turn says it anew.
 
