@@ -34,6 +34,7 @@ from ..errors import LyraError, ModelUnavailable
 from ..llm.base import ChatModel, Embedder
 from ..llm.retry import backoff_delays
 from ..memory.gather import user_name
+from ..parser import load_parser
 from ..store import Store
 from ..store.provenance import Ref, StaleSources
 from ..store.sessions import SessionNotFound
@@ -354,7 +355,6 @@ class Dreamer:
         return np.asarray(self._with_backoff("embed", lambda: self.embedder.embed(texts)), dtype=np.float32)
 
     def _ground(self, scribe: Scribe) -> Ground:
-        from ..parser import load_parser  # spaCy loads when a dream first needs it, not when the app imports
         return Ground(self.store, self._embed_many, self.embedder.name, scribe.count, scribe.names,
                       scribe.reply_tokens, parse=load_parser(self.settings.models_dir), fit=self._fit)
 

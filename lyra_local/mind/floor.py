@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from .facts import Proposal, Turn, said
-from .statement import SUBJECTS, Parse, content_words
+from .statement import SUBJECTS, Parse, content_words, first_person, owned
 
 if TYPE_CHECKING:
     from spacy.tokens import Span, Token
@@ -112,13 +112,12 @@ def _being(verb: Token) -> bool:
 
 def _names_themselves(verb: Token) -> bool:
     """"my name is Tom": a copula whose subject is the speaker's own name."""
-    return any(c.dep_ in SUBJECTS and c.lemma_ == "name" and any(_mine(p) for p in c.children if p.dep_ == "poss")
-               for c in verb.children)
+    return any(c.dep_ in SUBJECTS and c.lemma_ == "name" and owned(c) for c in verb.children)
 
 
 def _named(token: Token) -> str:
     """"dog Rex" where a noun the speaker owns stands by a proper name ("my cat Miso", "Luna, my kitten")."""
-    if token.pos_ != "NOUN" or token.dep_ == "poss" or not any(c.dep_ == "poss" and _mine(c) for c in token.children):
+    if token.pos_ != "NOUN" or token.dep_ == "poss" or not owned(token):
         return ""  # "my sister's boyfriend" names the boyfriend, not the sister
     doc = token.doc
     for i in (token.i + 1, token.i + 2, token.i - 2, token.i - 3):
@@ -127,10 +126,6 @@ def _named(token: Token) -> str:
                 doc[i].sent == token.sent and all(doc[j].is_punct or doc[j].dep_ == "poss" for j in between):
             return f"{token.text} {doc[i].text}"
     return ""
-
-
-def _mine(subject: Token | None) -> bool:
-    return subject is None or subject.pos_ == "PRON" and "1" in subject.morph.get("Person", [])
 
 
 def _predicate_head(token: Token) -> Token | None:
@@ -142,9 +137,9 @@ def _predicate_head(token: Token) -> Token | None:
         subject = next((c for c in head.children if c.dep_ in SUBJECTS), None)
         if subject is None and head.dep_ != "ROOT":
             continue  # "... and love hiking": the subject is the clause's it is joined to
-        owned = subject is not None and any(c.dep_ == "poss" and _mine(c) for c in subject.children)
-        inside = subject is not None and token in subject.subtree
-        return head if _mine(subject) or owned and inside or _names_themselves(head) else None
+        if subject is None or first_person(subject) or owned(subject) and token in subject.subtree:
+            return head
+        return head if _names_themselves(head) else None
     return None
 
 

@@ -191,8 +191,9 @@ class Ground:
         judged = gate([*proposed, *floor], turns, parse=self.parse, fit=self.fit, names=names, since=since)
         kept: dict[str, tuple[str, int]] = {}
         for verdict in judged:
-            if verdict.key and verdict.turn is not None and not verdict.failed:
-                kept.setdefault(verdict.key, (verdict.proposal.value, history[verdict.turn].id))
+            if verdict.kept and verdict.turn is not None:
+                key, value = verdict.kept[0]
+                kept.setdefault(key, (value, history[verdict.turn].id))
         failed = [j.failed for j in judged[:len(proposed)] if j.failed]
         return [(key, value, turn) for key, (value, turn) in kept.items()], failed
 

@@ -9,9 +9,11 @@ The rules are general rules of grammar, never lists of what people do or own:
 - a modal ("would", "could", "might", "'ll") or an infinitive the value hangs
   from ("I want to be a nurse", "used to work as a chef") says a wish, a plan
   or a past, not a standing fact: only a plan may be read from it;
-- a past "was"/"were" on the value says it held once ("I was a nurse"), and so
-  does any past tense it hangs from ("we lost our cat Tigger"), but for the
-  keys said by what happened (``Key.past``: "we moved to Glasgow");
+- a past "was"/"were" on the value says it held once ("I was a nurse"), and a
+  past under a present a wish ("I wish I had a garden"); for the floor, which
+  has no model to tell "we got a cat" from "we lost our cat", any past tense
+  the value hangs from does, but for the keys said by what happened
+  (``Key.past``: "we moved to Glasgow");
 - a present progressive with a date says a plan ("moving to Leeds in
   September"): a plan, not a home city;
 - the value is the speaker's when the clause it hangs from has a first-person
@@ -28,12 +30,11 @@ Measured on LoCoMo's gold observations by ``scripts/eval_facts.py``
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from spacy.lang.en.stop_words import STOP_WORDS
 
 from ..memory.keys import BY_NAME, SPELLING
 
@@ -59,8 +60,15 @@ class Reading:
 
 def content_words(value: str) -> list[str]:
     """The words of a value that say something (spaCy's stop words are not: "a", "my", "the")."""
-    return [w for w in (m.group(0).casefold().replace("’", "'") for m in WORD.finditer(value))
-            if w not in STOP_WORDS]
+    stop = _stop_words()
+    return [w for w in (m.group(0).casefold().replace("’", "'") for m in WORD.finditer(value)) if w not in stop]
+
+
+@functools.cache
+def _stop_words() -> frozenset[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS  # here: importing spaCy takes half a second of every start-up
+
+    return frozenset(STOP_WORDS)
 
 
 def names_someone(value: str, names: Collection[str]) -> bool:
@@ -73,7 +81,7 @@ def read(parse: Parse, turn: str, quote: str, value: str, key: str | None, stric
     which has no model to tell a past that still holds ("we got a cat") from one that does not."""
     doc = parse(turn)
     start = turn.casefold().find(" ".join(quote.split()).casefold().strip(" .!?,;:\"'"))
-    if start < 0:  # the quote matched up to spacing or quote marks: read the sentence that holds most of it
+    if start < 0:  # the quote matched only up to quote marks (``facts.find_quote``): read from the turn's start
         start = 0
     end = start + len(quote)
     tokens = [t for t in doc if start <= t.idx < end]
@@ -108,7 +116,7 @@ def _taken_back(doc: Doc, end: int) -> bool:
         root = sentence.root
         subject = next((c for c in root.children if c.dep_ in SUBJECTS), None)
         if sentence.start_char >= end and root.tag_ == "VBD" and subject is not None and subject.pos_ == "PRON" and \
-                not _first_person(subject) and any(t.ent_type_ == "DATE" for t in sentence):
+                not first_person(subject) and any(t.ent_type_ == "DATE" for t in sentence):
             return True  # "my dog Rex 😢 he passed last year": what it was, told as over
     fragment = after[:TAKING_BACK + 1]
     return 0 < len(fragment) <= TAKING_BACK and any(_negation(t) for t in fragment)
@@ -221,7 +229,8 @@ def _progressive(verb: Token) -> bool:
     return verb.tag_ == "VBG" and not any(c.tag_ == "VBN" for c in verb.children)
 
 
-def _first_person(token: Token) -> bool:
+def first_person(token: Token) -> bool:
+    """"I", "we", "me", "my": the speaker, by the parse's person or by the word."""
     return token.pos_ == "PRON" and "1" in token.morph.get("Person", []) or token.lower_ in ("i", "we", "me")
 
 
@@ -236,7 +245,7 @@ def _whose(token: Token, chain: list[Token], key: str | None) -> str | None:
     above = [token, *token.ancestors]
     for head in above:
         subject = next((c for c in head.children if c.dep_ in SUBJECTS), None)
-        if subject is not None and head.lemma_ != "be" and not _first_person(subject) and any(
+        if subject is not None and head.lemma_ != "be" and not first_person(subject) and any(
                 t.dep_ in ("ccomp", "parataxis") and t.head == head and head.i < t.i for t in above):
             return "someone_else"  # the words come after whoever said them
     if len(chain) > 1 and chain[-2].dep_ in LOOSE or len(chain) == 1 and token.dep_ in LOOSE:
@@ -244,29 +253,30 @@ def _whose(token: Token, chain: list[Token], key: str | None) -> str | None:
     clause = chain[-1] if chain[-1].pos_ in ("VERB", "AUX") else next(
         (t for t in token.ancestors if t.pos_ in ("VERB", "AUX")), chain[-1])
     subject = next((c for c in clause.children if c.dep_ in SUBJECTS), None)
-    if subject is None or _first_person(subject) or subject.morph.get("PronType", []) == ["Dem"]:
+    if subject is None or first_person(subject) or subject.morph.get("PronType", []) == ["Dem"]:
         return None
-    if SPELLING.get(subject.lemma_.casefold()) == key and _owned(subject):
+    if SPELLING.get(subject.lemma_.casefold()) == key and owned(subject):
         return None  # "my name is Tom": the speaker's own name, said as one
     if token in subject.subtree:
-        owned = any(_owned(t) for t in subject.subtree)
-        said_of_me = any(_first_person(t) for t in clause.subtree if t not in subject.subtree)
-        return None if owned or said_of_me else "someone_else"
+        held = any(owned(t) for t in subject.subtree)
+        said_of_me = any(first_person(t) for t in clause.subtree if t not in subject.subtree)
+        return None if held or said_of_me else "someone_else"
     return "someone_else"
 
 
 def _owned_phrase(value: list[Token]) -> str:
     """"my cat Miso" for the value "cat Miso" said as the speaker's: what its key is, whatever the clause is
     about ("I live in Berlin with my cat Miso")."""
-    owners = [c for t in value for c in t.children if c.dep_ == "poss" and _first_person(c)]
+    owners = [c for t in value for c in t.children if c.dep_ == "poss" and first_person(c)]
     if not owners:
         return ""
     words = sorted({*value, *owners}, key=lambda t: t.i)
     return " ".join(t.text for t in words)
 
 
-def _owned(noun: Token) -> bool:
-    return any(c.dep_ == "poss" and _first_person(c) for c in noun.children)
+def owned(noun: Token) -> bool:
+    """"my cat", "our flat": a noun the speaker owns."""
+    return any(c.dep_ == "poss" and first_person(c) for c in noun.children)
 
 
 def _clause(token: Token) -> str:
