@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lyra_local.mind.grounding import sentences, split_speaker, words
-from lyra_local.mind.statement import content_words
+from lyra_local.mind.grounding import sentences, split_speaker
+from lyra_local.mind.statement import WORD, content_words
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gold import Observation, observations  # noqa: E402
@@ -92,7 +92,7 @@ def conversations(path: Path) -> dict[str, tuple[tuple[str, str], list[Said]]]:
 def holds(sentence: str, value: str) -> bool:
     """Every content word of the value is a word of the sentence (as written, case aside)."""
     wanted = content_words(value)
-    return bool(wanted) and set(wanted) <= set(words(sentence))
+    return bool(wanted) and set(wanted) <= {w.casefold().replace("’", "'") for w in WORD.findall(sentence)}
 
 
 def quote_for(turn: Said, value: str) -> str | None:

@@ -104,3 +104,35 @@ def test_a_quote_the_person_did_not_write_is_refused(parser: Parser, fit: KeyFit
     [mine, theirs] = gate([Proposal("job", "teacher", "I'm a teacher"), Proposal("job", "teacher", "As a teacher")],
                           turns, parse=parser, fit=fit)
     assert (mine.failed, theirs.failed) == ("quote_not_found", "quote_not_theirs")
+
+
+@pytest.mark.models
+@pytest.mark.parametrize(("said", "key", "value"), [
+    ("Gonna volunteer at shelters next month. Can't wait!", "plans", "volunteer at shelters"),
+    ("I do watercolor painting to keep me busy. Something happened two weeks ago!", "hobbies",
+     "watercolor painting"),
+    ("wanted to let you know I sing in a choir now!", "hobbies", "choir"),
+    ("Hi Maria, since we last chatted, I'm volunteering as a mentor for a local school.", "hobbies",
+     "mentor for a local school"),
+    ("I've started learning how to play the piano", "hobbies", "piano"),
+    ("a gift from my grandma in my home country, Sweden.", "origin", "Sweden"),
+])
+def test_the_gate_keeps_what_reads_like_a_refusal_but_is_said_of_the_person(parser: Parser, fit: KeyFit, said: str,
+                                                                             key: str, value: str) -> None:
+    """The twins of the refusals above, from LoCoMo's wording: an eager "Can't wait!" takes nothing back, nor
+    does a past told of something else; the listener told is no reporter; a greeting's name parsed as a subject
+    is no subject; learning how to play is playing; "my home country, Sweden" names the speaker's own."""
+    [verdict] = gate([Proposal(key, value, said)], [Turn(said, True)], parse=parser, fit=fit)
+    assert verdict.kept == [(key, value)], verdict.failed
+
+
+@pytest.mark.models
+@pytest.mark.parametrize(("said", "key", "value", "why"), [
+    ("I'm a nurse. Not anymore.", "job", "nurse", "taken_back"),
+    ("my dog Rex. he passed last year", "pet", "dog Rex", "taken_back"),
+    ("you said I'm a nurse", "job", "nurse", "someone_else"),
+    ("I want to learn how to play the piano", "hobbies", "piano", "hypothetical"),
+])
+def test_the_twins_that_still_refuse(parser: Parser, fit: KeyFit, said: str, key: str, value: str, why: str) -> None:
+    [verdict] = gate([Proposal(key, value, said)], [Turn(said, True)], parse=parser, fit=fit)
+    assert verdict.failed == why

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from .facts import Proposal, Turn, said
-from .statement import SUBJECTS, Parse, content_words, first_person, owned
+from .statement import SUBJECTS, Parse, content_words, first_person, owned, subject_of
 
 if TYPE_CHECKING:
     from spacy.tokens import Span, Token
@@ -134,7 +134,7 @@ def _predicate_head(token: Token) -> Token | None:
     for head in (token, *token.ancestors):
         if head.pos_ not in ("VERB", "AUX") and head.dep_ != "ROOT" or head.dep_ in ("acl", "relcl", "amod"):
             continue
-        subject = next((c for c in head.children if c.dep_ in SUBJECTS), None)
+        subject = subject_of(head)
         if subject is None and head.dep_ != "ROOT":
             continue  # "... and love hiking": the subject is the clause's it is joined to
         if subject is None or first_person(subject) or owned(subject) and token in subject.subtree:

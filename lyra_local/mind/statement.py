@@ -103,23 +103,32 @@ def read(parse: Parse, turn: str, quote: str, value: str, key: str | None, stric
 
 NEGATIONS = frozenset({"not", "no", "nope", "never", "jk"})
 TAKING_BACK = 4  # words: a negation this short after a statement comments on it ("not really", "NOT")
+NEXT_SENTENCES = 2  # a past told of the value ("he passed last year") follows it this closely
 
 
 def _taken_back(doc: Doc, end: int) -> bool:
     """Whether what follows the value in the turn takes it back: a short negated fragment ("I'm a nurse... NOT",
     "- not anymore"), or a dated past told of it ("he passed last year")."""
     after = [t for t in doc if t.idx >= end and not t.is_punct and not t.is_space]
-    for sentence in doc.sents:
+    following = [s for s in doc.sents if s.end_char > end][:NEXT_SENTENCES + 1]
+    for sentence in following:
         words = [t for t in sentence if t in after]
-        if words and len(words) <= TAKING_BACK and any(_negation(t) for t in words):
+        if words and len(words) <= TAKING_BACK and _denies(words):
             return True
         root = sentence.root
-        subject = next((c for c in root.children if c.dep_ in SUBJECTS), None)
-        if sentence.start_char >= end and root.tag_ == "VBD" and subject is not None and subject.pos_ == "PRON" and \
-                not first_person(subject) and any(t.ent_type_ == "DATE" for t in sentence):
+        subject = subject_of(root)
+        if sentence.start_char >= end and root.tag_ == "VBD" and subject is not None and \
+                subject.morph.get("PronType", []) == ["Prs"] and not first_person(subject) and \
+                any(t.ent_type_ == "DATE" for t in sentence):
             return True  # "my dog Rex 😢 he passed last year": what it was, told as over
     fragment = after[:TAKING_BACK + 1]
-    return 0 < len(fragment) <= TAKING_BACK and any(_negation(t) for t in fragment)
+    return 0 < len(fragment) <= TAKING_BACK and _denies(fragment)
+
+
+def _denies(words: list[Token]) -> bool:
+    """A fragment that denies what came before: a negation and no verb of its own ("not really", "NOT",
+    "- not anymore"); "Can't wait!" negates its own verb and takes nothing back."""
+    return any(_negation(t) for t in words) and not any(t.pos_ == "VERB" for t in words)
 
 
 def _negation(token: Token) -> bool:
@@ -192,7 +201,7 @@ def _question(token: Token) -> bool:
     if words[0].tag_ in ("WDT", "WP", "WP$", "WRB") and words[0].dep_ != "nsubj" or words[0].tag_ == "WRB":
         return not sentence.text.rstrip().endswith((".", "!"))
     root = sentence.root
-    subject = next((c for c in root.children if c.dep_ in SUBJECTS), None)
+    subject = subject_of(root)
     inverted = [c for c in (root, *root.children) if c.dep_ in ("aux", "ROOT") and c.pos_ == "AUX"]
     return subject is not None and any(a.i < subject.i for a in inverted) and words[0].pos_ == "AUX"
 
@@ -204,9 +213,11 @@ def _negates(token: Token) -> bool:
 def _irrealis(token: Token) -> bool:
     """A modal on a verb, a condition ("if"), or the infinitive a verb takes as its complement ("want to be a
     nurse", "used to work as a chef"); an infinitive of purpose or after an adjective ("lucky to have my
-    husband", "made this to show my path") asserts what it says."""
+    husband", "made this to show my path") asserts what it says, and so does what one knows or learns how to
+    do ("learning how to play the piano": the learning is what may be wished, and the chain reads it)."""
     return any(c.tag_ == "MD" for c in token.children) or \
-        token.dep_ == "xcomp" and token.head.pos_ == "VERB" and any(c.tag_ == "TO" for c in token.children) or \
+        token.dep_ == "xcomp" and token.head.pos_ == "VERB" and any(c.tag_ == "TO" for c in token.children) and \
+        not any(c.tag_ in ("WRB", "WP") for c in token.children) or \
         any(c.dep_ == "mark" and c.lower_ in ("if", "unless") for c in token.children)
 
 
@@ -229,6 +240,14 @@ def _progressive(verb: Token) -> bool:
     return verb.tag_ == "VBG" and not any(c.tag_ == "VBN" for c in verb.children)
 
 
+def subject_of(verb: Token) -> Token | None:
+    """The verb's subject: of two the parse gives ("Hi Maria, since we chatted, I'm volunteering"), the one
+    nearest before the verb; the other is a name the speaker addresses, parsed as a subject."""
+    subjects = [c for c in verb.children if c.dep_ in SUBJECTS]
+    before = [c for c in subjects if c.i < verb.i]
+    return before[-1] if before else next(iter(subjects), None)
+
+
 def first_person(token: Token) -> bool:
     """"I", "we", "me", "my": the speaker, by the parse's person or by the word."""
     return token.pos_ == "PRON" and "1" in token.morph.get("Person", []) or token.lower_ in ("i", "we", "me")
@@ -244,15 +263,18 @@ def _whose(token: Token, chain: list[Token], key: str | None) -> str | None:
     "my friend goes, i'm a nurse": the complement of a verb with another subject, after it) is theirs."""
     above = [token, *token.ancestors]
     for head in above:
-        subject = next((c for c in head.children if c.dep_ in SUBJECTS), None)
-        if subject is not None and head.lemma_ != "be" and not first_person(subject) and any(
+        subject = subject_of(head)
+        if subject is not None and head.lemma_ != "be" and not first_person(subject) and \
+                not _listener(subject, head) and any(
                 t.dep_ in ("ccomp", "parataxis") and t.head == head and head.i < t.i for t in above):
             return "someone_else"  # the words come after whoever said them
+    if token.dep_ in ("appos", "compound") and owned(token.head):
+        return None  # "my home country, Sweden", "my cat Miso": named as the speaker's own
     if len(chain) > 1 and chain[-2].dep_ in LOOSE or len(chain) == 1 and token.dep_ in LOOSE:
         return None  # "Sam here, new phone": a word the clause does not take as its argument is said by no one else
     clause = chain[-1] if chain[-1].pos_ in ("VERB", "AUX") else next(
         (t for t in token.ancestors if t.pos_ in ("VERB", "AUX")), chain[-1])
-    subject = next((c for c in clause.children if c.dep_ in SUBJECTS), None)
+    subject = subject_of(clause)
     if subject is None or first_person(subject) or subject.morph.get("PronType", []) == ["Dem"]:
         return None
     if SPELLING.get(subject.lemma_.casefold()) == key and owned(subject):
@@ -262,6 +284,12 @@ def _whose(token: Token, chain: list[Token], key: str | None) -> str | None:
         said_of_me = any(first_person(t) for t in clause.subtree if t not in subject.subtree)
         return None if held or said_of_me else "someone_else"
     return "someone_else"
+
+
+def _listener(subject: Token, verb: Token) -> bool:
+    """"(I wanted to let) you know I joined a club": what the speaker tells the listener, in the present, is the
+    speaker's own; "you said I was a nurse" is not."""
+    return "2" in subject.morph.get("Person", []) and verb.tag_ in ("VB", "VBP")
 
 
 def _owned_phrase(value: list[Token]) -> str:
