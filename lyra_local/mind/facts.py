@@ -17,7 +17,8 @@ check a proposal fails:
   nurse" is the sister's job, "moving to Leeds in September" a plan;
 - ``value_is_a_speakers_name``: a name of one of the speakers is no one's job;
 - ``key_does_not_fit``: the key fits by meaning: the embedding model puts the
-  value's clause (or its possessive phrase, "my cat Miso") nearer the key's own
+  value's clause (or its possessive phrase and its nouns, "my cat" and "cat" for
+  "my cat Miso", averaged: a name says nothing of the key) nearer the key's own
   statements (``memory/keys.py``) than ``FIT`` and within ``MARGIN`` of the
   nearest key. A key outside the vocabulary (a model's odd one, the floor's
   none) is the nearest key, when that one is clear;
@@ -164,27 +165,29 @@ def gate(proposals: Sequence[Proposal], turns: Sequence[Turn], *, parse: stateme
     """Each proposal judged against the turns (``names``: the speakers', folded; ``since``: key -> the index of
     the first turn that may say it, after the person said its fact was wrong)."""
     since = since or {}
-    found: list[tuple[Proposal, int, int, str | None, str, str]] = []
+    found: list[tuple[Proposal, int, int, str | None, str, str, str]] = []
     out: dict[int, Judged] = {}
     for n, proposal in enumerate(proposals):
         turn, failed = find_quote(proposal.quote, turns)
         key = canonical_key(proposal.key)
-        clause, phrase = proposal.quote, ""
+        clause, phrase, noun = proposal.quote, "", ""
         if failed is None and turn is not None:
             reading = statement.read(parse, said(turns[turn].text), proposal.quote, proposal.value, key,
                                      strict=bool(proposal.kind))
             failed, clause = reading.refusal, reading.clause
-            phrase = reading.phrase
+            phrase, noun = reading.phrase, reading.noun
         if failed is None and key != "name" and statement.names_someone(proposal.value, names):
             failed = "value_is_a_speakers_name"
         if failed is not None or turn is None:
             out[n] = Judged(proposal, failed=failed)
         else:
-            found.append((proposal, n, turn, key, clause, phrase))
-    by_clause = fit.scores([clause for *_, clause, _ in found])
-    by_phrase = fit.scores([phrase or clause for *_, clause, phrase in found])
-    scored = [{k: max(c[k], p[k]) for k in c} for c, p in zip(by_clause, by_phrase, strict=True)]
-    for (proposal, n, turn, key, _, _), scores in zip(found, scored, strict=True):
+            found.append((proposal, n, turn, key, clause, phrase, noun))
+    by_clause = fit.scores([clause for *_, clause, _, _ in found])
+    by_phrase = fit.scores([phrase or clause for *_, clause, phrase, _ in found])
+    by_noun = fit.scores([noun or phrase or clause for *_, clause, phrase, noun in found])
+    scored = [{k: max(c[k], (p[k] + o[k]) / 2) for k in c} for c, p, o in zip(by_clause, by_phrase, by_noun,
+                                                                               strict=True)]
+    for (proposal, n, turn, key, *_), scores in zip(found, scored, strict=True):
         chosen = fitting_key(key, scores, proposal.kind)
         if chosen == "name" and key != "name":
             chosen = None  # a name is learnt only where it was proposed as one: "call me crazy" is no name

@@ -55,7 +55,8 @@ class Reading:
 
     refusal: str | None
     clause: str
-    phrase: str = ""  # the value with the speaker's possessive ("my cat Miso"), where it has one
+    phrase: str = ""  # the value as the speaker's own, without its name ("my cat" for "cat Miso"), where it is
+    noun: str = ""  # ... and its nouns alone ("cat"): what it is, without whose
 
 
 def content_words(value: str) -> list[str]:
@@ -98,7 +99,7 @@ def read(parse: Parse, turn: str, quote: str, value: str, key: str | None, stric
     if refused:  # any word of the value asked, denied, wished or planned: the value is not a standing fact
         return Reading(*refused)
     ok = [clause for why, clause in verdicts if why is None]  # one word of it the speaker's ("a beagle, rufus")
-    return Reading(None, ok[0], _owned_phrase(found)) if ok else Reading(*verdicts[0])
+    return Reading(None, ok[0], *_owned_phrase(found)) if ok else Reading(*verdicts[0])
 
 
 NEGATIONS = frozenset({"not", "no", "nope", "never", "jk"})
@@ -292,14 +293,17 @@ def _listener(subject: Token, verb: Token) -> bool:
     return "2" in subject.morph.get("Person", []) and verb.tag_ in ("VB", "VBP")
 
 
-def _owned_phrase(value: list[Token]) -> str:
-    """"my cat Miso" for the value "cat Miso" said as the speaker's: what its key is, whatever the clause is
-    about ("I live in Berlin with my cat Miso")."""
+def _owned_phrase(value: list[Token]) -> tuple[str, str]:
+    """("my cat", "cat") for the value "cat Miso" said as the speaker's: what its key is, whatever the clause
+    is about ("I live in Berlin with my cat Miso"). The name is left out: it says nothing of the key, and it
+    pulls a phrase towards every key of people ("my sister Jess" is as near children as family)."""
     owners = [c for t in value for c in t.children if c.dep_ == "poss" and first_person(c)]
     if not owners:
-        return ""
-    words = sorted({*value, *owners}, key=lambda t: t.i)
-    return " ".join(t.text for t in words)
+        return "", ""
+    nouns = [t for t in value if t.pos_ != "PROPN"]
+    if not nouns or len(nouns) == len(value):  # a name alone, or no name: the phrase as said
+        return " ".join(t.text for t in sorted({*value, *owners}, key=lambda t: t.i)), ""
+    return " ".join(t.text for t in sorted({*nouns, *owners}, key=lambda t: t.i)), " ".join(t.text for t in nouns)
 
 
 def owned(noun: Token) -> bool:
