@@ -215,3 +215,21 @@ def test_searching_a_word_never_said_shows_nothing_found_and_a_said_one_its_word
     assert page.locator("#search-results li[data-matched=words]").filter(has_not_text="Lisbon").count() == 0
     shot(page, "search-found-by-words")
     page.close()
+
+
+def test_a_plan_shows_when_it_was_for_and_that_the_date_has_passed(
+        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
+    """About you as the person reads it: a plan whose date has gone by says so under its value."""
+    served, data, session = dreamt
+    store = Store(data)
+    turn = next(t for t in store.exchanges.history(session) if t.content == SAID)
+    gist = store.derived.gist(session)
+    assert gist is not None
+    store.derived.apply_facts(gist, [("plans", "a river cruise in May 2025", turn.id)], turn.created_at)
+    store.close()
+    page = open_memory(browser, served)
+    card = page.locator("#profile li[data-key='plans']")
+    expect(card.locator(".fact-planned")).to_have_text("Planned for May 2025 · that date has passed")
+    expect(card).to_have_class(re.compile(r"\bpast\b"))
+    shot(page, "memory-plan-past")
+    page.close()

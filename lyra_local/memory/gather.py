@@ -15,8 +15,18 @@ from ..store.derived import ProfileFact
 from ..store.periods import period_keys
 from .context import ContextInputs, Item, Turn
 from .memory import Memory
+from .plans import of_fact
 from .recall import RecallQuery
 from .timeline import Entry
+
+
+def _as_planned(store: Store, fact: ProfileFact) -> str:
+    """A plan's value with its date, and said as past once that has gone by: the model is not to speak of a
+    move "in September" a year and a half on."""
+    plan = of_fact(store, fact, datetime.now(timezone.utc))
+    if plan is None:
+        return fact.value
+    return f"{fact.value} (planned for {plan.label}{'; that date has passed' if plan.past else ''})"
 
 
 def _item(hit: Hit, zone: tzinfo) -> Item:
@@ -70,7 +80,7 @@ def gather(memory: Memory, settings: CompanionSettings, session_id: int, message
         drives=drives,
         household=memory.household(),
         world=world.content if world else None,
-        profile=[(f.key, f.value) for f in profile],
+        profile=[(f.key, _as_planned(store, f)) for f in profile],
         narrative=store.derived.narrative(),
         timeline=timeline_entries(store, settings.timeline_days, zone=memory.zone),
         gists=recall("gist", settings.recalled_gists),

@@ -104,6 +104,7 @@ KEYS: tuple[Key, ...] = (
         ("What do I believe in?",), kinds=frozenset({"thing"})),
 )
 BY_NAME = {key.name: key for key in KEYS}
+PLAN_KEYS = frozenset({"plans"})  # the keys of what is to come: a wish or an infinitive may say them, a date passes
 SPELLING = {spelling: key.name for key in KEYS for spelling in (key.name, *key.spellings)}
 _PREFIX = re.compile(r"^(the\s+)?(user'?s?|person'?s?|his|her|their|my)\s+")
 

@@ -3,14 +3,17 @@
 Each fact is a card: its key and value, when and in which conversation it was
 said (the person's own turn it was learnt from), whether the person confirmed
 it ("That's right": their statement, which the dream never changes), and
-whether it is new to them (learnt since they last looked). The web UI, the API
-and ``lyra memory facts`` show the same cards.
+whether it is new to them (learnt since they last looked), and for a plan, when
+it was for and whether that date has passed (``memory/plans.py``). The web UI,
+the API and ``lyra memory facts`` show the same cards.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
+from ..memory.plans import of_fact
 from ..store import Store
 from ..store.derived import ProfileFact
 
@@ -38,6 +41,8 @@ class Card:
     confirmed: bool
     new: bool
     said: Said | None
+    planned_for: str | None = None  # a plan's date, as a person says it ("September 2024")
+    plan_past: bool = False  # ... which has passed: the plan is shown as past
 
 
 def said_in(store: Store, fact: ProfileFact) -> Said | None:
@@ -53,7 +58,12 @@ def said_in(store: Store, fact: ProfileFact) -> Said | None:
 def cards(store: Store) -> tuple[list[Card], str | None]:
     """The current facts as cards, and when the person last looked (``None``: never, so all are new)."""
     seen = store.derived.profile_seen_at()
-    return [Card(f.id, f.key, f.value, f.author, f.created_at, f.observed_at, f.source_session_id,
-                 confirmed=f.author == "user", new=f.author == "dream" and (seen is None or f.created_at > seen),
-                 said=said_in(store, f))
-            for f in store.derived.profile()], seen
+    now = datetime.now(timezone.utc)
+    out = []
+    for f in store.derived.profile():
+        plan = of_fact(store, f, now)
+        out.append(Card(f.id, f.key, f.value, f.author, f.created_at, f.observed_at, f.source_session_id,
+                        confirmed=f.author == "user", new=f.author == "dream" and (seen is None or f.created_at > seen),
+                        said=said_in(store, f), planned_for=plan.label if plan else None,
+                        plan_past=bool(plan and plan.past)))
+    return out, seen

@@ -36,7 +36,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..memory.keys import BY_NAME, SPELLING
+from ..memory.keys import BY_NAME, PLAN_KEYS, SPELLING
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
@@ -45,7 +45,6 @@ Parse = Callable[[str], "Doc"]
 WORD = re.compile(r"[\w][\w'’]*")  # "me-time" is two words, as the parse splits it
 SUBJECTS = ("nsubj", "nsubjpass", "csubj", "expl")
 LOOSE = frozenset({"npadvmod", "dep", "intj", "meta", "vocative"})  # attachments that are no argument of a verb
-PLAN_KEYS = frozenset({"plans"})  # the keys a wish, a modal or an infinitive may still say
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,16 @@ function factCard(f) {
     el("div", { class: "fact-head" }, el("span", { class: "fact-key", text: f.key }),
        newFacts.has(f.id) ? el("span", { class: "badge new", text: "new" }) : null,
        f.confirmed ? el("span", { class: "badge", text: "confirmed" }) : null),
-    value, factSaid(f), el("div", { class: "row fact-actions" }, right, wrong, edit, sources), list);
+    value, factPlanned(f), factSaid(f), el("div", { class: "row fact-actions" }, right, wrong, edit, sources), list);
+  if (f.plan_past) card.classList.add("past");
   return card;
+}
+
+/* When a plan was for, and that the day has gone by: a move "in September" said two years ago is no plan now. */
+function factPlanned(f) {
+  if (!f.planned_for) return null;
+  return el("p", { class: "fact-planned muted", text: f.plan_past ? `Planned for ${f.planned_for} · that date has passed`
+                                                                    : `Planned for ${f.planned_for}` });
 }
 
 /* When and where a fact was said: its turn's day and conversation, a link that opens it there. */
