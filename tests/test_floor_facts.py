@@ -136,3 +136,13 @@ def test_the_gate_keeps_what_reads_like_a_refusal_but_is_said_of_the_person(pars
 def test_the_twins_that_still_refuse(parser: Parser, fit: KeyFit, said: str, key: str, value: str, why: str) -> None:
     [verdict] = gate([Proposal(key, value, said)], [Turn(said, True)], parse=parser, fit=fit)
     assert verdict.failed == why
+
+
+@pytest.mark.models
+def test_a_quote_typed_with_other_apostrophes_is_read_where_it_stands(parser: Parser, fit: KeyFit) -> None:
+    """A model quotes "I'm" where the person typed "I’m": the gate reads the value where it stands in the turn,
+    not at the turn's start ("I’m not a nurse anymore. I'm a teacher now" is a teacher)."""
+    turn = "lol I’m not a nurse anymore, long story. anyway I’m a teacher now"
+    [verdict] = gate([Proposal("job", "teacher", "anyway I'm a teacher now")], [Turn(turn, True)], parse=parser,
+                     fit=fit)
+    assert verdict.kept == [("job", "teacher")], verdict.failed

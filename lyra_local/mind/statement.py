@@ -80,10 +80,8 @@ def read(parse: Parse, turn: str, quote: str, value: str, key: str | None, stric
     """Read ``value`` where ``quote`` stands in ``turn`` (the person's own words). ``strict``: for the floor,
     which has no model to tell a past that still holds ("we got a cat") from one that does not."""
     doc = parse(turn)
-    start = turn.casefold().find(" ".join(quote.split()).casefold().strip(" .!?,;:\"'"))
-    if start < 0:  # the quote matched only up to quote marks (``facts.find_quote``): read from the turn's start
-        start = 0
-    end = start + len(quote)
+    found_at = _where(quote, turn)
+    start, end = found_at if found_at else (0, len(turn))  # not found as typed: the whole turn is read
     tokens = [t for t in doc if start <= t.idx < end]
     wanted = content_words(value)
     if not wanted:
@@ -99,6 +97,20 @@ def read(parse: Parse, turn: str, quote: str, value: str, key: str | None, stric
         return Reading(*refused)
     ok = [clause for why, clause in verdicts if why is None]  # one word of it the speaker's ("a beagle, rufus")
     return Reading(None, ok[0], *_owned_phrase(found)) if ok else Reading(*verdicts[0])
+
+
+_QUOTE_MARK = "['’‘`\"“”]"
+
+
+def _where(quote: str, turn: str) -> tuple[int, int] | None:
+    """Where the quote stands in the turn, as ``facts.find_quote`` matched it: up to case, spacing and which
+    quote marks were typed ("I’m" for "I'm")."""
+    words = quote.strip(" .!?,;:\"'“”’").split()
+    if not words:
+        return None
+    pattern = r"\s+".join(re.sub(_QUOTE_MARK, _QUOTE_MARK, re.escape(w)) for w in words)
+    match = re.search(pattern, turn, re.IGNORECASE)
+    return (match.start(), match.end()) if match else None
 
 
 NEGATIONS = frozenset({"not", "no", "nope", "never", "jk"})
