@@ -121,5 +121,10 @@ def test_a_reader_sees_her_facts_her_words_quoted_and_her_job_found_by_a_questio
     page.press("#search-input", "Enter")
     found = page.locator("#search-results li[data-tier=exchange]").filter(has_text="as a nurse")
     expect(found.first).to_be_visible(timeout=30_000)
+    expect(found.first.locator(".badge.who")).to_have_text("You")  # who said it: her, as the chat calls her
     shot(page, "maya-search-what-is-my-job")
+    page.fill("#search-input", "greyhound coat rain")
+    page.press("#search-input", "Enter")
+    reply = page.locator("#search-results li[data-tier=exchange]").filter(has_text="fleece-lined coat")
+    expect(reply.first.locator(".badge.who")).to_have_text("ChatGPT")  # an imported reply is ChatGPT's, not Lyra's
     page.close()

@@ -35,6 +35,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..authors import imported_author
 from ..errors import BadRequest
 from ..store import kinds, provenance
 from ..store.db import to_iso
@@ -115,6 +116,8 @@ class Found:
     period: str | None = None
     snippet: tuple[Piece, ...] = ()
     matched: str = "words"  # how it matches (``matches``): "words" (marked in the snippet), "date", "meaning", "reply"
+    role: str | None = None  # a turn's: "user" (the person) or "assistant"
+    author: str | None = None  # ... an imported reply's assistant ("ChatGPT"); None: the companion's, or the person's
 
 
 def search(memory: Memory, query: SearchQuery, now: datetime | None = None) -> list[Found]:
@@ -149,8 +152,15 @@ def _recalled(memory: Memory, query: SearchQuery, tier: str, vector: np.ndarray,
         digest = periods.get(h.id)
         out.append(replace(_placed(memory, h.kind, h.id, h.content, h.created_at, h.session_id, h.score),
                            began_at=began, ended_at=ended, granularity=digest["granularity"] if digest else None,
-                           period=digest["period"] if digest else None, matched=how[h.id]))
+                           period=digest["period"] if digest else None, matched=how[h.id],
+                           role=h.role if h.kind == "exchange" else None, author=_imported_author(memory, h)))
     return out
+
+
+def _imported_author(memory: Memory, hit: Hit) -> str | None:
+    """The assistant a found reply was imported from ("ChatGPT"; ``authors``), else ``None``."""
+    turn = memory.store.exchanges.get(hit.id) if hit.kind == "exchange" and hit.role == "assistant" else None
+    return imported_author(turn) if turn else None
 
 
 def shown(memory: Memory, tier: str, hits: Sequence[Hit], text: str, vector: np.ndarray,

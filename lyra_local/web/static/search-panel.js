@@ -4,7 +4,7 @@
  * (or one forgotten) finds nothing. */
 import { api } from "./api.js";
 import { emit } from "./bus.js";
-import { currentId } from "./conversation.js";
+import { currentId, people } from "./conversation.js";
 import { $, clip, el, fragment, openLink } from "./dom.js";
 import { confirmForget, showError } from "./feedback.js";
 import { registerPanel } from "./panels.js";
@@ -39,10 +39,17 @@ async function runSearch() {
   } catch (e) { $("search-status").textContent = ""; showError(e.message); }
 }
 
-/* Nothing matched: said plainly, with what that means after a forget. */
+/* Nothing matched: said plainly. */
 function nothingFound() {
   return ["Nothing found.", el("span", { class: "muted search-hint",
-    text: " Nothing said shares these words or is close in meaning. What you forgot is gone: it is found nowhere." })];
+    text: " Nothing in your conversations or memories has these words or is close in meaning." })];
+}
+
+/* Who said a turn: the person, the companion, or the assistant an imported reply came from ("ChatGPT"). */
+function whoSaid(r) {
+  if (r.tier !== "exchange") return null;
+  const who = r.role === "user" ? people.user : r.author || people.companion;
+  return el("span", { class: "badge who", text: who, title: `Said by ${who}` });
 }
 
 /* How a result was found, in words (memory/search.py `matches`): a word of the search is in it (marked), it
@@ -85,7 +92,8 @@ function searchResult(r) {
     } });
   const pieces = r.snippet && r.snippet.length ? r.snippet : [{ text: r.content, match: false }];
   return el("li", { class: "result", "data-tier": r.tier, "data-matched": r.matched },
-    el("div", { class: "result-head" }, el("span", { class: "badge", text: kind }), resultDate(r), foundBy(r), forget),
+    el("div", { class: "result-head" }, whoSaid(r) || el("span", { class: "badge", text: kind }), resultDate(r), foundBy(r),
+       forget),
     el("p", { class: "snippet" }, fragment(pieces.map((p) => (p.match ? el("mark", { text: p.text }) : p.text)))),
     el("div", { class: "result-foot" }, open, r.session_name ? el("span", { class: "muted", text: r.session_name }) : null));
 }
