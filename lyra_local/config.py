@@ -197,6 +197,13 @@ class ServerSettings(_Strict):
         description="Names the server answers to besides loopback and its bind address ('lyra.lan', "
                     "'lyra.lan:8000'); a request for any other Host is refused, so no web page can "
                     "rebind a name of its own to this machine. From the environment: comma-separated.")
+    trusted_proxies: tuple[str, ...] = Field(
+        (),
+        description="Addresses (or networks, '10.0.0.0/8') of reverse proxies in front of Lyra whose "
+                    "X-Forwarded-For and X-Forwarded-Proto are believed: the client's address then comes from "
+                    "them (the login limits count per address). Empty, the default: the address is the "
+                    "socket's and forwarded headers are ignored. Read at start (a change takes a restart). From the "
+                    "environment: comma-separated.")
 
     @field_validator("api_token")
     @classmethod
@@ -214,7 +221,7 @@ class ServerSettings(_Strict):
                              f"use at least {MIN_TOKEN_CHARS}, {TOKEN_HOW}")
         return value
 
-    @field_validator("allowed_hosts", mode="before")
+    @field_validator("allowed_hosts", "trusted_proxies", mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
         if isinstance(value, str):  # LYRA_SERVER__ALLOWED_HOSTS="lyra.lan, 192.168.1.5"
@@ -230,6 +237,18 @@ class ServerSettings(_Strict):
                 raise ValueError(f"{name!r} is not a host name: give 'name' or 'name:port', no scheme or path")
         # A bare IPv6 address as a Host header is written in brackets.
         return tuple(f"[{name}]" if name.count(":") > 1 and not name.startswith("[") else name for name in names)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _addresses(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # Only addresses: "*" (anyone may say where a request came from) would undo the login limits.
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry.strip("[]"), strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or network: name the proxy's address, "
+                                 "e.g. 127.0.0.1 or 172.17.0.0/16") from None
+        return tuple(entry.strip("[]") for entry in value)
 
 
 class CompanionSettings(_Strict):

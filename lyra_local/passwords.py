@@ -11,6 +11,7 @@ as four digits can be kept.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import os
@@ -50,11 +51,21 @@ def hash_secret(secret: str) -> str:
 
 
 def verify_secret(secret: str, stored: str | None) -> bool:
-    """Whether ``secret`` is the one ``stored`` was made from; with nothing stored the same work is done, so
-    the time taken never tells whether a name exists."""
-    if stored is None:
-        _scrypt(secret, b"\0" * 16, N, R, P)
-        return False
+    """Whether ``secret`` is the one ``stored`` was made from. With nothing stored (a name nobody has, a person
+    without a password) it is checked against a hash made for no one, through the very same steps, so the time
+    taken never tells whether a name exists: a caller must call this for every attempt, never skip it."""
+    matched = _verify(secret, _nobody() if stored is None else stored)
+    return matched and stored is not None
+
+
+@functools.cache
+def _nobody() -> str:
+    """A stored form no secret matches (a random digest, with today's parameters), made without hashing so
+    that even the first unknown name of a process costs one scrypt, like any other."""
+    return "$".join((SCHEME, str(N), str(R), str(P), _b64(os.urandom(16)), _b64(os.urandom(32))))
+
+
+def _verify(secret: str, stored: str) -> bool:
     try:
         scheme, n, r, p, salt, digest = stored.split("$")
         if scheme != SCHEME:

@@ -48,7 +48,9 @@ from lyra_local.mind.drives import backlog_size  # noqa: E402
 from lyra_local.mind.scheduler import DreamScheduler  # noqa: E402
 from lyra_local.passwords import hash_secret, verify_secret  # noqa: E402
 from lyra_local.store import Store  # noqa: E402
+from lyra_local.store.household import Household  # noqa: E402
 from lyra_local.web import create_app  # noqa: E402
+from lyra_local.web.logins import LoginFailed, check_login  # noqa: E402
 from tests.fakes import FakeChatModel, FakeEmbedder  # noqa: E402
 
 SECRET = "correct horse battery"
@@ -112,6 +114,37 @@ def login(n: int) -> None:
     print(row("POST /api/auth/login, right password (whole request through the app)", through["right"]))
     print(row("POST /api/auth/login, wrong password (401)", through["wrong"]))
     print(row("GET /api/me with the session cookie", through["state"]))
+    known, unknown = wrong_names(n)
+    print(row("the login check, wrong password for a name that lives here", known))
+    print(row("the login check, any password for a name nobody has", unknown))
+    ratio = statistics.median(w for w, _ in unknown) / statistics.median(w for w, _ in known)
+    print(f"\nunknown name / known name, wall p50: **{ratio:.2f}**")
+
+
+def wrong_names(n: int) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """The whole login check (``web/logins.check_login``: limits, lookups, scrypt) failing ``n`` times for a name
+    that lives here and ``n`` times for one nobody has, interleaved, each from an address of its own and the
+    known names in turn (so that no limit is reached): whether the time tells who lives here."""
+    with tempfile.TemporaryDirectory(prefix="lyra-bench-names-") as tmp:
+        household = Household(Path(tmp))
+        stored = hash_secret(SECRET)
+        household.set_secret(household.ensure_first("Ada").id, stored)
+        names = ["Ada", *(household.add(f"Person{k}", "adult", stored).name for k in range(n // 15))]
+        known: list[tuple[float, float]] = []
+        unknown: list[tuple[float, float]] = []
+
+        def fail(name: str, address: str) -> None:
+            try:
+                check_login(household, name, "not the password", address, None)
+            except LoginFailed:
+                return
+            raise AssertionError("a wrong password logged in")
+
+        for i in range(n):
+            known.append(timed(lambda i=i: fail(names[i % len(names)], f"10.1.{i // 250}.{i % 250}")))  # type: ignore[misc]
+            unknown.append(timed(lambda i=i: fail(f"Nobody{i}", f"10.2.{i // 250}.{i % 250}")))  # type: ignore[misc]
+        household.close()
+        return known, unknown
 
 
 # -- the dream across people ---------------------------------------------------------------------------------

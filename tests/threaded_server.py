@@ -15,15 +15,21 @@ from typing import Any
 
 import uvicorn
 
+from lyra_local.config import ServerSettings
+from lyra_local.web.serving import uvicorn_options
+
 from .conftest import free_port
 
 
 @contextlib.contextmanager
 def serve_in_thread(app: Any, timeout: float = 30.0) -> Iterator[str]:
-    """Serve ``app`` (its lifespan included) until the block ends; yields its base URL."""
+    """Serve ``app`` (its lifespan included) until the block ends, as `lyra serve` does (``uvicorn_options``);
+    yields its base URL."""
     port = free_port()
+    lyra = getattr(getattr(app, "state", None), "lyra", None)
+    options = uvicorn_options(lyra.settings.server if lyra is not None else ServerSettings())
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           lifespan="on"))
+                                           lifespan="on", **options))
     thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout

@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..web import create_app
+    from ..web.serving import uvicorn_options
 
     settings = load_settings(args.config)
     host = args.host or settings.server.host
@@ -47,5 +48,5 @@ def run(args: argparse.Namespace) -> int:
     if host.strip("[]") in ("0.0.0.0", "::") and not settings.server.allowed_hosts:
         print("Answering to loopback names only: to open it from another device, add the name or address "
               "it will use to server.allowed_hosts (LYRA_SERVER__ALLOWED_HOSTS)")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning", **uvicorn_options(settings.server))
     return 0

@@ -41,6 +41,7 @@ FILENAME = "household.db"
 PEOPLE_DIRNAME = "people"
 TOKEN_PREFIX = "lyra_"
 SESSION_DAYS = 30
+DEVICE_DAYS = 365  # how long a device a person logged in on stays known (its cookie's life, renewed per login)
 LAST_USED_EVERY = timedelta(minutes=1)  # a token used in a loop writes its "last used" once a minute, not per call
 MAX_NAME = 60
 
@@ -239,8 +240,9 @@ class Household:
         with self._write() as conn:
             row = conn.execute("SELECT name_key FROM people WHERE id = ?", (person_id,)).fetchone()
             conn.execute("DELETE FROM household_memory WHERE author_id = ?", (person_id,))
-            if row is not None:
-                conn.execute("DELETE FROM login_failures WHERE key = ?", (f"name:{row[0]}",))
+            if row is not None:  # their name's counts, on every device ("name:KEY" and "name:KEY@ADDRESS")
+                conn.execute("DELETE FROM login_failures WHERE key = ? OR substr(key, 1, ?) = ?",
+                             (f"name:{row[0]}", len(row[0]) + 6, f"name:{row[0]}@"))
             conn.execute("DELETE FROM people WHERE id = ? AND removing = 1", (person_id,))
         self._empty_wal()
 
@@ -292,6 +294,32 @@ class Household:
         with self._write() as conn:
             return conn.execute("DELETE FROM login_sessions WHERE person_id = ?", (person_id,)).rowcount
 
+    # -- devices a person logged in on (OWASP "device cookies") ------------------------------------------------
+    def known_device(self, raw: str | None, person_id: str | None) -> str | None:
+        """The key its failed logins count under, if the device cookie ``raw`` was given to this browser at a
+        login of ``person_id`` (and has not expired), else None; the same one query whatever is asked, so that
+        an unknown name costs what a known one does."""
+        digest = _digest(raw or "")
+        row = self._conn().execute("SELECT 1 FROM login_devices WHERE device_hash = ? AND person_id = ? "
+                                   "AND expires_at > ?", (digest, person_id or "", db.utc_now())).fetchone()
+        return None if row is None else f"{digest}:{person_id}"
+
+    def remember_device(self, raw: str | None, person_id: str, days: int = DEVICE_DAYS) -> str:
+        """Record that ``person_id`` logged in on this device: the browser's device cookie if it is one this
+        household gave (so one browser stays one device for everyone who logs in on it), else a new one; returns
+        the raw cookie (only its hash is kept)."""
+        now = datetime.now(timezone.utc)
+        with self._write() as conn:
+            conn.execute("DELETE FROM login_devices WHERE expires_at < ?", (db.to_iso(now),))
+            ours = raw is not None and conn.execute("SELECT 1 FROM login_devices WHERE device_hash = ?",
+                                                    (_digest(raw),)).fetchone() is not None
+            device = raw if ours and raw is not None else secrets.token_urlsafe(32)
+            conn.execute("INSERT INTO login_devices (device_hash, person_id, created_at, expires_at) "
+                         "VALUES (?, ?, ?, ?) ON CONFLICT (device_hash, person_id) DO UPDATE SET "
+                         "expires_at = excluded.expires_at",
+                         (_digest(device), person_id, db.to_iso(now), db.to_iso(now + timedelta(days=days))))
+        return device
+
     # -- API tokens -----------------------------------------------------------------------------------------
     def create_token(self, person_id: str, name: str) -> tuple[ApiToken, str]:
         """A personal API token acting as ``person_id``; the raw token is returned once and never stored."""
@@ -339,14 +367,20 @@ class Household:
         return [r[0] for r in self._conn().execute(
             "SELECT at FROM login_failures WHERE key = ? AND at >= ? ORDER BY at", (key, db.to_iso(since)))]
 
-    def record_failure(self, key: str, keep_since: datetime) -> None:
+    def record_failure(self, keys: tuple[str, ...], keep_since: datetime) -> list[int]:
+        """One failed attempt, counted under each of ``keys`` at once; returns its rows (``succeeded``)."""
+        now = db.utc_now()
         with self._write() as conn:
             conn.execute("DELETE FROM login_failures WHERE at < ?", (db.to_iso(keep_since),))
-            conn.execute("INSERT INTO login_failures (key, at) VALUES (?, ?)", (key, db.utc_now()))
+            return [conn.execute("INSERT INTO login_failures (key, at) VALUES (?, ?)", (key, now)).lastrowid or 0
+                    for key in keys]
 
-    def clear_failures(self, key: str) -> None:
+    def succeeded(self, own: str, attempt: list[int]) -> None:
+        """An attempt counted beforehand (``record_failure``) succeeded: its rows go, and so do the earlier
+        failures under ``own`` (that person's on that device), and nothing else."""
         with self._write() as conn:
-            conn.execute("DELETE FROM login_failures WHERE key = ?", (key,))
+            conn.execute("DELETE FROM login_failures WHERE key = ?", (own,))
+            conn.executemany("DELETE FROM login_failures WHERE rowid = ?", [(row,) for row in attempt])
 
     # -- the household memory -------------------------------------------------------------------------------
     def shared_memory(self) -> SharedVersion | None:

@@ -36,8 +36,10 @@ TABLES = (
           "everywhere\", by a password reset and when they expire"),
     Table("api_tokens", False, "deleted with the person (ON DELETE CASCADE); revoked one by one in Tokens; "
           "only a hash of each token is kept"),
-    Table("login_failures", False, "names and client addresses of failed logins, kept 15 minutes for the rate "
-          "limit; a removed person's name goes with them"),
+    Table("login_failures", False, "names, client addresses and device cookies' hashes of failed logins, kept "
+          "15 minutes for the rate limit; a removed person's name goes with them"),
+    Table("login_devices", False, "hashes of the device cookies a person logged in with (OWASP's device cookies: "
+          "such a device is limited on its own failures only); deleted with the person (ON DELETE CASCADE)"),
     Table("household_memory", True, "every version a removed person wrote is deleted: what they shared goes "
           "with them, and the household memory reads as the latest version by someone else"),
 )
@@ -84,4 +86,18 @@ def h001_people(conn: sqlite3.Connection) -> None:
         author_name TEXT NOT NULL,
         created_at TEXT NOT NULL
     );
+    """)
+
+
+@migration
+def h002_login_devices(conn: sqlite3.Connection) -> None:
+    _script(conn, """
+    CREATE TABLE login_devices (
+        device_hash TEXT NOT NULL,
+        person_id TEXT NOT NULL REFERENCES people(id) ON DELETE CASCADE,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (device_hash, person_id)
+    );
+    CREATE INDEX login_devices_person ON login_devices(person_id);
     """)

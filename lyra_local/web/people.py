@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .app import AppState
 
 COOKIE = "lyra_session"
+DEVICE_COOKIE = "lyra_device"  # a browser that logged in before (web/logins.py); never a login by itself
 # Whose page sent a request (static/api.js): a tab opened for Ada must not act as Ben because Ben logged in on
 # this browser in another tab since (the cookie is the browser's, not the tab's): such a request is refused.
 PAGE_HEADER = "x-lyra-person"

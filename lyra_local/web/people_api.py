@@ -4,48 +4,28 @@
 The owner manages people, never their minds: adding, resetting a password and
 removing someone go through here, but nothing here reads another person's
 conversations; a removal's confirmation shows counts only. A login is refused
-after ``MAX_FAILURES`` failures in ``WINDOW`` for the same name or the same
-client (429 with ``Retry-After``), kept in ``household.db`` so a restart does
-not reset it. The login cookie is ``HttpOnly`` (no script reads it) and
-``SameSite=Strict`` (no other site's page sends it), and ``Secure`` behind
-https.
+after too many failures (429 with ``Retry-After``), kept in ``household.db`` so
+a restart does not reset it; how they are counted, and why a device that logged
+in before is never refused for someone else's, is ``web/logins.py``. The login
+cookie is ``HttpOnly`` (no script reads it) and ``SameSite=Strict`` (no other
+site's page sends it), and ``Secure`` behind https.
 """
 
 from __future__ import annotations
 
-import threading
-from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import LyraError
-from ..passwords import check_secret, hash_secret, verify_secret
-from ..store import db
-from ..store.household import SESSION_DAYS, Person, name_key
+from ..passwords import check_secret, hash_secret
+from ..store.household import DEVICE_DAYS, SESSION_DAYS, Person
 from .deps import app_state
-from .people import COOKIE, Forbidden, bound_person, cookies, login_free, not_by_token, require_owner
+from .logins import check_login
+from .people import COOKIE, DEVICE_COOKIE, Forbidden, bound_person, cookies, login_free, not_by_token, require_owner
 
 router = APIRouter(prefix="/api")
-MAX_FAILURES = 5
-WINDOW = timedelta(minutes=15)
-_ATTEMPT = threading.Lock()  # the limit's check and the attempt it counts are one step, or a burst outruns it
-
-
-class RateLimited(LyraError):
-    status_code = 429
-
-    def __init__(self, retry_after: int) -> None:
-        super().__init__(f"too many failed logins: try again in {max(1, retry_after // 60 + (retry_after % 60 > 0))} "
-                         "minute(s)", hint="each name and each device may try 5 times in 15 minutes")
-        self.retry_after = retry_after
-        self.headers = {"Retry-After": str(retry_after)}  # the app's error handler sends them
-
-
-class LoginFailed(LyraError):
-    status_code = 401
 
 
 class Login(BaseModel):
@@ -99,37 +79,17 @@ async def auth_state(request: Request) -> dict[str, Any]:
 
 @router.post("/auth/login")
 async def login(body: Login, request: Request, response: Response) -> dict[str, Any]:
+    """A name and a password (``web/logins.py``: the same work for every name, and limits per name and device);
+    sets the login cookie and the device cookie that keeps this browser apart from everyone else's failures."""
     state = app_state(request)
-    client = request.client.host if request.client else "unknown"
-    keys = (f"name:{name_key(body.name)}", f"client:{client}")
-
-    def check() -> Person:
-        now = datetime.now(timezone.utc)
-        with _ATTEMPT:  # counted as a failure before the slow hash, cleared below if it succeeds
-            waits = [_wait(state.household.failures_since(key, now - WINDOW), now) for key in keys]
-            if max(waits) > 0:
-                raise RateLimited(max(waits))
-            for key in keys:
-                state.household.record_failure(key, now - WINDOW)
-        person = state.household.by_name(body.name)
-        stored = None if person is None else state.household.secret_of(person.id)
-        if person is None or not verify_secret(body.secret, stored):  # the same work either way
-            raise LoginFailed("that name and password do not match", hint="names are as the owner wrote them")
-        for key in keys:
-            state.household.clear_failures(key)
-        return person
-
-    person = await run_in_threadpool(check)
+    address = request.client.host if request.client else "unknown"  # the socket's (web/serving.py)
+    device = cookies(request.headers).get(DEVICE_COOKIE)
+    person = await run_in_threadpool(check_login, state.household, body.name, body.secret, address, device)
+    device = await run_in_threadpool(state.household.remember_device, device, person.id)
+    response.set_cookie(DEVICE_COOKIE, device, max_age=DEVICE_DAYS * 86400, httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https", path="/")
     _log_in(request, response, await run_in_threadpool(state.household.open_session, person.id))
     return {"person": _brief(person)}
-
-
-def _wait(failures: list[str], now: datetime) -> int:
-    """Seconds until one of ``failures`` leaves the window, once there are ``MAX_FAILURES`` of them."""
-    if len(failures) < MAX_FAILURES:
-        return 0
-    oldest = db.from_iso(failures[-MAX_FAILURES])
-    return max(1, int((oldest + WINDOW - now).total_seconds()) + 1)
 
 
 @router.post("/auth/logout")
