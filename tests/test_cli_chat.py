@@ -1,8 +1,8 @@
 """`lyra chat` on a real terminal (a pseudo-terminal), with the real tiny models: a reply owns the screen.
 
 stdin, stdout and stderr are one terminal, as when a person runs the command: a log
-record written while a reply streams (the index's "no snapshot; rebuilding", forced
-by a data directory whose snapshot was removed) must not land inside the reply, and
+record (the index's "no snapshot; rebuilding", forced by a data directory whose
+snapshot was removed) never lands in the conversation but in the chat's log file, and
 text typed while a reply streams must neither be echoed into it nor be lost: a
 finished line is sent after the reply, an unfinished one fills the next prompt,
 where the person finishes it. Once a person saw the warning printed inside a reply
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from lyra_local.cli.terminal import HeldLogs, Keyboard
+from lyra_local.cli.terminal import FileLogs, Keyboard
 from lyra_local.store import Store
 
 from .conftest import CHAT_GGUF, MODELS_DIR, base_env, require_file
@@ -77,25 +77,27 @@ def test_the_screen_applies_what_readline_sends() -> None:
     assert screen("lyra> hi\r\nthere") == "lyra> hi\nthere"
 
 
-def test_held_logs_wait_for_the_screen_and_keep_each_handlers_level() -> None:
+def test_log_records_go_to_the_log_file_only_its_owner_reads(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
     root, log = logging.getLogger(), logging.getLogger("lyra_local.test")
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setLevel(logging.WARNING)
     saved = root.handlers, root.level
     root.handlers, root.level = [handler], logging.INFO
+    path = tmp_path / "data" / "logs" / "chat.log"
     try:
-        with HeldLogs.installed() as held:
+        with FileLogs.installed(path):
             log.warning("one")
-            log.info("below the handler's level")
-            assert stream.getvalue() == ""  # a reply is streaming
-            held.write_held()
-            assert stream.getvalue() == "one\n"
+            log.info("below the handlers' level")
             log.error("two")
-        assert stream.getvalue() == "one\ntwo\n"  # what is still held comes out when the chat ends
-        assert root.handlers == [handler]
+        assert root.handlers == [handler] and stream.getvalue() == ""  # nothing reached the screen
     finally:
         root.handlers, root.level = saved
+    lines = path.read_text().splitlines()
+    assert [line.split(" ", 2)[2] for line in lines] == ["WARNING lyra_local.test: one", "ERROR lyra_local.test: two"]
+    assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
+    assert capsys.readouterr().err == f"(2 warnings written to {path})\n"  # said once, when the chat ends
 
 
 def test_what_is_typed_while_quiet_is_not_echoed_and_comes_back_to_the_prompts(
@@ -231,7 +233,7 @@ def shown_whole(shown: str, replies: list[str]) -> None:
 
 @pytest.mark.slow
 @pytest.mark.models
-def test_a_log_line_waits_for_the_reply_and_text_typed_meanwhile_is_sent_next(
+def test_a_log_line_goes_to_the_log_file_and_text_typed_meanwhile_is_sent_next(
         tmp_path: Path, env: dict[str, str]) -> None:
     without_snapshots(env, tmp_path / "data")
     with chat(env, "--session", "Evening") as terminal:
@@ -250,11 +252,10 @@ def test_a_log_line_waits_for_the_reply_and_text_typed_meanwhile_is_sent_next(
     users, replies = said(tmp_path / "data")
     assert users == ["I keep bees on my roof.", "Hello, I am Sam.", "What do I keep on my roof?", "I like honey"]
     shown_whole(shown, replies[1:])
-    lines = shown.splitlines()
-    warned = [i for i, line in enumerate(lines) if "rebuilding from the database" in line]
-    assert warned, shown  # the log line is not lost: on stderr, after the reply, on a line of its own
-    first_reply = next(i for i, line in enumerate(lines) if line.startswith("lyra> "))
-    assert all(i > first_reply and re.match(r"\d{4}-\d\d-\d\d [\d:,]+ WARNING ", lines[i]) for i in warned), shown
+    assert "rebuilding from the database" not in shown and "WARNING" not in shown, shown  # never on the screen
+    logged = (tmp_path / "data" / "logs" / "chat.log").read_text()
+    assert re.search(r"^\d{4}-\d\d-\d\d [\d:,]+ WARNING .*rebuilding from the database", logged, re.M), logged
+    assert "written to " in shown.splitlines()[-1], shown  # where it went, said once as the chat ends
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
 from ..companion import Companion
@@ -27,9 +28,10 @@ from ..config import load_settings
 from ..errors import LyraError
 from ..runtime import open_runtime
 from ..textsafe import well_formed
-from .terminal import HeldLogs, Keyboard
+from .terminal import FileLogs, Keyboard
 
 log = logging.getLogger(__name__)
+CHAT_LOG = Path("logs") / "chat.log"  # in the data directory (store/files.py): log lines never reach the screen
 QUIT = {"/quit", "/exit", ":q"}
 ENDING_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 
@@ -118,7 +120,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
-    with (HeldLogs.installed() as logs, ended_by_signals() as ending,
+    with (FileLogs.installed(settings.data_dir / CHAT_LOG), ended_by_signals() as ending,
           open_runtime(settings, person=args.person) as runtime):
         store, companion = runtime.store, runtime.companion
         session = None
@@ -137,12 +139,10 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{settings.companion.name} — session '{session.name}'{record}. Ctrl-C stops a reply, "
                       "/quit leaves.")
             while True:
-                logs.write_held()  # between lines: after the banner or a reply, before the prompt
                 try:
                     line = keyboard.ask("you> ") if keyboard else input("")
                 except EOFError:
                     break
-                logs.write_held()  # what was logged while the person typed, before the reply begins
                 if line.strip() in QUIT:
                     break
                 if line.strip():

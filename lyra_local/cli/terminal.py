@@ -6,10 +6,10 @@ embedding's warning) lands inside a reply, and so does the echo of what the
 person types while it streams; that text then reaches the next prompt without
 being shown, or not at all. So:
 
-- ``HeldLogs`` stands in for the root logger's handlers for the whole chat: a
-  record waits until the screen is between lines (after a reply, after the
-  person's Enter) and is then written by the handlers it was meant for, on
-  stderr as before, on its own line;
+- ``FileLogs`` stands in for the root logger's handlers for the whole chat: a
+  record goes to the chat's log file in the data directory (``logs/chat.log``,
+  only its owner reads it), never onto the screen, and when the chat ends one
+  line on stderr says how many warnings were written there;
 - ``Keyboard`` turns the terminal's echo off while a reply streams (the line
   discipline still collects what is typed, erase and all, and a Ctrl-C that
   stops the reply no longer flushes it), reads it back after the reply, and
@@ -24,63 +24,67 @@ order by ``input`` and nothing is lost.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import logging
 import os
 import sys
 import termios
-import threading
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TextIO
 
-HELD_RECORDS = 10_000  # a runaway logger cannot grow the chat without bound; what is dropped is counted
+LOG_MOST_BYTES = 1_000_000  # past this when a chat starts, the log moves to chat.log.1 (one older file kept)
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-class HeldLogs(logging.Handler):
-    """Keeps the records meant for the root logger's handlers until ``write_held``; ``installed`` puts it there."""
+class FileLogs(logging.Handler):
+    """The chat's log records, written to its log file; counts the warnings, to say so when the chat ends."""
 
-    def __init__(self, targets: list[logging.Handler]) -> None:
-        super().__init__(logging.NOTSET)
-        self._targets = targets
-        self._held: collections.deque[logging.LogRecord] = collections.deque(maxlen=HELD_RECORDS)
-        self._dropped = 0
-        self._writing = threading.Lock()  # records leave in the order they came
+    def __init__(self, path: Path, level: int) -> None:
+        super().__init__(level)
+        self.path = path
+        self.warnings = 0
+        self._file = _log_file(path)
+        self.setFormatter(logging.Formatter(LOG_FORMAT))
 
     def emit(self, record: logging.LogRecord) -> None:  # called under the handler's lock
-        if len(self._held) == HELD_RECORDS:
-            self._dropped += 1
-        self._held.append(record)
+        self.warnings += record.levelno >= logging.WARNING
+        self._file.write(self.format(record) + "\n")
+        self._file.flush()
 
-    def write_held(self) -> None:
-        """Write what is held through the handlers it was meant for (each with its own level)."""
-        with self._writing:
-            with self.lock or contextlib.nullcontext():
-                records, self._held = list(self._held), collections.deque(maxlen=HELD_RECORDS)
-                dropped, self._dropped = self._dropped, 0
-            if dropped:
-                records.insert(0, logging.makeLogRecord({
-                    "name": __name__, "levelno": logging.WARNING, "levelname": "WARNING",
-                    "msg": f"{dropped} earlier log record(s) were dropped while the chat held them"}))
-            for record in records:
-                for target in self._targets:
-                    if record.levelno >= target.level:
-                        target.handle(record)
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
     @classmethod
     @contextlib.contextmanager
-    def installed(cls) -> Iterator[HeldLogs]:
-        """In place of the root logger's handlers for the block; they come back after it, with what was held."""
+    def installed(cls, path: Path) -> Iterator[FileLogs]:
+        """In place of the root logger's handlers for the block, at the level the least of them had; they come
+        back after it, and a line on stderr names the file if a warning was written there."""
         root = logging.getLogger()
         targets = list(root.handlers)
-        held = cls(targets)
-        root.handlers = [held]
+        logs = cls(path, min((h.level for h in targets), default=logging.WARNING))
+        root.handlers = [logs]
         try:
-            yield held
+            yield logs
         finally:
             root.handlers = targets
-            held.write_held()
+            logs.close()
+            if logs.warnings:
+                print(f"({logs.warnings} warning{'s' if logs.warnings > 1 else ''} written to {path})",
+                      file=sys.stderr)
+
+
+def _log_file(path: Path) -> TextIO:
+    """The log, appended to, made readable by its owner only; moved aside first when it has grown too long."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        if path.stat().st_size > LOG_MOST_BYTES:
+            path.replace(path.with_name(path.name + ".1"))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "a", encoding="utf-8")
 
 
 class Keyboard:

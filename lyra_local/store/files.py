@@ -153,6 +153,8 @@ FILES: tuple[Place, ...] = (
     Place("model files, where models_dir is inside the data directory", "models/**", "data_dir",
           "lyra models fetch and pull, Settings -> Models' downloads (partials in models/.pull/), the person", False,
           "never: models, not memory (a pull's partial stays to be resumed, or goes with the next pull)"),
+    Place("the terminal chat's log", "logs/chat.log*", "data_dir", "lyra chat (cli/terminal.py FileLogs)", False,
+          "never: log lines name ids, counts and causes, never what was said; moved to chat.log.1 past 1 MB"),
     Place("the doctor's write probe", ".write-test", "data_dir", "lyra doctor (diagnostics.py)", False,
           "unlinked right after it is written"),
     # -- the browser: declared for the record (the page owns them; nothing on disk here) --------------------
