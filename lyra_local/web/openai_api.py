@@ -28,6 +28,7 @@ from ..textsafe import well_formed
 from .deps import app_state
 from .failures import describe_failure
 from .params import Seed, Tokens
+from .people import bound_person
 from .streaming import stream_in_thread
 
 router = APIRouter(prefix="/v1")
@@ -129,7 +130,10 @@ def session_for(request: Request, body: ChatCompletionRequest) -> int:
 
 
 class SessionTurns:
-    """One turn at a time in each session, held from its start until its generator is closed.
+    """One turn at a time in each person's conversation, held from its start until its generator is closed.
+
+    Keyed by (person, conversation): conversation ids are per person's store (everyone's first one is 1), so a
+    bare id would make one person's burst wait behind another's.
 
     A client that hangs up mid-stream is noticed asynchronously: generation stops after the token in
     flight and the partial reply is stored then. Its next request, in the same session, can come
@@ -140,23 +144,25 @@ class SessionTurns:
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
-        self._held: dict[int, tuple[threading.Lock, int]] = {}  # session -> (its lock, turns holding or waiting)
+        # (person, conversation) -> (its lock, turns holding or waiting)
+        self._held: dict[tuple[str, int], tuple[threading.Lock, int]] = {}
 
     @contextlib.contextmanager
-    def one(self, session_id: int) -> Iterator[None]:
+    def one(self, person_id: str, session_id: int) -> Iterator[None]:
+        key = (person_id, session_id)
         with self._guard:
-            lock, users = self._held.get(session_id, (threading.Lock(), 0))
-            self._held[session_id] = (lock, users + 1)
+            lock, users = self._held.get(key, (threading.Lock(), 0))
+            self._held[key] = (lock, users + 1)
         try:
             with lock:
                 yield
         finally:
             with self._guard:
-                lock, users = self._held[session_id]
+                lock, users = self._held[key]
                 if users == 1:
-                    del self._held[session_id]
+                    del self._held[key]
                 else:
-                    self._held[session_id] = (lock, users - 1)
+                    self._held[key] = (lock, users - 1)
 
 
 def session_turns(request: Request) -> SessionTurns:
@@ -192,13 +198,14 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> dic
         raise BadRequest("the last message must be the user's")
     session_id = await answered(lambda: session_for(request, body), "finding this client's conversation")
     companion = state.companion
+    person_id = bound_person().id
     turns = session_turns(request)
     options = body.options()
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
 
     def turn() -> Iterator[TurnEvent]:
-        with turns.one(session_id):  # released once the turn is closed, its (partial) reply stored
+        with turns.one(person_id, session_id):  # released once the turn is closed, its (partial) reply stored
             yield from companion.turn(session_id, message["content"], options)
 
     if not body.stream:
