@@ -78,7 +78,11 @@ def test_doctor_loads_every_model(env: dict[str, str]) -> None:
     assert "[ok] parser: en_core_web_sm 3.8.0 (spaCy 3.8." in done.stdout and "St James Hospital (FAC)" in done.stdout
     assert "[ok] gpu offload:" in done.stdout
     assert "[ok] memory: 0 session(s), 0 exchange(s)" in done.stdout
-    assert '"n_ctx": 2048' in done.stdout  # the resolved config is printed
+    assert done.stdout.startswith("checks:\n") and '"n_ctx"' not in done.stdout  # the checks first, no config
+    configured = run_lyra("doctor", "--no-load", "--config", env=env)
+    assert configured.returncode == 0, configured.stdout + configured.stderr
+    checks, config = configured.stdout.split("\nresolved configuration:\n")
+    assert checks.startswith("checks:\n") and '"n_ctx": 2048' in config  # the configuration after, when asked
 
 
 @pytest.mark.slow
