@@ -59,7 +59,8 @@ def test_a_reflection_that_copies_the_person_keeps_the_previous_state_and_says_s
     assert state["reflections"] == ["Miso the cat lives in Berlin."]  # the cut one neither
     kept = [e for e in store.coord.events() if e["kind"] == "reflect.kept"]
     assert len(kept) == 1
-    assert kept[0]["detail"] == {"fields": ["reflections", "self_narrative"], "because": ["copied", "cut"]}
+    assert kept[0]["detail"] == {"fields": ["reflections", "self_narrative"], "because": ["copied", "cut"],
+                                 "first": False}  # there was a reflection to keep
 
 
 def test_a_reflection_that_retells_the_persons_life_as_the_companions_is_refused(store: Store,
@@ -71,7 +72,7 @@ def test_a_reflection_that_retells_the_persons_life_as_the_companions_is_refused
     state = store.derived.self_state()
     assert state is not None and state["self_narrative"] == "" and state["reflections"] == [OWN]
     kept = [e for e in store.coord.events() if e["kind"] == "reflect.kept"]
-    assert [k["detail"] for k in kept] == [{"fields": ["self_narrative"], "because": ["copied"]}]
+    assert [k["detail"] for k in kept] == [{"fields": ["self_narrative"], "because": ["copied"], "first": True}]
 
 
 def test_a_first_reflection_that_copies_leaves_it_unwritten_not_hers(store: Store, settings: Settings) -> None:
@@ -118,7 +119,8 @@ def test_the_log_over_http_reads_in_sentences_with_titles(make_settings: Callabl
         assert "Summarised a forgotten conversation (2 of 2 conversations)." in says or \
                "Summarised a forgotten conversation (1 of 2 conversations)." in says
         assert not any("Old flat" in s for s in says)
-        assert any(s.startswith("Kept the last reflection") for s in says)  # her sentence refused, and said
+        assert any(s.startswith("Wrote no reflection yet") for s in says)  # her sentence refused, and said
+        assert not any(s.startswith("Kept the last reflection") for s in says)  # there was none to keep
         assert all("session:" not in s and ".rejected" not in s for s in says)
         assert next(e for e in events if e["kind"] == "gist")["target"] in (f"session:{prep}", f"session:{gone}")
         status = client.get("/api/dream").json()

@@ -207,6 +207,10 @@ def test_events_read_as_sentences_with_titles() -> None:
         "Kept the last reflection: the model's draft copied your words.")
     assert said("reflect.kept", None, because=["cut"]) == "Kept the last reflection: the model's draft stopped " \
                                                           "mid-sentence."
+    assert said("reflect.kept", None, because=["cut"], first=True) == "Wrote no reflection yet: the model's draft " \
+                                                                      "stopped mid-sentence."
+    assert said("reflect", None, fallback=True, first=True) == "Wrote no reflection yet: the model's answer could " \
+                                                               "not be used."
     assert said("digest", "week:2024-W10") == "Wrote the timeline for the week of 4 March 2024."
     assert said("skip", "gist:9") == "Another dreamer is already summarising ‘Interview prep’."
     assert said("pass.start", None, forced=True, backlog={"ripe": 6}) == (

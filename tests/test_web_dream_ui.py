@@ -65,8 +65,13 @@ def test_the_dream_panel_says_what_it_did_in_sentences(browser: Browser,  # noqa
         expect(log).to_contain_text("Started dreaming because you asked: 3 conversations to summarise.")
         expect(log).to_contain_text("Summarised ‘Interview prep’ (1 of 3 conversations).")
         expect(log).to_contain_text("Summarised ‘Moving north’ (3 of 3 conversations).")
-        expect(log).to_contain_text("Kept the last reflection: the model's draft copied your words.")
+        # the first reflection was refused, and there was none before it: nothing was "kept"
+        expect(log).to_contain_text("Wrote no reflection yet: the model's draft copied your words.")
+        expect(log).not_to_contain_text("Kept the last reflection")
         expect(page.locator("#last-pass")).to_contain_text("summarised 3 conversations")
+        day = page.evaluate("LyraDates.dayLabel(new Date().toISOString())")  # the page's one date format
+        expect(page.locator("#last-pass")).to_contain_text(f"Last dreamt {day}, ")
+        expect(page.locator("#last-pass")).not_to_contain_text(re.compile(r"\d+/\d+/\d{4}"))  # no US date
         expect(log).to_contain_text("Reflected on my mood; the rest of how I am stays as it was.")
         text = log.inner_text()
         for jargon in JARGON:

@@ -278,14 +278,15 @@ class Dreamer:
             if previous.get("edited_by") == "user":  # the person's corrections stay as they wrote them
                 kept = list(previous.get("edited_fields", []))
                 state.update({f: previous[f] for f in kept if f in previous}, edited_by="user", edited_fields=kept)
+            first = not previous.get("self_narrative")  # nothing was reflected before: nothing can be kept
             if failed:
-                self._event("reflect.rejected", None, checks=failed)
+                self._event("reflect.rejected", None, checks=failed, first=first)
             if refused:  # said, so that nobody reads the kept state as new
                 self._event("reflect.kept", None, fields=sorted({r.field for r in refused}),
-                            because=voice.reasons(refused))
+                            because=voice.reasons(refused), first=first)
             version = self.store.derived.set_self_state(state, sources)
             self._act("reflect", None, energy=state["energy"], fallback=state["fallback"], basis=state["basis"],
-                      version=version, kept=sorted({r.field for r in refused}))
+                      version=version, kept=sorted({r.field for r in refused}), first=first)
 
         self._unit("reflect", work, wait=True)
 

@@ -114,14 +114,19 @@ def _pass_end(d: Mapping[str, Any]) -> str:
     return f"Finished: {_plural(done, 'thing')} done." if done else "Finished: everything was already up to date."
 
 
+def _kept(d: Mapping[str, Any]) -> str:
+    """What a refused reflection left: the last one, or, where there was none yet ("first"), no reflection."""
+    return "Wrote no reflection yet" if d.get("first") else "Kept the last reflection"
+
+
 def _voice_kept(d: Mapping[str, Any]) -> str:
     why = " and ".join(_VOICE[b] for b in d.get("because") or () if b in _VOICE) or "was not mine to say"
-    return f"Kept the last reflection: the model's draft {why}."
+    return f"{_kept(d)}: the model's draft {why}."
 
 
 def _reflected(d: Mapping[str, Any]) -> str:
     if d.get("fallback"):
-        return "Kept the last reflection: the model's answer could not be used."
+        return f"{_kept(d)}: the model's answer could not be used."
     if "self_narrative" in (d.get("kept") or ()):
         return "Reflected on my mood; the rest of how I am stays as it was."
     return "Reflected on how I am."
@@ -169,7 +174,7 @@ def sentence(event: Event, titles: Titles) -> str:
         "world.rejected": lambda: "Left the core memory as it is: the model's draft said something the memory "
                                   "does not.",
         "reflect": lambda: _reflected(d),
-        "reflect.rejected": lambda: f"Kept the last reflection: {_why(checks, 'the memory does not')}.",
+        "reflect.rejected": lambda: f"{_kept(d)}: {_why(checks, 'the memory does not')}.",
         "reflect.kept": lambda: _voice_kept(d),
         "backoff": lambda: f"The model is not answering; trying again in {d.get('delay_s', '?')} s.",
         "deferred": lambda: f"The model stayed unreachable: {_doing(target, titles)} waits for the next dream.",

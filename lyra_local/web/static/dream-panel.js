@@ -8,6 +8,7 @@ import { explainDrives, gauges } from "./drives.js";
 import { showError, showNotice } from "./feedback.js";
 import { registerPanel } from "./panels.js";
 
+const D = window.LyraDates;
 let following = null;  // the AbortController of the live log while the panel is open
 let lastEvent = null;  // the log's last event seen, so a reopened panel goes on from it
 const LOG_LINES = 200;
@@ -39,7 +40,7 @@ async function loadDream() {
 
 function lastPass(last, says) {
   if (!last) return "I have not dreamt yet.";
-  const when = new Date(last.finished_at).toLocaleString();
+  const when = D.momentLabel(last.finished_at);  // the page's one way of saying a day: "Sat 28 Nov 2026, 05:26"
   if (last.status === "deferred") return `The last dream (${when}) stopped early: the model could not be reached.`;
   if (last.status === "failed") return `The last dream (${when}) stopped: something went wrong.`;
   return `Last dreamt ${when}: ${says || "nothing needed doing"}.`;
@@ -111,7 +112,7 @@ function append(log, line) {
 
 function logLine(event) {
   const time = new Date(event.at.endsWith("Z") || event.at.includes("+") ? event.at : event.at + "Z");
-  const stamp = () => el("time", { datetime: event.at, text: time.toLocaleTimeString() });
+  const stamp = () => el("time", { datetime: event.at, text: D.timeLabel(time.toISOString()) });
   append($("dream-log"), el("li", { class: `log-${event.kind.replace(".", "-")}` },
                             stamp(), el("span", { text: " " + (event.says || event.kind) })));
   const raw = `${event.kind} ${event.target || ""} ${event.detail ? JSON.stringify(event.detail) : ""}`;
