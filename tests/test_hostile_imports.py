@@ -314,4 +314,4 @@ def test_an_image_only_last_batch_imports(tmp_path: Path, store: Store) -> None:
     image["current_node"] = "img-m0"
     report = import_conversations(store, FakeEmbedder(), read_chatgpt(write_export(tmp_path / "e.zip", [text, image])),
                                   batch_messages=1)
-    assert report.sessions_new == 2 and report.skipped["image_asset_pointer parts"] == 1
+    assert report.sessions_new == 2 and report.skipped["images"] == 1

@@ -59,7 +59,7 @@ def test_the_current_branch_is_imported_not_the_abandoned_edit() -> None:
     assert [(m.role, m.content) for m in c.messages] == [("user", "I am moving to Lisbon in May"),
                                                          ("assistant", "Lisbon in May, how exciting!")]
     assert c.source == "chatgpt" and c.source_id == "c-edit" and c.name == "Moving plans"
-    assert c.created_at.startswith("2023-05-08T13:36") and c.skipped["system messages"] == 1
+    assert c.created_at.startswith("2023-05-08T13:36") and c.skipped["instructions to ChatGPT"] == 1
 
 
 def test_parts_code_tools_hidden_timestamps_and_unicode() -> None:
@@ -68,8 +68,8 @@ def test_parts_code_tools_hidden_timestamps_and_unicode() -> None:
                                                "Here is my balcony:\n[an image was here; not imported]",
                                                "```python\nprint('hi')\n```", "Schöner Balkon — 12 m² is plenty."]
     assert c.messages[-1].created_at == c.messages[-2].created_at  # no timestamp: the one before it
-    assert c.skipped == {"system messages": 1, "image_asset_pointer parts": 1, "tool messages": 1,
-                         "hidden messages": 1}
+    assert c.skipped == {"instructions to ChatGPT": 1, "images": 1, "results of ChatGPT's tools": 1,
+                         "hidden messages": 1}  # in words a person reads, not ChatGPT's names
     assert c.name == "Café ☕ and code"
 
 

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..config import Settings, load_settings, model_file_problems
 from ..errors import ConfigError, LyraError
+from ..fsutil import private_file
 from ..pause_points import pause_point
 from ..people import choose
 from ..runtime import open_runtime
@@ -108,7 +109,7 @@ def _print_report(console: Console, report: ImportReport, fmt: str) -> None:
                   f"{report.sessions_unchanged} already here; {report.messages:,} message(s) in "
                   f"{report.total_s:.1f}s ({report.messages_per_s:,.0f}/s, embedding {report.embed_s:.1f}s)")
     if report.skipped:
-        console.print("skipped: " + ", ".join(f"{n} {what}" for what, n in report.skipped.most_common()))
+        console.print("skipped: " + ", ".join(f"{what} ({n})" for what, n in report.skipped.most_common()))
     for problem in report.problems:
         console.print(f"[red]not imported[/] {problem}")
     if report.messages:
@@ -126,6 +127,7 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         with open_runtime(settings, person=args.person) as runtime, \
                 writing_outside(runtime.store.data_dir, sessions_tmp, memory_tmp):  # a kill: swept at next open
+            private_file(sessions_tmp), private_file(memory_tmp)  # 0600 whatever the umask: a person's memory
             with sessions_tmp.open("w", encoding="utf-8") as out:
                 sessions, messages = write_sessions(runtime.store, out)
             write_memory(runtime.store, memory_tmp)

@@ -150,10 +150,15 @@ def _current_branch(mapping: dict[str, Any], current: Any) -> list[str]:
     return path
 
 
+# Who else a ChatGPT export has speak, as the import report names what it left out of them.
+SENDERS = {"system": "instructions to ChatGPT", "tool": "results of ChatGPT's tools"}
+
+
 def _message(message: dict[str, Any], skipped: Counter[str]) -> tuple[str, str] | None:
     role = _object(message.get("author")).get("role")
     if not isinstance(role, str) or role not in KEPT_ROLES:
-        skipped[f"{role if isinstance(role, str) and role else 'unknown'} messages"] += 1
+        skipped[SENDERS.get(role, "messages from other senders") if isinstance(role, str) else
+                "messages from other senders"] += 1
         return None
     metadata = _object(message.get("metadata"))
     if metadata.get("is_visually_hidden_from_conversation") or metadata.get("is_user_system_message"):
@@ -174,7 +179,7 @@ def _message(message: dict[str, Any], skipped: Counter[str]) -> tuple[str, str] 
                 continue
             kind_of_part = part.get("content_type") if isinstance(part, dict) else None
             kind_of_part = kind_of_part if isinstance(kind_of_part, str) else "non-text"
-            skipped[f"{kind_of_part} parts"] += 1
+            skipped[_plural_of(kind_of_part)] += 1
             pieces.append(placeholder(kind_of_part))
         text = "\n".join(pieces)
     elif kind == "code":
@@ -183,7 +188,7 @@ def _message(message: dict[str, Any], skipped: Counter[str]) -> tuple[str, str] 
         language = language if isinstance(language, str) else ""
         text = f"```{language}\n{code}\n```" if code.strip() else ""
     else:
-        skipped[f"{kind or 'unknown'} content"] += 1
+        skipped["messages that were not text"] += 1  # browsing results, app data: nothing a person wrote
         return None
     if not text.strip():
         skipped["empty messages"] += 1
@@ -216,5 +221,18 @@ def _describe(raw: Any, n: int) -> str:
 def placeholder(kind_of_part: str) -> str:
     """Where a part that is not text was: "[an image was here; not imported]", so a message that showed a photo
     does not read as if it said nothing about it."""
-    what = "an image" if "image" in kind_of_part else "audio" if "audio" in kind_of_part else "an attachment"
-    return f"[{what} was here; not imported]"
+    return f"[{_kind_of_part(kind_of_part)[0]} was here; not imported]"
+
+
+def _plural_of(kind_of_part: str) -> str:
+    """What the import report counts a part that is not text as: "images", "audio clips", "attachments"."""
+    return _kind_of_part(kind_of_part)[1]
+
+
+def _kind_of_part(kind_of_part: str) -> tuple[str, str]:
+    """ChatGPT's name of a part ("image_asset_pointer") as a person says it, one and many."""
+    if "image" in kind_of_part:
+        return "an image", "images"
+    if "audio" in kind_of_part:
+        return "audio", "audio clips"
+    return "an attachment", "attachments"

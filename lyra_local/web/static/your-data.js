@@ -35,10 +35,10 @@ async function importFile(file) {
   }
 }
 
-/* What the import left out, as `lyra import` says it: "Skipped: 3 system messages, 1 image_asset_pointer parts." */
+/* What the import left out, as `lyra import` says it: "Skipped: instructions to ChatGPT (3), images (1)." */
 function skippedText(skipped) {
   const counts = Object.entries(skipped || {}).filter(([, n]) => n).sort((a, b) => b[1] - a[1]);
-  return counts.length ? ` Skipped: ${counts.map(([what, n]) => `${n.toLocaleString()} ${what}`).join(", ")}.` : "";
+  return counts.length ? ` Skipped: ${counts.map(([what, n]) => `${what} (${n.toLocaleString()})`).join(", ")}.` : "";
 }
 
 export function wireYourData() {
