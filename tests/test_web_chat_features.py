@@ -196,9 +196,20 @@ def test_why_shows_the_date_and_conversation_of_each_recalled_memory(page: Page,
     expect(entry.locator(".why-found")).to_contain_text("found by")  # how it was found, in words
     expect(why).not_to_contain_text("recalled ·")
     shot(page, "why-dates")
+    expect(entry.locator(".why-open")).to_have_text(" · Open")  # apart from the text, never glued onto it
     entry.get_by_role("link", name="Open").click()
     expect(page.locator(".message.user .bubble").first).to_have_text(
         "My sister Ingrid lives in Tromsø and keeps reindeer.")
+
+
+def test_a_long_memory_is_cut_at_a_word_and_says_so(page: Page, served: Served) -> None:
+    """Why? and search show the start of a long memory: cut between words, with "…", never mid-word."""
+    cut = page.evaluate("""async () => {
+        const { excerpt } = await import("/static/dom.js");
+        const text = "open palms and open doors ".repeat(20);
+        return [excerpt(text, 30), excerpt("short enough", 30), excerpt("one".repeat(20), 30)];
+    }""")
+    assert cut == ["open palms and open doors…", "short enough", "one" * 10 + "…"]
 
 
 def test_the_new_controls_work_at_phone_width_in_the_dark_with_names(browser: Browser,  # noqa: F811

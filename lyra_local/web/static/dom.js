@@ -40,6 +40,14 @@ export function clip(text, count, units = Infinity) {
   return out;
 }
 
+/* The start of a text to show, cut at a word and marked as cut ("… "): a reader never sees half a word. */
+export function excerpt(text, count) {
+  const start = clip(text, count);
+  if (start.length === text.length) return text;
+  const atWord = start.replace(/\s+\S*$/u, "");
+  return `${(atWord || start).trimEnd()}…`;
+}
+
 const CLAMP_CHARS = 140;  // about three lines of the panel: a longer text shows them, and "more" opens it whole
 
 /* A text as a paragraph of a few lines, and the "more" button that opens it (null for a short text). */

@@ -5,7 +5,7 @@
  * chat.js acts on them. */
 import { api } from "./api.js";
 import { currentId, people } from "./conversation.js";
-import { $, clip, copyText, el, fragment, openLink } from "./dom.js";
+import { $, copyText, el, excerpt, fragment, openLink } from "./dom.js";
 
 const D = window.LyraDates;
 const cut = new Map();  // reply id -> why it ended early, until the server has it stored with the reply
@@ -210,10 +210,11 @@ function whyItem(m) {
     found ? el("span", { class: "muted why-found", text: ` ${found} ` }) : null,
     memoryDate(m),
     el("span", m.forgotten ? { class: "muted", text: " (forgotten)" } : m.set_aside
-      ? { class: "muted", text: " (a version not chosen now)" } : { text: " " + clip(m.content, 300) }),
+      ? { class: "muted", text: " (a version not chosen now)" } : { class: "why-text", text: " " + excerpt(m.content, 300) }),
     !m.forgotten && !m.set_aside && m.session_id
-      ? openLink(m.session_id, m.kind === "exchange" ? m.id : undefined, "Open",
-                 `Open ${m.session_name || "the conversation"} at this memory`) : null);
+      ? el("span", { class: "why-open" }, " · ", openLink(m.session_id, m.kind === "exchange" ? m.id : undefined,
+                                                          "Open", `Open ${m.session_name || "the conversation"} at this memory`))
+      : null);
 }
 
 /* The days a memory speaks of, as Search shows them: a digest's period, a summary's first to last turn, a

@@ -5,7 +5,7 @@
 import { api } from "./api.js";
 import { emit } from "./bus.js";
 import { currentId, people } from "./conversation.js";
-import { $, clip, el, fragment, openLink } from "./dom.js";
+import { $, el, excerpt, fragment, openLink } from "./dom.js";
 import { confirmForget, showError } from "./feedback.js";
 import { registerPanel } from "./panels.js";
 
@@ -75,7 +75,7 @@ function nextDay(day) {
 
 function searchResult(r) {
   const kind = TIER_NAMES[r.tier] || r.tier;
-  const label = `the ${kind} “${clip(r.content, 40)}”`;
+  const label = `the ${kind} “${excerpt(r.content, 40)}”`;
   const open = r.session_id ? openLink(r.session_id, r.turn_id, "Open", `Open ${r.session_name} at ${label}`) : null;
   const forget = el("button", { class: "link-button danger-link forget", text: "Forget", "aria-label": `Forget ${label}`,
     onclick: async () => {
@@ -83,7 +83,7 @@ function searchResult(r) {
         ? " Its other versions, any branch that went on from them and, for a message of yours, Lyra's reply to it go too."
         : "";
       if (!await confirmForget(`Forget this ${kind}?`,
-                               `“${clip(r.content, 200)}” is forgotten, with what was built from it.${also}`)) return;
+                               `“${excerpt(r.content, 200)}” is forgotten, with what was built from it.${also}`)) return;
       try {
         await forgetResult(r);
         await runSearch();
