@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from pathlib import Path
 from .. import __version__
 from ..config import load_settings
 from ..errors import LyraError
+from ..fsutil import PRIVATE_UMASK
 from ..oserrors import storage_error
 from . import (
     chat,
@@ -36,6 +38,7 @@ from . import (
     world,
 )
 
+SHARED_FILES = frozenset({"models"})  # commands whose files are no one's memory (main: the umask)
 COMMANDS = (serve, chat, sessions, dream, recall, memory, world, transfer, forget, mcp, reindex, people, tokens, models,
             doctor)
 
@@ -57,6 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # What a command makes (memory, indexes, backups, exports) is this account's alone; model files are not
+    # memory, and another account (a container's user) may have to read them.
+    umask = None if args.command in SHARED_FILES else os.umask(PRIVATE_UMASK)
+    try:
+        return _run(args)
+    finally:
+        if umask is not None:
+            os.umask(umask)
+
+
+def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -6,6 +6,7 @@ import argparse
 
 from ..config import Settings, is_loopback, load_settings, model_file_problems
 from ..errors import ConfigError
+from ..fsutil import private_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     check_can_serve(settings, host)
     # The app's Host guard also answers to the address actually bound (when it is not 0.0.0.0).
     settings = settings.model_copy(update={"server": settings.server.model_copy(update={"host": host, "port": port})})
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(settings.data_dir)
     app = create_app(settings, config_path=args.config, handle_sighup=True)
     print(f"Lyra on http://{host}:{port} (data: {settings.data_dir}; reload: kill -HUP or POST /admin/reload)")
     if host.strip("[]") in ("0.0.0.0", "::") and not settings.server.allowed_hosts:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import LyraError
+from ..fsutil import private_file
 from . import ledger
 from .db import to_iso
 from .kinds import KINDS, with_session
@@ -32,6 +33,7 @@ def copy_into(store: Store, dest: Path) -> None:
     """A consistent copy of the database at ``dest`` (which must not exist), with what a copy leaves out gone, and
     how far the forget ledger was when it was taken (read first: a forget noted later is re-applied)."""
     position = ledger.position(store.data_dir)
+    private_file(dest)  # VACUUM INTO fills an empty file, keeping its mode: 0600 whatever the umask
     store.conn().execute("VACUUM INTO ?", (str(dest),))
     leave_out(dest, position)
 

@@ -19,6 +19,7 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
 from ..errors import LyraError
+from ..fsutil import private_file
 from .dirlock import find_holders
 from .folding import fold, fold_json
 
@@ -37,6 +38,7 @@ def connect(path: Path, *, exclusive: bool = False) -> sqlite3.Connection:
     """A connection to the database at ``path``; ``exclusive``: without the shared-memory file of the WAL (SQLite
     keeps that index in this connection's memory and locks the file for itself), which opens a memory on a
     full disk, where that file cannot be made (``Store`` decides when)."""
+    private_file(path)  # a new database is 0600 whatever the umask, and SQLite gives its WAL the same mode
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.row_factory = sqlite3.Row

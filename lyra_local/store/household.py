@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import BadRequest, Conflict, NotFound
+from ..fsutil import private_dir
 from ..oserrors import named_os_errors
 from . import db, migrations
 from .connections import ThreadConnections
@@ -124,7 +125,7 @@ class Household:
         with named_os_errors(data_dir):
             if data_dir.exists() and not data_dir.is_dir():
                 raise NotADirectoryError(errno.ENOTDIR, "a file where the data directory should be", str(data_dir))
-            data_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(data_dir)
         self._conns = ThreadConnections(lambda: db.connect(self.path))
         with named_os_errors(data_dir):
             migrations.migrate(self._conn(), schema=SCHEMA)

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..fsutil import private_dir
 from ..oserrors import named_os_errors
 from . import db, migrations
 from .branches import Branches
@@ -49,7 +50,7 @@ class Store:
         with named_os_errors(data_dir):
             if data_dir.exists() and not data_dir.is_dir():
                 raise NotADirectoryError(errno.ENOTDIR, "a file where the data directory should be", str(data_dir))
-            data_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(data_dir)  # 0700: a person's memory is theirs, not every account's on the machine
         self.path = data_dir / DB_FILENAME
         self.index_dir = data_dir / INDEX_DIRNAME
         self.index_settings = index_settings or IndexSettings()

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import LyraError
+from ..fsutil import private_dir
 from .dirlock import holder_pids
 from .files import CREATING, locked_file, writer_ended
 
@@ -92,7 +93,7 @@ class Uploads:
     def create(self, filename: str) -> Upload:
         """A new upload's locked file, named after ``filename`` (never a path the request gives); call ``end``
         when it is imported or refused."""
-        self.folder.mkdir(exist_ok=True)
+        private_dir(self.folder)
         safe = re.sub(r"[^\w.-]", "_", Path(filename).name).lstrip(".")[-120:] or "upload"
         path = self.folder / f"{uuid.uuid4().hex}-{safe}"
         stack = contextlib.ExitStack()

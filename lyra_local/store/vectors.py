@@ -30,7 +30,7 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
-from ..fsutil import atomic_write_text, sha256_file
+from ..fsutil import atomic_write_text, private_dir, sha256_file
 from ..oserrors import named_os_errors
 from .files import locked_file
 
@@ -235,7 +235,7 @@ class VectorIndex:
                 self.compact(wait=wait)
                 if self._tombstones:
                     return  # saved by the compaction when it is done
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
             # a name of its own (two processes may save one index at once) and a flock while it is written, so
             # the recovery step tells a dead writer's half-written file from a live one's (store/files.py)
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")

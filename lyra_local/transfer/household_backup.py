@@ -186,7 +186,7 @@ def write_household_backup(household: Household, store_of: Callable[[Person], St
     with writing_outside(household.data_dir, tmp):  # killed in here, the next open of the household removes tmp
         try:
             members = snapshot(household, store_of, made_by)
-            with tmp.open("xb") as out:
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), "wb") as out:
                 for chunk in tar_chunks(members):
                     out.write(chunk)
                 out.flush()

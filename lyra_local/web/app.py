@@ -27,6 +27,7 @@ from .. import __version__
 from ..companion import Companion
 from ..config import Settings, load_settings, model_file_problems
 from ..errors import LyraError, ReloadRefused
+from ..fsutil import loosened_note
 from ..llm.registry import Models
 from ..memory import Memory
 from ..memory.reembed import catch_up
@@ -349,6 +350,9 @@ def create_app(
         if handle_sighup:
             _install_sighup(state)
         await run_in_threadpool(state.finish_removals)  # a removal cut short: finished before anything runs
+        loose = await run_in_threadpool(loosened_note, state.household.data_dir)
+        if loose is not None:
+            log.warning("%s", loose)
         for store in state.open_stores():
             store.coord.register(state.instance_id, "server", "web UI and API (lyra serve)")
         state.started = True
