@@ -437,3 +437,22 @@ def test_import_a_chatgpt_export_and_download_an_export_from_the_page(page: Page
         page.click("#export")
     with zipfile.ZipFile(download.value.path()) as archive:
         assert "Trip to Porto, day 3" in archive.read("sessions.jsonl").decode()
+
+
+def test_a_long_conversation_name_shows_two_whole_lines_and_no_sliver_of_a_third(browser: Browser,  # noqa: F811
+                                                                                  served: Served) -> None:
+    name = "A very long name for a conversation about the garden, the bees on the roof and the neighbours' hens"
+    made = httpx.post(f"{served.url}/api/sessions", json={"name": name}).json()
+    with opened(browser, served.url, settled=True) as page:
+        button = page.locator(f"#session-list li[data-id='{made['id']}'] .session-name")
+        expect(button).to_be_visible()
+        box = button.evaluate("""(b) => {
+            const style = getComputedStyle(b);
+            return { inner: b.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom),
+                     padding: parseFloat(style.paddingTop) + parseFloat(style.paddingBottom),
+                     line: parseFloat(style.lineHeight), whole: b.scrollHeight };
+        }""")
+        assert box["whole"] > 2.5 * box["line"]  # the name is longer than two lines
+        # Clipped at the padding box: any padding below the second line would show a sliver of the third.
+        assert box["padding"] == 0 and abs(box["inner"] - 2 * box["line"]) < 1, box
+        shot(page, "sidebar-long-name")
