@@ -456,3 +456,23 @@ def test_a_long_conversation_name_shows_two_whole_lines_and_no_sliver_of_a_third
         # Clipped at the padding box: any padding below the second line would show a sliver of the third.
         assert box["padding"] == 0 and abs(box["inner"] - 2 * box["line"]) < 1, box
         shot(page, "sidebar-long-name")
+
+
+def test_the_guides_import_link_lands_on_the_import_form(browser: Browser, served: Served) -> None:  # noqa: F811
+    with opened(browser, served.url, settled=True) as page:
+        expect(page.locator("#first-run")).to_be_visible()
+        page.click("#first-run-import")
+        page.wait_for_load_state("networkidle")  # the catalog above it has loaded and laid out
+        page.wait_for_timeout(500)
+        field = page.locator("#import-file")
+        expect(field).to_be_focused()
+        expect(field).to_be_in_viewport()
+        assert page.evaluate("document.scrollingElement.scrollTop") == 0  # the panel scrolled, not the page
+        shot(page, "first-run-import-link")
+        page.locator("#settings-sections").get_by_role("link", name="Models").click()  # Settings' own list
+        expect(page.locator("#h-models")).to_be_in_viewport()
+        expect(field).not_to_be_in_viewport()
+        page.locator("#settings-sections").get_by_role("link", name="Your data").click()
+        expect(page.locator("#h-data")).to_be_focused()
+        expect(field).to_be_in_viewport()
+        assert "#h-data" not in page.url  # the address still names the conversation, not a section

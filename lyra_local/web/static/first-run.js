@@ -5,17 +5,14 @@
 import { api } from "./api.js";
 import { $, el } from "./dom.js";
 import { bytes, duration, pullView, startPull } from "./model-pull.js";
-import { isShown, togglePanel } from "./panels.js";
+import { showSection } from "./panels.js";
 
 export function firstRun(demo) {
   const banner = $("first-run");
   banner.hidden = !demo || localStorage.getItem("lyra-first-run-dismissed") === "1";
   const openSettingsAt = (id) => (e) => {
     e.preventDefault();
-    if (!isShown("settings")) togglePanel("settings");
-    const target = $(id);
-    target.scrollIntoView({ block: "center" });
-    target.focus();
+    showSection("settings", id);
   };
   $("first-run-models").addEventListener("click", openSettingsAt("h-models"));
   $("first-run-import").addEventListener("click", openSettingsAt("import-file"));

@@ -14,7 +14,18 @@ export function registerPanel(name, { title, open, close = () => {} }) {
 
 export const isShown = (name) => shown === name;
 
-/* Shows panel ``name``, or hides it when it is the one shown. */
+/* Panel ``name`` shown (opened if it is not) and scrolled to the element ``id`` once what the panel loads is
+ * laid out, with the focus on it: the first-run guide's links and Settings' own list of sections land there. */
+export async function showSection(name, id) {
+  const opening = shown === name ? null : togglePanel(name);
+  await Promise.resolve(opening).catch(() => {});
+  const target = $(id);
+  const box = $("panel");  // the panel scrolls, not the page (scrollIntoView would move the page with it)
+  box.scrollTop += target.getBoundingClientRect().top - box.getBoundingClientRect().top - 8;
+  target.focus({ preventScroll: true });
+}
+
+/* Shows panel ``name``, or hides it when it is the one shown; what opening it returns (a promise when it loads). */
 export function togglePanel(name) {
   const leaving = shown;
   shown = shown === name ? null : name;
@@ -23,10 +34,10 @@ export function togglePanel(name) {
   document.body.classList.toggle("panel-open", Boolean(shown));
   document.querySelectorAll(".tab").forEach((t) => t.setAttribute("aria-pressed", String(t.dataset.panel === shown)));
   document.querySelectorAll("#panel > section").forEach((s) => { s.hidden = s.dataset.panel !== shown; });
-  if (!shown) return;
+  if (!shown) return undefined;
   const panel = panels.get(shown);
   $("panel-title").textContent = panel.title;
-  panel.open();
+  return panel.open();
 }
 
 export function wirePanels() {

@@ -6,7 +6,7 @@ import { api } from "./api.js";
 import { $, el, fragment } from "./dom.js";
 import { confirmForget, showError } from "./feedback.js";
 import { bytes, discardPartial, follow, pullView, startPull } from "./model-pull.js";
-import { isShown, registerPanel } from "./panels.js";
+import { isShown, registerPanel, showSection } from "./panels.js";
 
 const ROLES = {
   chat: { label: "Chat", what: "replies to you" },
@@ -313,9 +313,14 @@ function pullOwn(e) {
   if (ref) download(ref, e.submitter);
 }
 
-registerPanel("settings", { title: "Settings", open: () => { loadSettings(); loadCatalog(); }, close: stopFollowing });
+registerPanel("settings", { title: "Settings", open: () => Promise.all([loadSettings(), loadCatalog()]),
+                            close: stopFollowing });
 
 export function wireSettingsPanel() {
+  document.querySelectorAll("#settings-sections a").forEach((a) => a.addEventListener("click", (e) => {
+    e.preventDefault();  // the address keeps naming the conversation open (#session=…)
+    showSection("settings", a.getAttribute("href").slice(1));
+  }));
   $("models-form").addEventListener("submit", apply);
   $("pull-form").addEventListener("submit", pullOwn);
 }
