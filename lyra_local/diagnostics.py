@@ -138,7 +138,7 @@ def demo_advice(settings: Settings, machine: devices.Machine) -> Check | None:
     else:
         unused = " (this llama.cpp build cannot use your GPU: `make run GPU=1` builds one that can)" if (
             machine.gpus and not machine.offload) else ""
-        how = "on the CPU only, slowly" if placement.kind == "cpu" else placement.text
+        how = placement.text
         where = f"(the catalog's smallest) runs here {how}{unused}"
     size = file_size(entry.size)
     return Check("chat model", True, f"{demo}; `lyra models pull {entry.name}` {where} ({entry.title}, {size} "

@@ -3,6 +3,8 @@ real tiny models' headers, and synthetic 8B/14B/70B shapes on made-up machines w
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from lyra_local.modelfiles import fit
@@ -81,8 +83,11 @@ def test_an_8b_fits_a_12_gb_gpu_a_70b_partly_and_a_cpu_only_machine_runs_them_sl
     assert big.text == f"partly on the GPU ({big.layers} of 81 layers)" and big.n_gpu_layers == big.layers
     left = fit.room(RTX_4070)
     assert big_need.on_gpu(big.layers) <= left < big_need.on_gpu(big.layers + 1)  # as many as fit, no more
-    assert fit.place(big_need, machine(ram_gib=64)).text == "CPU only, slow"
-    assert fit.place(big_need, machine(ram_gib=16)).text == "too big"  # 45+ GB against 16 GB of RAM, no GPU
+    assert fit.place(big_need, machine(ram_gib=64)).text == "on the CPU"  # no bandwidth measured: no speed
+    fast_ram = dataclasses.replace(machine(ram_gib=64), bandwidth=60e9)  # 60 GB/s over 40 GB of weights
+    assert fit.place(big_need, fast_ram).text == "on the CPU, about 1 word a second"
+    assert fit.place(fit.need(LLAMA_8B, SIZE_8B, 8192), fast_ram).text == "on the CPU, about 9 words a second"
+    assert fit.place(big_need, machine(ram_gib=16)).text == "too big for this machine's memory"  # 45+ GB, 16 GB
     assert fit.place(big_need, machine(24, ram_gib=32)).kind == "partial"  # RAM + VRAM together hold it
     assert fit.place(big_need, machine(24, 24, ram_gib=32)).layers > big.layers  # two GPUs hold more
     assert fit.place(big_need, machine(80)).kind == "gpu"

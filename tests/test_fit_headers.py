@@ -232,9 +232,9 @@ def test_where_each_fits_on_made_up_machines_with_and_without_a_gpu(summaries: d
     assert big.text == f"partly on the GPU ({big.layers} of 81 layers)" and big.n_gpu_layers == big.layers
     assert placed("70b", 8192, twelve).layers < big.layers
     # no GPU (an empty device list): the CPU, or nowhere when RAM cannot hold it either
-    assert placed("70b", 8192, made_up([], ram_gib=16)).text == "too big"
-    assert placed("70b", 8192, made_up([], ram_gib=64)).text == "CPU only, slow"
-    assert placed("8b", 8192, made_up([], ram_gib=16)).text == "CPU only, slow"
+    assert placed("70b", 8192, made_up([], ram_gib=16)).kind == "too-big"
+    assert placed("70b", 8192, made_up([], ram_gib=64)).text.startswith("on the CPU")
+    assert placed("8b", 8192, made_up([], ram_gib=16)).text.startswith("on the CPU")
     assert placed("8b", 8192, made_up(RTX_4090, offload=False)).kind == "cpu"  # a GPU this build cannot use
 
 

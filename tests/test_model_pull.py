@@ -27,6 +27,8 @@ import pytest
 from huggingface_hub import constants as hf_constants
 
 from lyra_local.cli import main
+from lyra_local.llm.registry import catalog_ctx
+from lyra_local.modelfiles import devices, fit
 from lyra_local.modelfiles import pull as pull_module
 from lyra_local.modelfiles.catalog import PullTarget, load_catalog
 from lyra_local.modelfiles.fetch import MANIFEST
@@ -497,11 +499,35 @@ def test_cli_catalog_says_what_fits(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert main(["--config", str(config), "models", "catalog", "--role", "embed"]) == 0
     out = capsys.readouterr().out
     assert embeds and all(entry.name in out for entry in embeds)
-    assert "fits on the GPU" in out and "Test GPU" in out
-    rows = {entry.name: next(line for line in out.splitlines() if f" {entry.name} " in line) for entry in embeds}
+    assert "Test GPU" in out
+    rows = {entry.name: next(line for line in out.splitlines() if line.startswith(f"{entry.name} ")) for entry in embeds}
+    assert all(" GPU " in row for row in rows.values())  # runs here: on the GPU
     assert [name for name, row in rows.items() if row.rstrip().endswith("yes")] == [embeds[0].name]  # `have`
-    assert rows[embeds[1].name].rstrip().endswith("partial 2 MB")  # a stopped pull's bytes
+    assert rows[embeds[1].name].rstrip().endswith(" 2 MB")  # a stopped pull's bytes
     assert not any(entry.name in out for entry in load_catalog() if entry.role == "chat")
+
+
+def test_the_catalog_fits_80_columns_and_says_how_fast_each_chat_model_would_talk_here(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every entry on one line of an 80-column terminal, no cell cut or wrapped, and a CPU-only box told how
+    fast each chat model would write (from its size and this machine's memory bandwidth), or that it is too
+    big; an embedder is just "CPU", not "slow"."""
+    monkeypatch.setenv("LYRA_GPU_DEVICES", '{"gpus": [], "ram_total_mib": 24576, "bandwidth_gbs": 12}')
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["--config", str(tmp_path / "none.toml"), "models", "catalog"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
+    for entry in load_catalog():
+        [row] = [line for line in lines if line.startswith(f"{entry.name} ")]  # whole, on one line
+        assert "…" not in row, row
+        words = fit.words_a_second(fit.need_of_entry(entry, catalog_ctx(None, entry)), devices.probe())
+        if entry.role != "chat":
+            assert " CPU " in row + " " and "words" not in row, row
+        elif entry.size > 24 * 1024**3:
+            assert "too big" in row, row
+        else:
+            assert words is not None and (f"CPU ~{round(words)} word" in row or "CPU <1 word/s" in row), row
 
 
 def test_cli_discard_says_what_it_freed(hf: HFServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

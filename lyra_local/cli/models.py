@@ -12,7 +12,6 @@ import logging
 import sys
 from pathlib import Path
 
-from rich import box
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -196,33 +195,42 @@ def run_catalog(args: argparse.Namespace) -> int:
     settings = _settings_or_none(args)
     machine = devices.probe()
     # the name is what `lyra models pull` takes: never wrapped or cut, whatever the terminal's width
-    table = Table(title=f"Known-good models — this machine: {machine.describe()}", box=box.SIMPLE)
-    table.add_column("name", no_wrap=True)
-    for column in ("role", "size", "quant", "n_ctx", "runs here", "have"):
-        table.add_column(column)
+    console = Console()
+    console.print(f"This machine: {machine.describe()}.", highlight=False)
+    # 80 columns: the name is never wrapped or cut (it is what `lyra models pull` takes), nor is any other cell
+    table = Table(title="Known-good models", box=None, padding=(0, 1), pad_edge=False, header_style="bold")
+    for column in ("name", "role", "size", "quant", "n_ctx", "runs here", "have"):
+        table.add_column(column, no_wrap=True)
     models_dir = settings.models_dir if settings is not None else None
     for entry, placement in catalog_fits(settings, machine, n_ctx=args.n_ctx):
         if args.role and entry.role != args.role:
             continue
         n_ctx = args.n_ctx or catalog_ctx(settings, entry)
         here = _have(models_dir, entry.file)
-        table.add_row(entry.name, entry.role, file_size(entry.size), entry.quantization, f"{n_ctx:,}", placement.text,
-                      here)
-    Console().print(table)
-    print("each model is sized at the context its role is set to (n_ctx), beside the other roles' models; "
-          "`lyra models pull NAME` downloads one; `have`: already in models_dir, or partly downloaded (`lyra "
-          "models pull NAME` resumes it, `lyra models discard NAME` deletes it)")
+        table.add_row(entry.name, entry.role, file_size(entry.size), entry.quantization, _tokens(n_ctx),
+                      placement.short or placement.text, here)
+    console.print(table)
+    console.print("Each model is sized at the context its role is set to (n_ctx), beside the other roles' models; "
+                  "`runs here`: on the GPU (or how many of its layers), or on the CPU with the words a second this "
+                  "machine's memory allows. `lyra models pull NAME` downloads one; `have`: yes, or how much of a "
+                  "stopped download is kept (`lyra models pull NAME` resumes it, `lyra models discard NAME` "
+                  "deletes it).", highlight=False)
     return 0
 
 
+def _tokens(n: int) -> str:
+    """A context length in a narrow column: "2k", "128k", "512"."""
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else f"{n:,}"
+
+
 def _have(models_dir: Path | None, file: str) -> str:
-    """The catalog's ``have`` column: "yes", "partial 1.2 GB" (a stopped pull's bytes), or nothing."""
+    """The catalog's ``have`` column: "yes", "1.2 GB" (what a stopped pull kept), or nothing."""
     if models_dir is None:
         return ""
     if (models_dir / file).is_file():
         return "yes"
     kept = partial_bytes(models_dir, file)
-    return f"partial {file_size(kept)}" if kept else ""
+    return file_size(kept) if kept else ""
 
 
 def _settings_or_none(args: argparse.Namespace) -> Settings | None:

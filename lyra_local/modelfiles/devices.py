@@ -56,6 +56,7 @@ class Machine:
     ram_free: int
     offload: bool  # this llama.cpp build can offload layers to a GPU
     source: str  # where the GPU list came from: "llama.cpp", "NVML", "nvidia-smi", "LYRA_GPU_DEVICES (…)", or why none
+    bandwidth: float = 0.0  # RAM's bytes a second as one copy measures it (``memory_bandwidth``); 0: not measured
 
     @property
     def vram_total(self) -> int:
@@ -109,8 +110,31 @@ def _probe(fake: str | None) -> Machine:
         except Exception:  # noqa: BLE001 - any failure of a driver library is the next source's turn
             continue
         if gpus:
-            return Machine(gpus, ram_total, ram_free, offload, source)
-    return Machine((), ram_total, ram_free, offload, "llama.cpp's device list, NVML and nvidia-smi name none")
+            return Machine(gpus, ram_total, ram_free, offload, source, memory_bandwidth())
+    return Machine((), ram_total, ram_free, offload, "llama.cpp's device list, NVML and nvidia-smi name none",
+                   memory_bandwidth())
+
+
+BANDWIDTH_BYTES = 64 * MIB  # copied to measure RAM's speed: larger than any CPU cache, a few tens of ms
+
+
+@functools.cache
+def memory_bandwidth() -> float:
+    """RAM's bytes a second, measured once per process by copying ``BANDWIDTH_BYTES`` (the best of three; a copy
+    reads and writes each byte). On a CPU a model writes each token by reading all its weights, so this bounds
+    how fast it can talk (``fit.words_a_second``)."""
+    import time
+
+    import numpy as np
+
+    source = np.ones(BANDWIDTH_BYTES, dtype=np.uint8)
+    target = np.empty_like(source)
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        np.copyto(target, source)
+        best = min(best, time.perf_counter() - started)
+    return 2 * BANDWIDTH_BYTES / max(best, 1e-6)
 
 
 def offload_supported() -> bool:
@@ -154,7 +178,8 @@ def _made_up(text: str, ram_total: int, ram_free: int) -> Machine:
                      for index, item in enumerate(data["gpus"]))
         return Machine(gpus, int(data.get("ram_total_mib", ram_total // MIB)) * MIB,
                        int(data.get("ram_free_mib", ram_free // MIB)) * MIB,
-                       bool(data.get("offload", bool(gpus))), f"{FAKE_DEVICES_ENV} (made up, not this machine)")
+                       bool(data.get("offload", bool(gpus))), f"{FAKE_DEVICES_ENV} (made up, not this machine)",
+                       float(data["bandwidth_gbs"]) * 1e9 if "bandwidth_gbs" in data else memory_bandwidth())
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         return Machine((), ram_total, ram_free, False, f"{FAKE_DEVICES_ENV} unreadable ({exc!r}), so no GPU")
 

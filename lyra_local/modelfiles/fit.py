@@ -67,6 +67,7 @@ class Need:
     # each repeating layer's weights from the header, the first first (empty: all ``layer_bytes``); a Q4_K_M's
     # last layers are its heaviest, and they are the ones offloaded first
     layer_sizes: tuple[int, ...] = ()
+    generates: bool = True  # it writes text (chat, summary), token by token, not vectors
 
     @property
     def of_layers(self) -> int:
@@ -117,7 +118,7 @@ def need(shape: Shape, weights: int, n_ctx: int, *, n_ubatch: int = 512, vocabul
     scores = 0 if flash_attn else n_ubatch * n_ctx * shape.heads * LOGIT_BYTES
     compute = max(logits, scores) + n_ubatch * shape.embedding * ACTIVATION_BYTES
     return Need(layers, layer_bytes, output_bytes, ram_bytes, kv_layer, compute, n_ctx,
-                layer_sizes if len(layer_sizes) == layers and split is not None else ())
+                layer_sizes if len(layer_sizes) == layers and split is not None else (), generates)
 
 
 def shape_of(summary: GGUFSummary) -> Shape | None:
@@ -158,7 +159,8 @@ class Placement:
     layers: int  # on the GPU, of of_layers
     of_layers: int
     gpu_bytes: int
-    text: str  # "fits on the GPU", "partly on the GPU (20 of 33 layers)", "CPU only, slow", "too big"
+    text: str  # "fits on the GPU", "partly on the GPU (20 of 33 layers)", "on the CPU, about 3 words a second", …
+    short: str = ""  # the same for a table's column: "GPU", "GPU 20/33", "CPU ~3 words/s", "too big"
 
     @property
     def n_gpu_layers(self) -> int:
@@ -177,17 +179,36 @@ def room(machine: Machine, gpu_used: int = 0) -> int:
 def place(need: Need, machine: Machine, *, gpu_used: int = 0) -> Placement:
     """Where ``need`` goes on ``machine`` after ``gpu_used`` bytes of other models: as many layers as fit."""
     if need.total > machine.ram_total + (machine.vram_total if machine.offload else 0):
-        return Placement("too-big", 0, need.of_layers, 0, "too big")
+        return Placement("too-big", 0, need.of_layers, 0, "too big for this machine's memory", "too big")
     left = room(machine, gpu_used)
     layers = 0
     while layers < need.of_layers and need.on_gpu(layers + 1) <= left:
         layers += 1
     if layers == need.of_layers:
-        return Placement("gpu", layers, need.of_layers, need.on_gpu(layers), "fits on the GPU")
+        return Placement("gpu", layers, need.of_layers, need.on_gpu(layers), "fits on the GPU", "GPU")
     if layers:
         return Placement("partial", layers, need.of_layers, need.on_gpu(layers),
-                         f"partly on the GPU ({layers} of {need.of_layers} layers)")
-    return Placement("cpu", 0, need.of_layers, 0, "CPU only, slow")
+                         f"partly on the GPU ({layers} of {need.of_layers} layers)", f"GPU {layers}/{need.of_layers}")
+    words = words_a_second(need, machine)
+    if words is None:
+        return Placement("cpu", 0, need.of_layers, 0, "on the CPU", "CPU")
+    if words < 1:
+        return Placement("cpu", 0, need.of_layers, 0, "on the CPU, under 1 word a second", "CPU <1 word/s")
+    count = round(words)
+    return Placement("cpu", 0, need.of_layers, 0, f"on the CPU, about {count} word{'s' * (count > 1)} a second",
+                     f"CPU ~{count} word{'s' * (count > 1)}/s")
+
+
+WORDS_A_TOKEN = 0.75  # English words a token, about (OpenAI's and llama.cpp's rule of thumb)
+
+
+def words_a_second(need: Need, machine: Machine) -> float | None:
+    """How fast a model that writes text would write on the CPU: each token reads all its weights from RAM,
+    so at most RAM's bandwidth over the weights' bytes, in words; ``None`` for a model that makes vectors (it
+    writes nothing) or where the bandwidth was not measured."""
+    if not need.generates or machine.bandwidth <= 0 or need.weights <= 0:
+        return None
+    return machine.bandwidth / need.weights * WORDS_A_TOKEN
 
 
 @dataclass(frozen=True)
