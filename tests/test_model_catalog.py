@@ -203,3 +203,11 @@ def test_a_good_entry_parses_and_a_duplicate_does_not() -> None:
     with pytest.raises(CatalogInvalid, match="nothing else"):
         parse_catalog('title = "x"\n' + ENTRY)
     assert resolve("tiny-chat", (entry,)).entry == replace(entry)
+
+
+def test_a_model_file_is_called_by_its_catalog_title_or_its_file_name() -> None:
+    entry = load_catalog()[0]
+    assert catalog.title_of_file(entry.file) == entry.title
+    assert catalog.title_of_file("SmolLM2-135M-Instruct.Q4_1.gguf") == "SmolLM2 135M Instruct"
+    assert catalog.title_of_file("all-MiniLM-L6-v2.F16.gguf") == "all MiniLM L6 v2"
+    assert catalog.title_of_file("plain.gguf") == "plain"

@@ -259,6 +259,11 @@ def test_pick_a_model_in_settings_and_a_broken_one_is_refused(browser: Browser, 
         files = page.locator("#model-files li")
         expect(files.filter(has_text="half-downloaded.Q4_K_M.gguf")).to_contain_text("cannot be used")
         expect(files.filter(has_text="my-companion.Q4_1.gguf")).to_contain_text("llama")
+        demo = files.filter(has_text="SmolLM2-135M-Instruct.Q4_1.gguf")
+        expect(demo).to_contain_text("SmolLM2 135M Instruct · llama")  # its file's name, not the header's
+        expect(demo).not_to_contain_text("Lc100K")  # "Smollm2 135M 8k Lc100K Mix1 Ep2", as its trainer typed it
+        on_cpu = not httpx.get(f"{own_models.url}/api/settings").json()["gpu_offload"]
+        expect(page.locator("#model-roles").get_by_text("This build runs on the CPU")).to_have_count(int(on_cpu))
         before = own_models.config.read_bytes()
 
         page.select_option("#model-chat-file", "half-downloaded.Q4_K_M.gguf")

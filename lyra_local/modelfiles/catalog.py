@@ -113,6 +113,18 @@ def load_catalog() -> tuple[CatalogModel, ...]:
     return parse_catalog(text)
 
 
+def title_of_file(file: str, catalog: tuple[CatalogModel, ...] | None = None) -> str:
+    """What to call a model file: its catalog entry's title, else its file name without the quantization and
+    the extension ("SmolLM2-135M-Instruct.Q4_1.gguf" -> "SmolLM2 135M Instruct"). A header's own name is
+    what its trainer typed ("Smollm2 135M 8k Lc100K Mix1 Ep2"), not what a person knows it by."""
+    entry = next((e for e in (catalog if catalog is not None else load_catalog()) if e.file == file), None)
+    if entry is not None:
+        return entry.title
+    stem = file.removesuffix(".gguf")
+    stem = stem.rsplit(".", 1)[0] if "." in stem else stem
+    return " ".join(stem.replace("_", " ").replace("-", " ").split()) or file
+
+
 def by_role(role: str, catalog: tuple[CatalogModel, ...] | None = None) -> tuple[CatalogModel, ...]:
     """The entries for ``role`` ("summary" is chat's), smallest file first: the order to try what fits."""
     wanted = "chat" if role == "summary" else role

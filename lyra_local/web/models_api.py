@@ -22,7 +22,7 @@ from ..config import LocalModel, Settings, uses_demo_chat_model
 from ..config_edit import ModelChoices
 from ..errors import BadRequest
 from ..llm.registry import catalog_fits, describe_offload, suggest_chat
-from ..modelfiles.catalog import CatalogModel, resolve
+from ..modelfiles.catalog import CatalogModel, resolve, title_of_file
 from ..modelfiles.devices import Machine, probe
 from ..modelfiles.fit import RECOMMEND_CTX, Placement
 from ..modelfiles.on_disk import model_files as files_on_disk
@@ -59,7 +59,7 @@ async def model_files(request: Request) -> dict[str, Any]:
         described: dict[str, Any] = {}
         if entry.summary is not None:
             described = {k: v for k, v in asdict(entry.summary).items() if k not in ("path", "size", "name")}
-            described.update(title=entry.summary.name, role_hint=entry.summary.role_hint)  # "name" is the file's
+            described.update(title=title_of_file(entry.name), role_hint=entry.summary.role_hint)  # "name": the file's
         files.append({"name": entry.name, "size": entry.size, "problem": entry.problem,
                       "used_by": using.get(entry.name, []), **described})
     return {"models_dir": str(settings.models_dir), "files": files}

@@ -91,11 +91,14 @@ function renderModels(s, files) {
   if (!files.length) $("model-files").append(el("li", { class: "muted", text: "No GGUF file there yet." }));
   shownChoices = {};
   $("model-roles").replaceChildren(fragment(Object.entries(ROLES).map(([role, info]) =>
-    roleFields(role, info, s.roles[role], files, s.gpu_offload))));
+    roleFields(role, info, s.roles[role], files))));
+  if (!s.gpu_offload) {  // said once for every role, not under each
+    $("model-roles").append(el("p", { class: "hint cpu-build", text: "This build runs on the CPU: GPU layers other than 0 are ignored." }));
+  }
 }
 
 /* One role's fieldset: where its model comes from (a file, a server, same as chat, off), and its settings. */
-function roleFields(role, info, current, files, gpu) {
+function roleFields(role, info, current, files) {
   const id = (what) => `model-${role}-${what}`;
   const sourceNow = !current ? "off" : current.shared_with ? "same" : current.backend === "server" ? "server" : "file";
   const source = el("select", { id: id("source"), "aria-label": `${info.label}: where the model comes from` },
@@ -131,8 +134,7 @@ function roleFields(role, info, current, files, gpu) {
   const local = el("div", { class: "model-local" }, file, about,
     el("div", { class: "row" }, el("label", { class: "small", for: id("ctx"), text: "Context" }), ctx,
        el("label", { class: "small", for: id("layers"), text: "GPU layers" }), layers),
-    current && current.offload ? el("p", { class: "hint model-offload", text: `Now: ${current.offload}` }) : null,
-    gpu ? null : el("p", { class: "hint", text: "This build runs on the CPU: GPU layers other than 0 are ignored." }));
+    current && current.offload ? el("p", { class: "hint model-offload", text: `Now: ${current.offload}` }) : null);
   const server = el("div", { class: "model-server" }, url, name);
   const show = () => { local.hidden = source.value !== "file"; server.hidden = source.value !== "server"; };
   source.addEventListener("change", show);
