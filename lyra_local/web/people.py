@@ -37,6 +37,7 @@ from ..llm.fair import ASKER
 from ..people import is_bootstrap_token
 from ..store.household import Person
 from .guard import refusal
+from .while_logged_in import serve_while
 
 if TYPE_CHECKING:
     from .app import AppState
@@ -177,11 +178,22 @@ class PersonBinding:
         bound, asker = PERSON.set(person), ASKER.set(person.id)
         by_token = BY_TOKEN.set(bool(auth) and not is_api_token(self.state, auth))
         try:
-            await self.app(scope, receive, send)
+            if scope["type"] == "http":  # a stream ends with the login or token it was opened with
+                await serve_while(self.app, scope, receive, send, lambda: self.still(headers, person.id))
+            else:
+                await self.app(scope, receive, send)
         finally:
             BY_TOKEN.reset(by_token)
             ASKER.reset(asker)
             PERSON.reset(bound)
+
+    def still(self, headers: Mapping[str, str], person_id: str) -> bool:
+        """Whether the credential a request came with still acts as ``person_id`` (``while_logged_in``)."""
+        try:
+            person = identify(self.state, headers)
+        except Refused:
+            return False
+        return person is not None and person.id == person_id
 
 
 def bound_person() -> Person:
