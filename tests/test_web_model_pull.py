@@ -476,3 +476,32 @@ def test_the_first_run_guide_downloads_and_uses_the_suggested_model(browser: Bro
         page.reload()  # no longer the demo model: the guide is gone
         expect(page.locator("#composer-input")).to_be_visible()
         expect(page.locator("#first-run")).to_be_hidden()
+
+
+@pytest.fixture
+def served_offline(tmp_path: Path) -> Iterator[Served]:
+    """`lyra serve` whose Hugging Face address answers nothing (the discard port): every download fails."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for model in (CHAT_GGUF, EMBED_GGUF):
+        (folder / model.name).symlink_to(require_file(model))
+    env = {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(folder),
+           "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf-home"), "LYRA_GPU_DEVICES": CPU_ONLY}
+    env.pop("HF_HUB_OFFLINE", None)
+    with serve_lyra(tmp_path, env, CONFIG) as running:
+        yield running
+
+
+@pytest.mark.slow
+def test_a_failed_download_is_said_beside_its_model_in_words(browser: Browser, served_offline: Served) -> None:  # noqa: F811
+    entry = next(m for m in load_catalog() if m.name == "bge-small-en-v1.5")
+    with opened(browser, served_offline.url) as page:
+        page.locator(".tab[data-panel=settings]").click()
+        item = page.locator("#model-catalog li.catalog-entry").filter(has_text=entry.title)
+        item.get_by_role("button", name=f"Download {entry.title}", exact=True).click()
+        failed = item.locator(".pull")
+        expect(failed).to_contain_text("The download failed: no connection to 127.0.0.1", timeout=30_000)
+        expect(failed).to_contain_text("nothing answered there")  # in words, not "(ConnectError)"
+        expect(failed).not_to_contain_text("Error")
+        expect(page.locator("#pulls")).not_to_contain_text(entry.file)  # not at the top of the catalog
+        shot(page, "model-pull-failed-beside")

@@ -205,6 +205,18 @@ def _offline() -> bool:
     return hf_constants.is_offline_mode() or value.strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
+def network_failure(exc: Exception) -> str:
+    """What went wrong on the network, in words ("nothing answered", "it took too long"), never the name of a
+    library's exception class ("ConnectError")."""
+    if isinstance(exc, httpx2.TimeoutException):
+        return "it took too long to answer"
+    if isinstance(exc, httpx2.ConnectError):
+        return "nothing answered there"
+    if isinstance(exc, httpx2.ProxyError):
+        return "the proxy refused it"
+    return "the network failed"
+
+
 def _no_connection(target: PullTarget, url: str, sha256: str | None, why: str, models_dir: Path) -> NoConnection:
     """The message the issue asks for: where to get the file by hand, and how to check it."""
     host = urlsplit(url).hostname or url
@@ -226,7 +238,7 @@ def _metadata(target: PullTarget, url: str, host: str, offline: Callable[[str], 
     except OfflineModeIsEnabled as exc:
         raise offline("HF_HUB_OFFLINE is set") from exc
     except httpx2.TransportError as exc:
-        raise offline(type(exc).__name__) from exc
+        raise offline(network_failure(exc)) from exc
     except GatedRepoError as exc:
         raise PullError(f"{target.repo} is gated: its licence must be accepted before a download",
                         hint="accept it on the repository's page, then log in (`hf auth login`, or set HF_TOKEN) "
@@ -341,7 +353,7 @@ def _download(meta: HfFileMetadata, url: str, partial: Path, size: int | None, n
 
 
 def _no_connection_during(meta: HfFileMetadata, partial: Path, name: str, exc: Exception) -> NoConnection:
-    return NoConnection(f"the connection dropped during the download of {name} ({type(exc).__name__}) at "
+    return NoConnection(f"the connection dropped during the download of {name} ({network_failure(exc)}) at "
                         f"{file_size(size_now(partial))}: the partial file is kept in {partial.parent}",
                         hint="pull again once the connection is back: it resumes where it stopped")
 

@@ -225,7 +225,8 @@ function catalogItem(m) {
        m.downloaded ? el("span", { class: "badge", text: "downloaded" }) : null,
        kept ? el("span", { class: "badge", text: `partial ${bytes(m.partial)}` }) : null, action,
        kept ? discardButton(m.name, m.title, m.partial) : null),
-    el("p", { class: "hint", text: facts }), m.note ? el("p", { class: "hint", text: m.note }) : null);
+    el("p", { class: "hint", text: facts }), m.note ? el("p", { class: "hint", text: m.note }) : null,
+    pullLines.get(m.name) || null);
 }
 
 /* Discard: after a question, what a stopped download left on the disk is deleted; then the catalog and the
@@ -243,7 +244,7 @@ async function discard(name, title, size, button) {
   $("pull-status").textContent = "";
   try {
     const freed = await discardPartial(name);
-    for (const line of $("pulls").querySelectorAll(".pull")) {
+    for (const line of $("panel").querySelectorAll(".pull")) {
       if (line.job && line.job.name === name && line.job.state !== "running") showPull({ ...line.job, partial: 0, discarded: freed });
     }
     await loadCatalog();
@@ -263,24 +264,34 @@ function again(job) {
 
 async function download(name, button) {
   if (button) button.disabled = true;
+  const entry = button ? button.closest(".catalog-entry") : null;
+  entry?.querySelector(".pull-refused")?.remove();
   try {
     const job = await startPull(name, showPull);
-    $("pulls").querySelector(`[data-job="${CSS.escape(job.id)}"]`)?.scrollIntoView({ block: "nearest" });
-  } catch (e) {
-    $("pull-status").textContent = e.message;
+    document.querySelector(`.pull[data-job="${CSS.escape(job.id)}"]`)?.scrollIntoView({ block: "nearest" });
+  } catch (e) {  // refused before it began: said beside the button pressed
+    if (entry) entry.append(el("p", { class: "hint danger-link pull-refused", role: "status", text: e.message }));
+    else $("pull-status").textContent = e.message;
   } finally {
     if (button) button.disabled = false;
   }
 }
+
+const pullLines = new Map();  // a catalog model's name -> its download's line, kept in its entry across re-renders
 
 /* A download's view in the list, replaced at every step; once done, the catalog shows it downloaded. */
 function showPull(job) {
   const node = pullView(job, (done) => el("button", { type: "button", class: "primary",
     text: `Use it for ${roleOf(done)}`, onclick: () => useModel(done.path_name, roleOf(done)) }), again);
   node.job = job;  // what Discard in the catalog updates
-  const shown = $("pulls").querySelector(`[data-job="${CSS.escape(job.id)}"]`);
+  const entry = $("model-catalog").querySelector(`.catalog-entry[data-name="${CSS.escape(job.name)}"]`);
+  const shown = document.querySelector(`.pull[data-job="${CSS.escape(job.id)}"]`);
+  if (entry) pullLines.set(job.name, node);  // a catalog model's download: its line (and how it failed) in its entry
   if (shown) shown.replaceWith(node);
-  else {
+  else if (entry) {
+    entry.querySelector(".pull")?.remove();
+    entry.append(node);
+  } else {
     // one line per file: a new download of it takes the place of how the last one ended
     for (const old of $("pulls").querySelectorAll(".pull")) if (old.dataset.file === node.dataset.file) old.remove();
     $("pulls").prepend(node);
