@@ -63,6 +63,15 @@ def remove_opened(household: Household, person: Person, store: Store | None) -> 
     remove_person(household, person.id, open_store=theirs, close=lambda _: store.close() if store else None)
 
 
+def finish_opened(household: Household, person: Person, store: Store | None) -> None:
+    """``finish_removal`` (a removal cut short) on the memory ``opened_alone`` gave."""
+    def theirs(_: Person) -> Store:
+        assert store is not None, "a removal opens only a folder that exists"
+        return store
+
+    finish_removal(household, person, open_store=theirs, close=lambda _: store.close() if store else None)
+
+
 def finish_removal(household: Household, person: Person, *, open_store: Callable[[Person], Store],
                    close: Callable[[Person], None]) -> None:
     """The rest of a removal begun (``Household.begin_removal``): forget, close, delete the folder, the row."""

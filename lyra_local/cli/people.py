@@ -16,12 +16,14 @@ import sys
 from collections.abc import Iterator
 
 from ..config import Settings, load_settings
-from ..errors import Conflict, LyraError
+from ..errors import LyraError
 from ..passwords import check_secret, hash_secret
 from ..people import chosen
-from ..person_removal import opened_alone, remove_opened
+from ..person_removal import finish_opened, opened_alone, remove_opened
 from ..store.held import Held, held
 from ..store.household import Household, Kind, Person
+
+BUSY = "while `lyra serve` runs, remove them on its People page; else stop those processes first"
 
 
 class NotOwner(LyraError):
@@ -89,6 +91,8 @@ def run_list(args: argparse.Namespace) -> int:
             role = "owner" if p.owner else p.kind
             login = "password set" if p.has_secret else "no password"
             print(f"{p.name}\t{role}\t{login}\tsince {p.created_at[:10]}")
+        for p in household.people(removing=True):
+            print(f"{p.name}\tremoval unfinished\t`lyra people remove {p.name}` finishes it")
     return 0
 
 
@@ -96,8 +100,7 @@ def run_add(args: argparse.Namespace) -> int:
     kind: Kind = "child" if args.child else "adult"
     with acting(load_settings(args.config), args.person, owner=True) as (household, owner):
         household.can_add()  # before asking for their password
-        if household.by_name(args.name) is not None:
-            raise Conflict(f"someone called {args.name} is already in this household", hint="choose another name")
+        household.name_free(args.name)  # before asking for their password
         secret = read_secret(kind, args.secret_stdin, f"{args.name}'s")
         person = household.add(args.name, kind, hash_secret(secret))
     print(f"added {person.name} ({kind}): they log in with that name and "
@@ -125,14 +128,24 @@ def run_passwd(args: argparse.Namespace) -> int:
 
 def run_remove(args: argparse.Namespace) -> int:
     with acting(load_settings(args.config), args.person, owner=True) as (household, owner):
+        leaving = household.leaving(args.name) if household.by_name(args.name) is None else None
+        if leaving is not None:  # a removal cut short: finished, with nothing left to ask
+            with opened_alone(household, leaving, BUSY) as store:
+                finish_opened(household, leaving, store)
+            print(f"finished removing {leaving.name}: their memory is forgotten and their folder deleted")
+            return 0
         person = household.removable(household.named(args.name).id)
-        with opened_alone(household, person, "while `lyra serve` runs, remove them on its People page; else stop "
-                                              "those processes first") as store:
+        with opened_alone(household, person, BUSY) as store:
             counts = held(store) if store is not None else Held(0, 0, 0)
             tokens = len(household.tokens(person.id))
+            theirs, after = household.shared_by(person.id)
             print(f"removing {person.name} forgets everything they said to Lyra and everything built from it: "
                   f"{counts.conversations} conversation(s), {counts.messages} message(s), {counts.memories} "
-                  f"memories, and ends their {tokens} API token(s) and their logins")
+                  f"memories, their {theirs} version(s) of the household memory, and ends their {tokens} API "
+                  "token(s) and their logins")
+            if after:
+                print(f"{after} version(s) of the household memory others saved after theirs stay as saved and may "
+                      "still hold words of theirs (edit the household memory to take them out)")
             if not args.yes and not _confirmed(f"Remove {person.name} for good? [y/N] "):
                 print("nobody was removed")
                 return 0

@@ -159,6 +159,13 @@ class Household:
                                    (name_key(name),)).fetchone()
         return None if row is None else _person(row)
 
+    def leaving(self, name: str) -> Person | None:
+        """The person called ``name`` whose removal began and has not finished (``lyra people remove`` finishes
+        it, and so does the server, at start and every half minute)."""
+        row = self._conn().execute("SELECT * FROM people WHERE name_key = ? AND removing = 1",
+                                   (name_key(name),)).fetchone()
+        return None if row is None else _person(row)
+
     def named(self, name: str) -> Person:
         """The person called ``name`` (as ``by_name`` compares), or ``PersonNotFound`` naming who lives here."""
         person = self.by_name(name)
@@ -196,14 +203,24 @@ class Household:
         name = clean_name(name)
         person_id = secrets.token_hex(6)
         with self._write() as conn:
-            if conn.execute("SELECT 1 FROM people WHERE name_key = ?", (name_key(name),)).fetchone():
-                raise Conflict(f"someone called {name} is already in this household",
-                               hint="choose another name (names must differ to log in by name)")
+            self.name_free(name, conn)
             conn.execute("INSERT INTO people (id, name, name_key, kind, owner, home, secret, created_at) "
                          "VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
                          (person_id, name, name_key(name), kind, f"{PEOPLE_DIRNAME}/{person_id}", secret_hash,
                           db.utc_now()))
         return self.person(person_id)
+
+    def name_free(self, name: str, conn: sqlite3.Connection | None = None) -> None:
+        """Refuse a name someone has, or had until a removal that has not finished (``Conflict``)."""
+        taken = (conn or self._conn()).execute("SELECT removing FROM people WHERE name_key = ?",
+                                               (name_key(name),)).fetchone()
+        if taken is not None and taken[0]:
+            raise Conflict(f"the removal of someone called {name} began and has not finished",
+                           hint=f"`lyra people remove {name}` finishes it (so does the server, at start and "
+                                "every half minute); then the name is free")
+        if taken is not None:
+            raise Conflict(f"someone called {name} is already in this household",
+                           hint="choose another name (names must differ to log in by name)")
 
     def rename(self, person_id: str, name: str) -> Person:
         name = clean_name(name)
@@ -389,13 +406,28 @@ class Household:
         return None if row is None else _shared(row)
 
     def write_shared(self, content: str, author: Person) -> SharedVersion:
-        """A new version of the household memory (each earlier one is kept, with who wrote it)."""
+        """A new version of the household memory (each earlier one is kept, with who wrote it); refused once the
+        author's removal has begun, in the very transaction that would store it, so that an edit on its way while
+        they are removed is never stored after their versions were deleted."""
         with self._write() as conn:
+            if conn.execute("SELECT 1 FROM people WHERE id = ? AND removing = 0", (author.id,)).fetchone() is None:
+                raise PersonNotFound(f"{author.name} is no longer in this household: their edit was not saved")
             conn.execute("INSERT INTO household_memory (content, author_id, author_name, created_at) "
                          "VALUES (?, ?, ?, ?)", (content, author.id, author.name, db.utc_now()))
         version = self.shared_memory()
         assert version is not None
         return version
+
+    def shared_by(self, person_id: str) -> tuple[int, int]:
+        """(versions of the household memory ``person_id`` wrote, versions others saved after their first): what
+        a removal deletes, and what stays as its authors saved it (an edit saves the whole text, so those may
+        still hold words of theirs)."""
+        row = self._conn().execute(
+            "SELECT (SELECT COUNT(*) FROM household_memory WHERE author_id = :p), "
+            "(SELECT COUNT(*) FROM household_memory WHERE author_id != :p AND id > "
+            "(SELECT COALESCE(MIN(id), 1 << 62) FROM household_memory WHERE author_id = :p))",
+            {"p": person_id}).fetchone()
+        return int(row[0]), int(row[1])
 
     def shared_history(self) -> list[SharedVersion]:
         return [_shared(r) for r in self._conn().execute("SELECT * FROM household_memory ORDER BY id DESC")]

@@ -41,7 +41,10 @@ TABLES = (
     Table("login_devices", False, "hashes of the device cookies a person logged in with (OWASP's device cookies: "
           "such a device is limited on its own failures only); deleted with the person (ON DELETE CASCADE)"),
     Table("household_memory", True, "every version a removed person wrote is deleted: what they shared goes "
-          "with them, and the household memory reads as the latest version by someone else"),
+          "with them, and the household memory reads as the latest version by someone else; versions others "
+          "saved after theirs stay as saved (an edit saves the whole text, so they may still hold words of "
+          "theirs), which the removal's confirmation says; an edit of theirs arriving during the removal is "
+          "refused"),
 )
 
 

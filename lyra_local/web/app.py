@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -37,7 +38,7 @@ from ..mind.drives import backlog_size
 from ..mind.scheduler import DreamScheduler
 from ..modelfiles.pull_jobs import PullJobs
 from ..people import as_person, first_person, shared_reader
-from ..person_removal import finish_removal, opened_alone, remove_opened
+from ..person_removal import finish_opened, opened_alone, remove_opened
 from ..runtime import Runtime
 from ..store import Store, context_view, reembedding
 from ..store.dirlock import DataDirBusy
@@ -130,13 +131,29 @@ class AppState:
         return self.runtime.companion
 
     def store_of(self, person: Person) -> Store:
-        """The person's own store, opened on first use and kept open until shutdown or their removal."""
+        """The person's own store, opened on first use and kept open until shutdown or their removal.
+
+        Never for someone whose removal began, here or in another process (`lyra people remove`): that is read
+        from ``household.db`` before the store is opened and again once its folder's lock is held, so a request
+        already on its way when they were removed cannot bring their folder back (a removal takes that lock
+        exclusively before it marks them, so one of the two reads sees it)."""
         with self._people_lock:
             store = self._stores.get(person.id)
             if store is None:
                 if person.id in self._gone:
                     raise PersonNotFound("no such person in this household")
-                store = Store(self.household.person_dir(person))
+                self.household.person(person.id)  # PersonNotFound once their removal began
+                folder = self.household.person_dir(person)
+                existed = folder.exists()
+                store = Store(folder)
+                try:
+                    self.household.person(person.id)
+                except PersonNotFound:
+                    store.close()
+                    if not existed:  # made just now, for no one: nothing of it may stay
+                        shutil.rmtree(folder, ignore_errors=True)
+                    self._gone.add(person.id)
+                    raise
                 self._stores[person.id] = store
                 if self.started:
                     store.coord.register(self.instance_id, "server", "web UI and API (lyra serve)")
@@ -222,10 +239,18 @@ class AppState:
                 raise
 
     def finish_removals(self) -> None:
+        """Finish every removal begun and not finished, by this server or another process (a `lyra people
+        remove` cut short): at start, and every ``HEARTBEAT_S``. One whose memory another process still holds
+        open is left for a later round, and said."""
         for person in self.household.people(removing=True):
             log.info("finishing the removal of a person cut short earlier")
             with self.lease():
-                finish_removal(self.household, person, open_store=self.store_of, close=self._close_person)
+                self._close_person(person)
+                try:
+                    with opened_alone(self.household, person, "it is finished once that process lets go") as store:
+                        finish_opened(self.household, person, store)
+                except DataDirBusy as exc:
+                    log.warning("cannot finish a removal yet: %s", exc)
 
     def _close_person(self, person: Person) -> None:
         """Close the person's runtimes (their companions only: the models are everyone's) and their store."""
@@ -327,6 +352,7 @@ def expire_off_the_record(state: AppState) -> None:
 def heartbeat(state: AppState) -> None:
     for store in state.open_stores():
         store.coord.heartbeat(state.instance_id)
+    state.finish_removals()  # one begun by another process and cut short: nobody else would finish it
 
 
 def create_app(

@@ -177,8 +177,10 @@ async def removal(person_id: str, request: Request) -> dict[str, Any]:
     person = await run_in_threadpool(state.household.person, person_id)
     held = await run_in_threadpool(state.held, person)
     tokens = await run_in_threadpool(state.household.tokens, person.id)
+    theirs, after = await run_in_threadpool(state.household.shared_by, person.id)
     return {"person": person.view(), "conversations": held.conversations, "messages": held.messages,
-            "memories": held.memories, "tokens": len(tokens)}
+            "memories": held.memories, "tokens": len(tokens), "household_versions": theirs,
+            "household_versions_after": after}
 
 
 @router.delete("/people/{person_id}", dependencies=[Depends(not_by_token)])

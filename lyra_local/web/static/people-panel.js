@@ -80,7 +80,10 @@ async function removePerson(p) {
   try { r = await api(`/api/people/${p.id}/removal`); } catch (e) { say(e.message, true); return; }
   const text = `Removing ${p.name} forgets ${count(r.conversations, "conversation")}, ` +
     `${count(r.messages, "message")} and ${count(r.memories, "memory", "memories")}` +
-    (r.tokens ? `, and revokes ${count(r.tokens, "API token")}` : "") + "; this cannot be undone.";
+    (r.tokens ? `, and revokes ${count(r.tokens, "API token")}` : "") + "; this cannot be undone." +
+    (r.household_versions_after ? ` The household memory's versions they wrote go; ` +
+      `${count(r.household_versions_after, "version")} others saved after theirs stay as saved, ` +
+      "and may still hold words of theirs (edit the household memory to take them out)." : "");
   if (!await confirmForget(`Remove ${p.name}?`, text, `Remove ${p.name}`)) return;
   try {
     await api(`/api/people/${p.id}`, { method: "DELETE" });
