@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from ..passwords import check_secret, hash_secret
 from ..store.household import DEVICE_DAYS, SESSION_DAYS, Person
 from .deps import app_state
-from .logins import check_login
+from .logins import LoginFailed, check_login
 from .people import COOKIE, DEVICE_COOKIE, Forbidden, bound_person, cookies, login_free, not_by_token, require_owner
 
 router = APIRouter(prefix="/api")
@@ -35,6 +35,11 @@ class Login(BaseModel):
 
 class Secret(BaseModel):
     secret: str = Field(max_length=1024)
+
+
+class OwnSecret(BaseModel):
+    secret: str = Field(max_length=1024)
+    current: str | None = Field(None, max_length=1024, description="the password (or PIN) it replaces, if any")
 
 
 class NewPerson(BaseModel):
@@ -118,12 +123,25 @@ async def me(request: Request) -> dict[str, Any]:
 
 
 @router.put("/me/secret", dependencies=[Depends(not_by_token)])
-async def my_secret(body: Secret, request: Request, response: Response) -> dict[str, Any]:
+async def my_secret(body: OwnSecret, request: Request, response: Response) -> dict[str, Any]:
     """Choose one's own password (or a child's PIN): every login session of theirs on other devices ends, and
-    this browser stays logged in (from now on a login is asked, here too, once the cookie ends)."""
+    this browser stays logged in (from now on a login is asked, here too, once the cookie ends). Replacing one
+    asks for it (``current``), checked as a login is, limits included: a stolen cookie cannot lock its person
+    out, nor guess their password here faster than at the login."""
     person = bound_person()
     check_secret(person.kind, body.secret)
     household = app_state(request).household
+    if person.has_secret:
+        if not body.current:
+            raise Forbidden("your current password (or PIN) is needed to choose a new one",
+                            hint="send it as \"current\"; forgotten, the owner resets it (People)")
+        address = request.client.host if request.client else "unknown"
+        device = cookies(request.headers).get(DEVICE_COOKIE)
+        try:
+            await run_in_threadpool(check_login, household, person.name, body.current, address, device)
+        except LoginFailed:
+            raise Forbidden("that is not your current password (or PIN): nothing was changed",
+                            hint="forgotten, the owner resets it (People)") from None
     await run_in_threadpool(household.set_secret, person.id, hash_secret(body.secret))
     _log_in(request, response, await run_in_threadpool(household.open_session, person.id))
     return {}
