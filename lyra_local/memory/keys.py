@@ -53,7 +53,7 @@ KEYS: tuple[Key, ...] = (
         ("Where am I from?", "Where did I grow up?"), kinds=frozenset({"place"}), past=True),
     Key("job", ("occupation", "work", "profession", "career", "employer", "workplace", "role", "job title"),
         ("I work as this; it is my job.", "My profession and what I do for a living at work.",
-         "I am employed at this place, my workplace and my career."),
+         "I am employed at this place, my workplace and my career.", "I do it professionally and get paid for it."),
         ("What is my job?", "What do I do for work?", "Where do I work?"), kinds=frozenset({"thing"})),
     Key("education", ("school", "studies", "study", "university", "degree", "college", "major"),
         ("I study this subject at university.", "My degree and my school, what I'm studying in class."),
