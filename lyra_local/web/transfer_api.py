@@ -61,11 +61,18 @@ class ImportJob:
 
 
 class ImportJobs:
-    """Imports running in this server, by id; one at a time (they share the embedder)."""
+    """Imports running in this server, by id; one at a time per person, in the order they came. Each person has
+    a queue of their own, so one person's large import never leaves another's waiting at "0 of 0" (the
+    embedder's own lock takes their batches in turn)."""
 
     def __init__(self) -> None:
         self.jobs: dict[str, ImportJob] = {}
-        self._one = threading.Lock()
+        self._guard = threading.Lock()
+        self._queues: dict[str, threading.Lock] = {}
+
+    def _queue(self, person: str) -> threading.Lock:
+        with self._guard:
+            return self._queues.setdefault(person, threading.Lock())
 
     def start(self, upload: Upload, filename: str, fmt: str, store: Store, embedder: Embedder,
               release: Callable[[], None] = lambda: None, *, person: str = "") -> ImportJob:
@@ -86,7 +93,7 @@ class ImportJobs:
             upload.check()  # stopped (a forget, the server stopping): end after the batch just committed
 
         try:
-            with self._one:
+            with self._queue(job.person):
                 upload.check()
                 source = open_source(upload.path, fmt)  # type: ignore[arg-type]
                 report, memory_note = import_source(store, embedder, source, progress=progress)
