@@ -36,14 +36,15 @@ from ..errors import LyraError
 from ..llm.fair import ASKER
 from ..people import is_bootstrap_token
 from ..store.household import Person
+from .cookies import SESSION, TwoCookies
+from .cookies import read as read_cookie
 from .guard import refusal
 from .while_logged_in import serve_while
 
 if TYPE_CHECKING:
     from .app import AppState
 
-COOKIE = "lyra_session"
-DEVICE_COOKIE = "lyra_device"  # a browser that logged in before (web/logins.py); never a login by itself
+COOKIE = SESSION  # the login cookie's name on a plain-http page (web/cookies.py: ``__Host-`` where it can be)
 # Whose page sent a request (static/api.js): a tab opened for Ada must not act as Ben because Ben logged in on
 # this browser in another tab since (the cookie is the browser's, not the tab's): such a request is refused.
 PAGE_HEADER = "x-lyra-person"
@@ -80,15 +81,6 @@ def is_open(path: str) -> bool:
     return path in OPEN or path.startswith(OPEN_PREFIXES)
 
 
-def cookies(headers: Mapping[str, str]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for part in headers.get("cookie", "").split(";"):
-        name, sep, value = part.strip().partition("=")
-        if sep:
-            found.setdefault(name, value)
-    return found
-
-
 def identify(state: AppState, headers: Mapping[str, str]) -> Person | None:
     """The person a request acts as, or None where none is needed to decide (the caller refuses); raises
     ``Refused`` for a credential that is wrong, revoked or expired."""
@@ -106,7 +98,7 @@ def identify(state: AppState, headers: Mapping[str, str]) -> Person | None:
                           "send 'Authorization: Bearer <token>': a personal token from Tokens, or "
                           "server.api_token (the owner's)")
         return person
-    session = cookies(headers).get(COOKIE)
+    session = read_cookie(headers, SESSION)  # TwoCookies: one was planted (web/cookies.py)
     if session:
         person = household.session_person(session)
         if person is not None:
@@ -164,6 +156,9 @@ class PersonBinding:
         except Refused as exc:
             await refusal(401, exc.kind, exc.message, exc.hint or "")(scope, receive, send)
             return
+        except TwoCookies as exc:
+            await refusal(exc.status_code, "two_cookies", exc.message, exc.hint or "")(scope, receive, send)
+            return
         if person is None:  # an owner row missing: a household that was never opened by this server
             await refusal(401, "login_required", "log in first", "")(scope, receive, send)
             return
@@ -191,7 +186,7 @@ class PersonBinding:
         """Whether the credential a request came with still acts as ``person_id`` (``while_logged_in``)."""
         try:
             person = identify(self.state, headers)
-        except Refused:
+        except (Refused, TwoCookies):
             return False
         return person is not None and person.id == person_id
 

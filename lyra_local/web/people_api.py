@@ -21,9 +21,10 @@ from starlette.concurrency import run_in_threadpool
 
 from ..passwords import check_secret, hash_secret
 from ..store.household import DEVICE_DAYS, SESSION_DAYS, Person
+from . import cookies
 from .deps import app_state
 from .logins import LoginFailed, check_login
-from .people import COOKIE, DEVICE_COOKIE, Forbidden, bound_person, cookies, login_free, not_by_token, require_owner
+from .people import Forbidden, bound_person, login_free, not_by_token, require_owner
 
 router = APIRouter(prefix="/api")
 
@@ -71,7 +72,7 @@ async def auth_state(request: Request) -> dict[str, Any]:
     state = app_state(request)
 
     def look() -> dict[str, Any]:
-        session = cookies(request.headers).get(COOKIE)
+        session = cookies.read(request.headers, cookies.SESSION)
         person = state.household.session_person(session) if session else None
         free = login_free(state)
         if person is None and free:
@@ -88,21 +89,20 @@ async def login(body: Login, request: Request, response: Response) -> dict[str, 
     sets the login cookie and the device cookie that keeps this browser apart from everyone else's failures."""
     state = app_state(request)
     address = request.client.host if request.client else "unknown"  # the socket's (web/serving.py)
-    device = cookies(request.headers).get(DEVICE_COOKIE)
+    device = cookies.read(request.headers, cookies.DEVICE)
     person = await run_in_threadpool(check_login, state.household, body.name, body.secret, address, device)
     device = await run_in_threadpool(state.household.remember_device, device, person.id)
-    response.set_cookie(DEVICE_COOKIE, device, max_age=DEVICE_DAYS * 86400, httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https", path="/")
+    cookies.put(request, response, cookies.DEVICE, device, DEVICE_DAYS * 86400)
     _log_in(request, response, await run_in_threadpool(state.household.open_session, person.id))
     return {"person": _brief(person)}
 
 
 @router.post("/auth/logout")
 async def logout(request: Request, response: Response) -> dict[str, Any]:
-    session = cookies(request.headers).get(COOKIE)
+    session = cookies.read(request.headers, cookies.SESSION)
     if session:
         await run_in_threadpool(app_state(request).household.end_session, session)
-    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    cookies.end(request, response, cookies.SESSION)
     return {}
 
 
@@ -110,7 +110,7 @@ async def logout(request: Request, response: Response) -> dict[str, Any]:
 async def logout_everywhere(request: Request, response: Response) -> dict[str, Any]:
     """Every login session of this person ends, on every device (this one too)."""
     ended = await run_in_threadpool(app_state(request).household.end_all_sessions, bound_person().id)
-    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    cookies.end(request, response, cookies.SESSION)
     return {"ended": ended}
 
 
@@ -136,7 +136,7 @@ async def my_secret(body: OwnSecret, request: Request, response: Response) -> di
             raise Forbidden("your current password (or PIN) is needed to choose a new one",
                             hint="send it as \"current\"; forgotten, the owner resets it (People)")
         address = request.client.host if request.client else "unknown"
-        device = cookies(request.headers).get(DEVICE_COOKIE)
+        device = cookies.read(request.headers, cookies.DEVICE)
         try:
             await run_in_threadpool(check_login, household, person.name, body.current, address, device)
         except LoginFailed:
@@ -148,8 +148,7 @@ async def my_secret(body: OwnSecret, request: Request, response: Response) -> di
 
 
 def _log_in(request: Request, response: Response, raw: str) -> None:
-    response.set_cookie(COOKIE, raw, max_age=SESSION_DAYS * 86400, httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https", path="/")
+    cookies.put(request, response, cookies.SESSION, raw, SESSION_DAYS * 86400)
 
 
 @router.put("/me/name", dependencies=[Depends(not_by_token)])
