@@ -449,7 +449,7 @@ def settings_from_text(text: str | None, path: Path | None, env: Mapping[str, st
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, path, env_keys), hint="see README.md, section Configuration") from exc
+        raise ConfigError(_describe(exc, path, env_keys), hint="see docs/configuration.md") from exc
 
 
 def _resolve_relative_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from tomlkit.items import InlineTable, Table
 from .config import LocalModel, SameAs, ServerModel, Settings, backend_tag, env_locations, server_url
 from .errors import BadRequest, ConfigError
 
-NEW_FILE_HEADER = ("# Lyra's configuration: README.md, section Configuration, says what each key does.\n"
+NEW_FILE_HEADER = ("# Lyra's configuration: docs/configuration.md says what each key does.\n"
                    "# Settings -> Models edits the [models.*] tables; your comments and other keys are kept.\n\n")
 
 
@@ -159,7 +159,7 @@ def edit_models(text: str | None, choices: ModelChoices) -> str:
         except (TOMLKitError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, AttributeError):
             continue  # the next way, or the refusal below: nothing half-edited is ever returned
     raise ConfigError("lyra.toml's [models] part is laid out in a way this editor cannot change safely",
-                      hint="edit the [models.*] tables by hand (README.md, section Configuration), "
+                      hint="edit the [models.*] tables by hand (docs/configuration.md), "
                            "or move them into plain [models.ROLE] tables and choose again")
 
 

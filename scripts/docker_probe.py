@@ -1,7 +1,7 @@
 """Check a built Lyra image by running it: what ``scripts/docker_check.sh`` asks of the running container.
 
 Starts the image with a token, a named volume for ``/data`` and its port
-published on the host's loopback (as the README says to run it), then checks,
+published on the host's loopback (as docs/install.md says to run it), then checks,
 against the running container:
 
 - ``/health`` answers, and how long the first start took;
