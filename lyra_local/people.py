@@ -68,7 +68,7 @@ def is_bootstrap_token(settings: Settings, token: str) -> bool:
 
 def as_person(settings: Settings, person: Person) -> Settings:
     """The settings a person's companion runs with: everyone but the first person is called by their own
-    name (the first keeps ``companion.user_name`` from the configuration, as before households)."""
+    name (the first keeps ``companion.user_name`` from the configuration, as a one-person Lyra used it)."""
     if not person.home:
         return settings
     companion = settings.companion.model_copy(update={"user_name": person.name})

@@ -237,8 +237,8 @@ ASIDE = re.compile(r"\[[^\[\]\n]*\](?:\([^()\s]*\))?")
 MARKUP = re.compile(r"\*\*|__|`")  # bold and code marks: how a reply was shown, not what it said
 LIST_MARK = re.compile(r"^\s*(?:[-*•>#]+|\d{1,2}[.)])\s+")
 # One quote of the floor: "Maya, 8 May 2023: “…”". Whoever said it is a name, never a sentence's end ("… moved.
-# Maya"): a summary's own sentences may come before it. Also the floor's earlier forms, read back: "Maya said,
-# “…”" (before issue 37) and "In Maya's words: “…”" (issue 37).
+# Maya"): a summary's own sentences may come before it. Also the floor's two earlier forms, read back from
+# summaries written by older versions: "Maya said, “…”" and "In Maya's words: “…”".
 QUOTED = re.compile(rf"In (?P<their>[^“”\n]{{1,60}}?)['’]s words: “(?P<theirs>[^”]*)”"
                     rf"|(?P<said>[A-Z][\w'’.-]*(?: [A-Za-z][\w'’.-]*)?) said, “(?P<saying>[^”]*)”"
                     rf"|(?<!\S)(?P<who>(?:(?![.!?]\s)[^\s,:“”])(?:(?![.!?]\s)[^,:“”\n]){{0,59}}?)"

@@ -12,7 +12,7 @@ dimensions, type and offset; the tensor data starts at the next multiple of
 ``general.alignment`` (32 by default).
 
 Whatever bytes a file holds, this module raises nothing but ``ModelFileInvalid``
-(issue 35: one odd file in ``models_dir`` made the model list answer 500). It
+(one odd file in ``models_dir`` once made the model list answer 500). It
 never recurses, copies no more than a short name out of the file, and walks a
 bounded number of array items, so a hostile header costs at most a few seconds
 and a few kilobytes. Where llama.cpp refuses a header (``ggml/src/gguf.cpp``,

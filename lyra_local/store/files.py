@@ -168,7 +168,7 @@ FILES: tuple[Place, ...] = (
           "is free) or, where the page has no Web Locks (plain http on a LAN), once an entry is 5 s past the "
           "moment its own tab would have forgotten it"),
     Place("the trash list an older page shared between tabs", "lyra-trash", "browser",
-          "static/sessions.js before issue 35 (localStorage)", False, "ids only; removed by the tab that "
+          "static/sessions.js of older versions (localStorage)", False, "ids only; removed by the tab that "
           "finishes or restores what it lists"),
 )
 

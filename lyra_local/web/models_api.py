@@ -1,6 +1,6 @@
-"""The model manager's API (issue 27): the GGUF files in ``models_dir`` and what each is, and the choice of
+"""The model manager's API: the GGUF files in ``models_dir`` and what each is, and the choice of
 model per role, written into lyra.toml and applied at once; the catalog of known-good models with what fits
-this machine, and their downloads (issue 36), and what the first-run guide suggests.
+this machine, and their downloads, and what the first-run guide suggests.
 
 Only file *names* inside ``models_dir`` are ever shown or taken: no request
 names a path, so none can reach outside it. Nothing here reaches the network
@@ -112,7 +112,7 @@ async def embedding_progress(request: Request) -> dict[str, Any]:
     return await run_in_threadpool(read)
 
 
-# -- the catalog, its downloads and the first-run guide (issue 36) --------------------------------------------
+# -- the catalog, its downloads and the first-run guide --------------------------------------------------------
 
 ASSUMED_MBIT_S = 50  # the rate the first-run guide's download time assumes, and says it assumes
 

@@ -25,7 +25,7 @@ let shown = null;  // the login page's promise while it is shown: it never resol
 export async function knowWho() {
   who.state = await api("/api/auth/state");
   // Who this is, as any request is answered: a login (the page never resolves this then), or an API token when
-  // the server asks for one (server.api_token with one person: the dialog, as before households).
+  // the server asks for one (server.api_token with one person: the dialog, as a one-person Lyra always asked).
   try {
     who.me = await api("/api/me");
   } catch (e) {
