@@ -331,3 +331,25 @@ def test_slugs_are_githubs() -> None:
     assert slug("Settings → Models") == "settings--models"
     assert slug("Proving the image: `make docker-check`") == "proving-the-image-make-docker-check"
     assert slug("lyra.toml") == "lyratoml"
+
+
+# --- screenshots ------------------------------------------------------------------------------------------------
+
+def screenshot_names() -> list[re.Pattern[str]]:
+    """The screenshots the tests write into test-output/screenshots/ (``shot(page, "chat")``,
+    ``shot(page, f"phone-{tab}")``), as patterns of file names."""
+    written = []
+    for test in (REPO / "tests").glob("*.py"):
+        for name in re.findall(r'shot\(\w+, f?"([^"]+)"\)|SHOTS / "([^"]+)\.png"', test.read_text(encoding="utf-8")):
+            stem = "".join(name)
+            written.append(re.compile(re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(stem)) + r"\.png"))
+    return written
+
+
+def test_every_screenshot_the_docs_name_is_taken_by_a_test() -> None:
+    """docs/using.md points at the browser tests' screenshots by name: each is one a test writes."""
+    written = screenshot_names()
+    named = {name for doc in DOCS for name in re.findall(r"`([\w-]+\.png)`", doc.read_text(encoding="utf-8"))}
+    assert len(named) > 10
+    assert not [name for name in named if not any(p.fullmatch(name) for p in written)]
+    assert not any(p.fullmatch("a-view-nobody-shot.png") for p in written)
