@@ -30,6 +30,7 @@ from pydantic import BaseModel
 
 from lyra_local.cli import build_parser
 from lyra_local.config import NOT_SETTINGS, Settings
+from lyra_local.memory.stages import stage_names
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDS = frozenset({"benchmarks.md", "reliability.md"})  # records of runs, kept as they were
@@ -353,3 +354,10 @@ def test_every_screenshot_the_docs_name_is_taken_by_a_test() -> None:
     assert len(named) > 10
     assert not [name for name in named if not any(p.fullmatch(name) for p in written)]
     assert not any(p.fullmatch("a-view-nobody-shot.png") for p in written)
+
+
+def test_the_recall_stages_in_the_docs_are_recalls() -> None:
+    """docs/memory.md's table of recall's stages names each stage of ``STAGES`` once, in its order, and no other."""
+    text = (REPO / "docs" / "memory.md").read_text(encoding="utf-8")
+    table = text[text.index("| stage | what it adds |"):].split("\n\n")[0]
+    assert re.findall(r"^\| `(\w+)` \|", table, re.M) == stage_names()
