@@ -13,7 +13,11 @@ the way a reader copies from them and holds each name to the code:
   ``LYRA_*`` variables that are not settings are the config's own (``NOT_SETTINGS``), docker/compose.yml's, or
   those the Makefile hands the tests (``LYRA_REAL_DATA``).
 
-docs/benchmarks.md and docs/reliability.md are records of past runs, with the flags of their time: not read.
+Then what the pages point at: every link between them (and to a heading) lands, every screenshot they name is
+one a browser test takes, and docs/memory.md's table of recall's stages is ``STAGES``.
+
+docs/benchmarks.md and docs/reliability.md are records of past runs, with the flags of their time: their names
+are not held to today's parser (their links are).
 """
 
 from __future__ import annotations
