@@ -55,6 +55,16 @@ def dreamt(tmp_path_factory: pytest.TempPathFactory, browser: Browser) -> Iterat
         yield served, tmp / "data", 1
 
 
+def learnt(data: Path, session: int, key: str, value: str) -> None:
+    """A fact written as the dream writes it, from the turn that says ``SAID``, with that turn as its source."""
+    store = Store(data)
+    turn = next(t for t in store.exchanges.history(session) if t.content == SAID)
+    gist = store.derived.gist(session)
+    assert gist is not None
+    store.derived.apply_facts(gist, [(key, value, turn.id)], turn.created_at)
+    store.close()
+
+
 def open_memory(browser: Browser, served: Served) -> Page:  # noqa: F811
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.on("dialog", lambda d: d.accept())
@@ -70,12 +80,7 @@ def test_a_fact_shows_its_source_turns_and_opens_the_conversation_there(
     if not any(f["key"] == "home city" and f["value"] == "Lisbon" for f in facts):
         # The 135M model may not name this fact (or not in words the person used); write it as the dream does,
         # from the turn that says it, so the view under test has a dream-learnt fact with its source.
-        store = Store(data)
-        turn = next(t for t in store.exchanges.history(session) if t.content == SAID)
-        gist = store.derived.gist(session)
-        assert gist is not None
-        store.derived.apply_facts(gist, [("home city", "Lisbon", turn.id)], turn.created_at)
-        store.close()
+        learnt(data, session, "home city", "Lisbon")
     page = open_memory(browser, served)
     card = page.locator("#profile li[data-key='home city']")
     expect(card.locator(".fact-value")).to_have_text("Lisbon")
@@ -212,7 +217,7 @@ def test_searching_a_word_never_said_shows_nothing_found_and_a_said_one_its_word
     expect(said).to_have_attribute("data-matched", "words")
     expect(said.locator(".found-by")).to_have_text("found by words")
     expect(said.locator(".snippet mark")).to_have_text("Lisbon")
-    expect(said.locator(".badge.who")).to_have_text("Sam")  # who said it (the person, as the chat names them), not "turn"
+    expect(said.locator(".badge.who")).to_have_text("Sam")  # who said it (as the chat names them), not "turn"
     assert page.locator("#search-results li[data-matched=words]").filter(has_not_text="Lisbon").count() == 0
     shot(page, "search-found-by-words")
     page.close()
@@ -222,12 +227,7 @@ def test_a_plan_shows_when_it_was_for_and_that_the_date_has_passed(
         browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
     """About you as the person reads it: a plan whose date has gone by says so under its value."""
     served, data, session = dreamt
-    store = Store(data)
-    turn = next(t for t in store.exchanges.history(session) if t.content == SAID)
-    gist = store.derived.gist(session)
-    assert gist is not None
-    store.derived.apply_facts(gist, [("plans", "a river cruise in May 2025", turn.id)], turn.created_at)
-    store.close()
+    learnt(data, session, "plans", "a river cruise in May 2025")
     page = open_memory(browser, served)
     card = page.locator("#profile li[data-key='plans']")
     expect(card.locator(".fact-planned")).to_have_text("Planned for May 2025 · that date has passed")
