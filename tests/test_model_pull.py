@@ -500,7 +500,8 @@ def test_cli_catalog_says_what_fits(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     out = capsys.readouterr().out
     assert embeds and all(entry.name in out for entry in embeds)
     assert "Test GPU" in out
-    rows = {entry.name: next(line for line in out.splitlines() if line.startswith(f"{entry.name} ")) for entry in embeds}
+    lines = out.splitlines()
+    rows = {entry.name: next(line for line in lines if line.startswith(f"{entry.name} ")) for entry in embeds}
     assert all(" GPU " in row for row in rows.values())  # runs here: on the GPU
     assert [name for name, row in rows.items() if row.rstrip().endswith("yes")] == [embeds[0].name]  # `have`
     assert rows[embeds[1].name].rstrip().endswith(" 2 MB")  # a stopped pull's bytes

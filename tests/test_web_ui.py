@@ -430,7 +430,7 @@ def test_import_a_chatgpt_export_and_download_an_export_from_the_page(page: Page
     page.click("#import-start")
     expect(page.locator("#import-status")).to_contain_text("Imported 24 messages: 12 new conversations",
                                                            timeout=60_000)
-    expect(page.locator("#import-status")).to_contain_text("Skipped: instructions to ChatGPT (12).")  # as `lyra import` says
+    expect(page.locator("#import-status")).to_contain_text("Skipped: instructions to ChatGPT (12).")  # as the CLI says
     expect(page.locator(".session-list")).to_contain_text("Trip to Porto, day 11")
     shot(page, "import")
     with page.expect_download() as download:
