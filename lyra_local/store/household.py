@@ -36,6 +36,7 @@ from ..oserrors import named_os_errors
 from . import db, migrations
 from .connections import ThreadConnections
 from .household_schema import SCHEMA
+from .lookalike import look_alike
 
 log = logging.getLogger(__name__)
 FILENAME = "household.db"
@@ -210,10 +211,18 @@ class Household:
                           db.utc_now()))
         return self.person(person_id)
 
-    def name_free(self, name: str, conn: sqlite3.Connection | None = None) -> None:
-        """Refuse a name someone has, or had until a removal that has not finished (``Conflict``)."""
-        taken = (conn or self._conn()).execute("SELECT removing FROM people WHERE name_key = ?",
-                                               (name_key(name),)).fetchone()
+    def name_free(self, name: str, conn: sqlite3.Connection | None = None, *, keeping: str | None = None) -> None:
+        """Refuse a name someone has, or had until a removal that has not finished, or one that looks like theirs
+        ("Аda" with a Cyrillic А beside "Ada": ``lookalike.py``), so that nobody can pass for another as an
+        author (``Conflict``); ``keeping``: the person being renamed, whose own name does not count."""
+        conn = conn or self._conn()
+        for other in conn.execute("SELECT id, name FROM people WHERE id != ?", (keeping or "",)).fetchall():
+            if name_key(other["name"]) != name_key(name) and look_alike(name, other["name"]):
+                raise Conflict(f"{name.strip()} looks like {other['name']}, who is in this household",
+                               hint="choose a name that reads differently (letters of another script that look "
+                                    "like these are refused, so that nobody can pass for someone else)")
+        taken = conn.execute("SELECT removing FROM people WHERE name_key = ? AND id != ?",
+                             (name_key(name), keeping or "")).fetchone()
         if taken is not None and taken[0]:
             raise Conflict(f"the removal of someone called {name} began and has not finished",
                            hint=f"`lyra people remove {name}` finishes it (so does the server, at start and "
@@ -225,10 +234,7 @@ class Household:
     def rename(self, person_id: str, name: str) -> Person:
         name = clean_name(name)
         with self._write() as conn:
-            taken = conn.execute("SELECT 1 FROM people WHERE name_key = ? AND id != ?",
-                                 (name_key(name), person_id)).fetchone()
-            if taken:
-                raise Conflict(f"someone called {name} is already in this household")
+            self.name_free(name, conn, keeping=person_id)
             conn.execute("UPDATE people SET name = ?, name_key = ? WHERE id = ?", (name, name_key(name), person_id))
         return self.person(person_id)
 
