@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .kinds import KINDS
+from .kinds import DERIVED, KINDS
 from .store import Store
-
-MEMORY_KINDS = ("gist", "fact", "digest", "narrative", "self_state", "world")
 
 
 @dataclass(frozen=True)
@@ -24,5 +22,5 @@ class Held:
 
 def held(store: Store) -> Held:
     conn = store.conn()
-    memories = sum(conn.execute(f"SELECT count(*) FROM {KINDS[k].table}").fetchone()[0] for k in MEMORY_KINDS)
+    memories = sum(conn.execute(f"SELECT count(*) FROM {KINDS[k].table}").fetchone()[0] for k in DERIVED)
     return Held(store.sessions.count(), store.exchanges.count(), memories)

@@ -278,6 +278,9 @@ ORDER = _deletion_order()  # dependents first
 FTS_TABLES = tuple(table for k in KINDS.values() for table in k.fts.values())
 STALE_KINDS = tuple(k for k in KINDS.values() if k.goes_stale)
 SEARCH_TIERS = tuple(k.name for k in KINDS.values() if k.searchable)
+# What the dream builds from what was said, in words: summaries, facts, digests, the arc, the self-state, the core
+# memory (a context trace is built too, but of ids only).
+DERIVED = tuple(k.name for k in KINDS.values() if k.built_from and k.words)
 
 
 def of_tier(tier: str) -> Kind:
