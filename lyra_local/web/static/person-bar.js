@@ -34,4 +34,5 @@ export function showPerson() {
   $("person-kind").hidden = !$("person-kind").textContent;
   $("open-people").hidden = !me.owner;
   $("settings-people").hidden = !me.owner;
+  document.body.classList.toggle("member", !me.owner);  // app.css hides [data-owner-only]
 }
