@@ -49,6 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("name")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.set_defaults(run=run_remove)
+    p = verbs.add_parser("rename", help="change your own name, as --person (default: the owner, who is called "
+                                        "'Owner' or companion.user_name until they choose)")
+    p.add_argument("name", help="the new name: the one typed at the login from now on")
+    p.set_defaults(run=run_rename)
     p = verbs.add_parser("passwd", help="set your own password (or PIN), as --person (default: the owner)")
     _secret_option(p)
     p.set_defaults(run=run_passwd)
@@ -123,6 +127,13 @@ def run_passwd(args: argparse.Namespace) -> int:
         secret = read_secret(person.kind, args.secret_stdin, f"{person.name}'s new")
         household.set_secret(person.id, hash_secret(secret))
     print(f"{person.name}'s password is set; their logins on other devices ended")
+    return 0
+
+
+def run_rename(args: argparse.Namespace) -> int:
+    with acting(load_settings(args.config), args.person, owner=False) as (household, person):
+        renamed = household.rename(person.id, args.name)
+    print(f"{person.name} is now called {renamed.name}: they log in with that name")
     return 0
 
 

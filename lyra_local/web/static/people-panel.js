@@ -41,8 +41,35 @@ function personItem(p, me) {
     onclick: () => resetForm(item, p, mine) });
   const remove = mine ? null : el("button", { class: "link danger-link", text: "Remove",
     "aria-label": `Remove ${p.name}`, onclick: () => removePerson(p) });
-  item.append(head, el("div", { class: "row person-actions" }, reset, remove));
+  const rename = mine ? el("button", { class: "link", text: "Change your name", onclick: () => renameForm(item, p) })
+    : null;
+  item.append(head, el("div", { class: "row person-actions" }, reset, rename, remove));
   return item;
+}
+
+/* One's own name, in place: the name one logs in with and is called by. */
+function renameForm(item, p) {
+  if (item.querySelector("form")) return;
+  const input = el("input", { "aria-label": "Your name", required: true, maxlength: "60", value: p.name });
+  const form = el("form", { class: "row" }, input, el("button", { type: "submit", text: "Save" }),
+    el("button", { type: "button", text: "Cancel", onclick: () => form.remove() }));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      await setOwnName(input.value);
+      form.remove();
+      say(`You are now called ${input.value.trim()}: log in with that name from now on.`);
+      loadPeople();
+    } catch (err) { say(err.message, true); }
+  });
+  item.append(form);
+  input.focus();
+}
+
+async function setOwnName(name) {
+  const { person } = await api("/api/me/name", { method: "PUT", body: { name } });
+  if (who.me) who.me.name = person.name;
+  $("person-name").textContent = person.name;
 }
 
 /* A new password (or PIN) for ``p``, in place: a reset ends that person's logins everywhere. */
@@ -52,12 +79,15 @@ function resetForm(item, p, mine) {
   const input = el("input", { "aria-label": mine ? `Your new ${words.name}` : `New ${words.name} for ${p.name}`,
                               required: true, placeholder: words.label });
   fitSecret(input, p.kind);
-  const form = el("form", { class: "row" }, input, el("button", { type: "submit", text: "Save" }),
+  // replacing one's own asks for it: a browser left logged in must not let someone else lock its person out
+  const current = mine && p.has_secret ? el("input", { type: "password", required: true,
+    "aria-label": `Your current ${words.name}`, placeholder: `current ${words.name}` }) : null;
+  const form = el("form", { class: "row" }, current, input, el("button", { type: "submit", text: "Save" }),
     el("button", { type: "button", text: "Cancel", onclick: () => form.remove() }));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
-      if (mine) await setOwnSecret(input.value);
+      if (mine) await setOwnSecret(input.value, current ? current.value : null);
       else await api(`/api/people/${p.id}/secret`, { method: "PUT", body: { secret: input.value } });
       form.remove();
       say(mine ? `Your ${words.name} was changed.` :
@@ -66,13 +96,13 @@ function resetForm(item, p, mine) {
     } catch (err) { say(err.message, true); }
   });
   item.append(form);
-  input.focus();
+  (current || input).focus();
 }
 
 /* Sets one's own secret: the server logs this browser in with it (from now on everyone logs in, the owner too,
  * and this page stays theirs) and ends their logins elsewhere. */
-async function setOwnSecret(secret) {
-  await api("/api/me/secret", { method: "PUT", body: { secret } });
+async function setOwnSecret(secret, current = null) {
+  await api("/api/me/secret", { method: "PUT", body: current ? { secret, current } : { secret } });
 }
 
 async function removePerson(p) {
@@ -95,6 +125,7 @@ async function removePerson(p) {
 /* The owner's own password, asked first (``why``; null: not asked). */
 function askOwnSecret(why) {
   $("own-secret-form").hidden = !why;
+  if (why && who.me && !$("own-name").value) $("own-name").value = who.me.name;  // "Owner" until they say
   $("own-secret-why").textContent = why || "";
 }
 
@@ -133,10 +164,12 @@ export function wirePeoplePanel() {
   $("own-secret-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
+      const name = $("own-name").value.trim();
+      if (who.me && name && name !== who.me.name) await setOwnName(name);
       await setOwnSecret($("own-secret").value);
       $("own-secret-form").reset();
       askOwnSecret(null);
-      say("Your password is set. You can add people now.");
+      say(`Your password is set${name ? `, ${name}` : ""}. You can add people now.`);
       loadPeople();
     } catch (err) { say(err.message, true); }
   });
