@@ -16,6 +16,7 @@ on, for those measured and left off).
 
     python scripts/eval_recall.py                         # every set, the robustness sets too
     python scripts/eval_recall.py --dataset locomo-dev    # ../shared/data/locomo-dev.json
+    python scripts/eval_recall.py --dataset locomo-dev --dataset locomo-people   # the ablation, both sets
     python scripts/eval_recall.py --dataset memorybank --only "Lyra full recall"
     python scripts/eval_recall.py --cache /tmp/eval       # keep the imported stores for the next run
 """
@@ -31,6 +32,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,7 @@ from lyra_local.llm.base import Embedder, Reranker
 from lyra_local.llm.registry import Models
 from lyra_local.memory import Memory, RecallQuery
 from lyra_local.memory.fusion import rrf
-from lyra_local.memory.stages import optional_stages, stage_names
+from lyra_local.memory.stages import Tuning, optional_stages, stage_names
 from lyra_local.store import Store, context_view
 from lyra_local.transfer.importer import import_source
 from lyra_local.transfer.sources import open_source
@@ -82,7 +84,26 @@ def strategies(reranking: bool = False) -> dict[str, Strategy]:
         out[f"Lyra without {name}"] = lyra(stages=tuple(sorted(on - {name})))
     for name in optional_stages():  # measured and left off: switched on
         out[f"Lyra with {name}"] = lyra(stages=tuple(sorted(on | {name})))
+    for name, weights in TUNINGS.items():  # other weights, measured beside the default
+        out[f"Lyra with {name}"] = tuned(dict(weights))
     return out
+
+
+# Weights measured beside the default: the speaker stage's weight before issue 44 (0.3) and today's (1.0).
+TUNINGS: dict[str, tuple[tuple[str, float], ...]] = {"speaker weight 0.3": (("speaker", 0.3),)}
+
+
+def tuned(weights: dict[str, float]) -> Strategy:
+    """Lyra's full recall with some stages' weights changed (its own ``Memory`` on the same store)."""
+    opened: dict[Memory, Memory] = {}  # keyed by the memory itself: an id could be reused once it is closed
+
+    def run(m: Memory, q: Question, v: Any) -> list[int]:
+        if m not in opened:
+            base = Tuning()
+            tuning = replace(base, weights=tuple((n, weights.get(n, w)) for n, w in base.weights))
+            opened[m] = Memory(m.store, m.embedder, reranker=m.reranker, tuning=tuning)
+        return [h.id for h in opened[m].recall(RecallQuery(q.text, k=DEPTH), vector=v)]
+    return run
 
 
 def open_memory(base: Path, memory_set: MemorySet, embedder: Embedder,
@@ -180,9 +201,37 @@ def print_side_by_side(all_results: list[dict[str, Any]]) -> None:
                                           if name in r["strategies"] else "" for r in all_results) + " |")
 
 
+def print_ablation(all_results: list[dict[str, Any]]) -> None:
+    """Each stage off (or on) against Lyra's full recall, R@10 overall and per category, every set in one table:
+    a stage earns its place when switching it off costs recall on every set."""
+    full = "Lyra full recall"
+    if not all(full in r["strategies"] for r in all_results):
+        return
+    print("\n### Ablation: R@10, and its change against Lyra's full recall\n")
+    heads, cells = [], []
+    for r in all_results:
+        cats = list(r["strategies"][full]["per_category"])
+        heads += [f"{r['dataset']} R@10", *(f"{r['dataset']} {c}" for c in cats)]
+        cells.append(cats)
+    print("| strategy | " + " | ".join(heads) + " |")
+    print("|---|" + "---:|" * len(heads))
+    for name in all_results[0]["strategies"]:
+        row = []
+        for r, cats in zip(all_results, cells, strict=True):
+            got, base = r["strategies"].get(name), r["strategies"][full]
+            if got is None:
+                row += [""] * (len(cats) + 1)
+                continue
+            values = [(got["overall"][10], base["overall"][10]),
+                      *((got["per_category"][c][10], base["per_category"][c][10]) for c in cats)]
+            row += [f"{v:.3f}" if name == full else f"{v:.3f} ({v - b:+.3f})" for v, b in values]
+        print(f"| {name} | " + " | ".join(row) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", choices=(*DATASETS, "all"), default="all")
+    parser.add_argument("--dataset", choices=(*DATASETS, "all"), action="append",
+                        help="a set to measure (again for several, measured in one run); default: all")
     parser.add_argument("--path", type=Path, help="the dataset's file, for one dataset (default: recall_sets.py)")
     parser.add_argument("--only", action="append", default=[], help="strategies whose name contains this")
     parser.add_argument("--cache", type=Path, help="keep the imported data directories here and reuse them")
@@ -192,7 +241,7 @@ def main() -> None:
     parser.add_argument("--gists", type=Path, default=REPO / "eval" / "recall_gists.json",
                         help="sessions' gists by session id (scripts/make_eval_gists.py), for the gists stage")
     args = parser.parse_args()
-    datasets = list(DATASETS) if args.dataset == "all" else [args.dataset]
+    datasets = list(DATASETS) if not args.dataset or "all" in args.dataset else list(dict.fromkeys(args.dataset))
     with tempfile.TemporaryDirectory() as tmp:
         base = args.cache or Path(tmp)
         settings = load_settings(None, env={**os.environ, "LYRA_DATA_DIR": str(base)})
@@ -210,6 +259,7 @@ def main() -> None:
             all_results.append(results)
         if len(all_results) > 1:
             print_side_by_side(all_results)
+        print_ablation(all_results)
         models.close()
     if args.json:
         args.json.write_text(json.dumps(all_results, indent=1), encoding="utf-8")

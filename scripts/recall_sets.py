@@ -21,6 +21,10 @@ can be found among the imported exchanges whatever ids they get:
   (bursts, no ``Name:`` label, lower case, typos, emoji, nicknames;
   ``scripts/messy_sets.py``), every evidence label kept. Our own perturbation:
   a regression test of robustness, not evidence.
+- ``locomo-people``: LoCoMo's dev half as its two people wrote it: no label,
+  in bursts, the other speaker an imported chat's participant (``author``), the
+  questions asking by names and nicknames no turn uses (``scripts/people_sets.py``,
+  ``eval/locomo_people.json``). A dev set for knowing who is who.
 """
 
 from __future__ import annotations
@@ -35,8 +39,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
-DATASETS = ("locomo-dev", "memorybank", "synthetic", "locomo-messy", "memorybank-messy")
-MESSY = {"locomo-messy": "locomo-dev", "memorybank-messy": "memorybank"}  # scripts/messy_sets.py
+DATASETS = ("locomo-dev", "memorybank", "synthetic", "locomo-messy", "memorybank-messy", "locomo-people")
+MESSY = {"locomo-messy": "locomo-dev", "memorybank-messy": "memorybank",  # scripts/messy_sets.py
+         "locomo-people": "locomo-dev"}  # scripts/people_sets.py
 DEFAULT_PATHS = {"locomo-dev": SHARED / "locomo-dev.json", "memorybank": SHARED / "memorybank-en.json",
                  "synthetic": REPO / "eval" / "recall_set.json"}
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -80,6 +85,9 @@ def load(dataset: str, path: Path | None = None) -> list[MemorySet]:
     if dataset in MESSY:
         from messy_sets import locomo_messy, memorybank_messy
         clean = load(MESSY[dataset], path)
+        if dataset == "locomo-people":
+            from people_sets import locomo_people
+            return locomo_people(clean)
         return locomo_messy(clean) if dataset == "locomo-messy" else memorybank_messy(clean)
     path = path or DEFAULT_PATHS[dataset]
     if dataset == "locomo-dev":
