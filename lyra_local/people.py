@@ -9,19 +9,29 @@ to ask whose rows it reads.
 from __future__ import annotations
 
 import contextlib
+import getpass
 import hmac
+import os
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
-from .config import Settings
+from .config import TOKEN_ENV, Settings
 from .errors import LyraError
+from .passwords import verify_secret
 from .store.household import Household, Person
 from .store.household import exists as household_exists
 
 Need = Literal["memory", "household"]
 FIRST_NAME = "Owner"  # the first person's name until they choose one (Settings → People)
+
+
+class NotProven(LyraError):
+    """``--person`` names someone the command could not prove it acts for (``prove``)."""
+
+    status_code = 401
 
 
 class ChoosePerson(LyraError):
@@ -36,11 +46,14 @@ def first_person(household: Household, settings: Settings) -> Person:
 
 
 def choose(household: Household, settings: Settings, name: str | None, need: Need) -> Person:
-    """The person ``name`` names; without one: the only person, else the owner for a household command,
-    else an error naming the choice (a memory command must never guess whose memory to open)."""
+    """The person ``name`` names, once proven (``prove``); without one: the only person, else the owner for a
+    household command, else an error naming the choice (a memory command must never guess whose memory to
+    open)."""
     owner = first_person(household, settings)
     if name is not None:
-        return household.named(name)
+        person = household.named(name)
+        prove(household, settings, person)
+        return person
     people = household.people()
     if len(people) == 1 or need == "household":
         return owner
@@ -57,6 +70,36 @@ def chosen(settings: Settings, name: str | None, need: Need) -> Iterator[tuple[H
         yield household, choose(household, settings, name, need)
     finally:
         household.close()
+
+
+def prove(household: Household, settings: Settings, person: Person) -> None:
+    """In a household of several people, acting as ``person`` (``lyra --person NAME``) needs what a login
+    needs: one of their API tokens in ``$LYRA_TOKEN`` (``server.api_token`` for the owner), or their password
+    (or PIN) typed on a terminal. This keeps a command from opening someone's memory for whoever types it; it
+    cannot keep the files from the account Lyra runs under (README: what the administrator can read)."""
+    if len(household.people()) < 2 or not person.has_secret:
+        return  # alone, or someone with nothing to prove it with
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if token:
+        holder = first_person(household, settings) if is_bootstrap_token(settings, token) else \
+            household.token_person(token)
+        if holder is None or holder.id != person.id:
+            raise NotProven(f"${TOKEN_ENV} is not a token of {person.name}'s (unknown, revoked or someone else's)",
+                            hint=f"set it to one of {person.name}'s tokens, or unset it and type their password")
+        return
+    if not on_terminal():
+        raise NotProven(f"acting as {person.name} in a household of several people needs their password (typed on "
+                        f"a terminal) or one of their API tokens in ${TOKEN_ENV}",
+                        hint=f"run it on a terminal, or `export {TOKEN_ENV}=lyra_...` (Tokens, `lyra tokens create`)")
+    secret = getpass.getpass(f"{person.name}'s password (or PIN): ")
+    if not verify_secret(secret, household.secret_of(person.id)):
+        raise NotProven(f"that is not {person.name}'s password (or PIN): nothing was opened",
+                        hint="forgotten, the owner resets it (`lyra people reset NAME`)")
+
+
+def on_terminal() -> bool:
+    """Whether a password can be asked for (typed without echo) rather than read from a pipe."""
+    return sys.stdin.isatty()
 
 
 def is_bootstrap_token(settings: Settings, token: str) -> bool:

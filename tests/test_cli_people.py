@@ -34,8 +34,13 @@ def lyra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capture
     config = tmp_path / "lyra.toml"
     config.write_text('[companion]\nuser_name = "Ada"\n')
 
-    def run(*args: str, stdin: str = "") -> tuple[int, str, str]:
+    def run(*args: str, stdin: str = "", token: str | None = None) -> tuple[int, str, str]:
+        """``token``: in ``$LYRA_TOKEN``, which proves ``--person`` in a household of several (people.prove)."""
         monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        if token is None:
+            monkeypatch.delenv("LYRA_TOKEN", raising=False)
+        else:
+            monkeypatch.setenv("LYRA_TOKEN", token)
         capsys.readouterr()
         code = main(["--config", str(config), *args])
         out, err = capsys.readouterr()
@@ -45,13 +50,32 @@ def lyra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capture
 
 
 @pytest.fixture
-def two(lyra: Lyra) -> Lyra:
-    """A household of Ada (the owner, with a password) and Sam."""
+def two(lyra: Lyra, tmp_path: Path) -> Lyra:
+    """A household of Ada (the owner, with a password) and Sam; a command naming ``--person`` proves it with a
+    token of that person's (``$LYRA_TOKEN``) unless the test gives one (``token=``)."""
     assert lyra("people", "passwd", "--secret-stdin", stdin=OWNER_PASS + "\n")[0] == 0
     code, out, err = lyra("people", "add", "Sam", "--secret-stdin", stdin=SAM_PASS + "\n")
     assert code == 0, err
     assert "added Sam (adult)" in out
-    return lyra
+    tokens: dict[str, str] = {}
+
+    def token_of(name: str) -> str | None:
+        """A token of the person called ``name``, made on first use (None: nobody is)."""
+        opened = Household(tmp_path / "data")
+        try:
+            person = opened.by_name(name)
+            if person is not None and person.id not in tokens:
+                tokens[person.id] = opened.create_token(person.id, "proves --person")[1]
+            return None if person is None else tokens[person.id]
+        finally:
+            opened.close()
+
+    def run(*args: str, stdin: str = "", **kw: str | None) -> tuple[int, str, str]:
+        if "--person" in args and "token" not in kw:
+            kw["token"] = token_of(args[args.index("--person") + 1])
+        return lyra(*args, stdin=stdin, **kw)
+
+    return run
 
 
 @pytest.fixture
@@ -181,7 +205,7 @@ def test_tokens_are_a_persons_own(two: Lyra, household: Household) -> None:
     assert token_person is not None and token_person.name == "Sam"
     code, out, _ = two("--person", "Sam", "tokens", "list")
     assert code == 0 and "laptop" in out and raw not in out
-    token_id = household.tokens(token_person.id)[0].id
+    token_id = next(t.id for t in household.tokens(token_person.id) if t.name == "laptop")
     code, _, err = two("--person", "Ada", "tokens", "revoke", str(token_id))
     assert code == 2 and "no such token" in err  # another person's token reads as not found
     code, out, err = two("--person", "Sam", "tokens", "revoke", str(token_id))

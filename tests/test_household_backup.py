@@ -126,9 +126,12 @@ def test_lyra_backup_household_as_the_owner_only_and_never_inside_the_data_direc
     app, _, _ = household
     data_dir = app.state.lyra.settings.data_dir
     config = tmp_path / "lyra.toml"
-    with patched_env({"LYRA_DATA_DIR": str(data_dir), "LYRA_MODELS_DIR": str(MODELS_DIR)}):
+    sam = app.state.lyra.household.by_name("Sam")
+    sams = app.state.lyra.household.create_token(sam.id, "cli")[1]  # proves --person Sam (people.prove)
+    with patched_env({"LYRA_DATA_DIR": str(data_dir), "LYRA_MODELS_DIR": str(MODELS_DIR), "LYRA_TOKEN": sams}):
         assert main(["--config", str(config), "--person", "Sam", "backup", "--household", str(tmp_path / "out")]) == 2
         assert "only the owner" in capsys.readouterr().err
+    with patched_env({"LYRA_DATA_DIR": str(data_dir), "LYRA_MODELS_DIR": str(MODELS_DIR)}):
         assert main(["--config", str(config), "backup", "--household", str(data_dir / "backups")]) == 2
         assert "inside the data directory" in capsys.readouterr().err
         assert main(["--config", str(config), "backup", "--household", str(tmp_path / "out")]) == 0

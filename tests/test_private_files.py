@@ -55,11 +55,14 @@ def test_the_memory_is_this_accounts_alone_whatever_the_umask(tmp_path: Path, us
         assert ben.post("/api/auth/login", json={"name": "Ben", "secret": "4821"}).status_code == 200
         for client in (ada, ben):
             assert client.post("/api/sessions", json={"name": "a diary"}).status_code == 201
+        # what proves `lyra --person NAME` in a household of several (people.prove)
+        tokens = {name: client.post("/api/tokens", json={"name": "cli"}).json()["secret"]
+                  for name, client in (("Ada", ada), ("Ben", ben))}
         config = served.config
     assert list(data.glob("people/*/lyra.db"))  # Ben's memory is there
     lyra(env, config, "backup", "--household", str(out / "backups"))
-    lyra(env, config, "--person", "Ada", "export", str(out / "export"))
-    lyra(env, config, "--person", "Ben", "backup", str(out / "ben.db"))
+    lyra({**env, "LYRA_TOKEN": tokens["Ada"]}, config, "--person", "Ada", "export", str(out / "export"))
+    lyra({**env, "LYRA_TOKEN": tokens["Ben"]}, config, "--person", "Ben", "backup", str(out / "ben.db"))
     assert open_to_others(data) == []
     made = [*(out / "backups").iterdir(), *(out / "export").iterdir(), out / "ben.db"]
     assert len(made) == 4 and [p.name for p in made if stat.S_IMODE(p.stat().st_mode) != 0o600] == []

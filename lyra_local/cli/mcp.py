@@ -46,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     household = Household(settings.data_dir)
     try:
         person = acting_as(household, settings, token, args.person)
+        if token is not None:  # what opens the memory below proves the person with it (people.prove)
+            os.environ[TOKEN_ENV] = token
         with open_runtime(settings, person=person.name) as runtime:
             coordinator = Coordinator(runtime.store, as_person(settings, person), runtime.memory)
             server = build_server(coordinator, agent_name(args.agent), person=person.name,
