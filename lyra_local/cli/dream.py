@@ -31,6 +31,7 @@ from rich.table import Table
 from ..config import Settings, load_settings, model_file_problems
 from ..errors import ConfigError, LyraError
 from ..mind import Dreamer, PassReport
+from ..mind.dream_events import DreamEvent
 from ..mind.dream_log import told
 from ..people import Need, as_person, choose
 from ..runtime import Runtime, open_runtime
@@ -39,7 +40,7 @@ from ..store.forget import forget_idle_off_the_record
 from ..store.household import Household, Person
 
 log = logging.getLogger(__name__)
-QUIET_KINDS = {"pass.start", "pass.end"}
+QUIET_KINDS = {DreamEvent.PASS_START, DreamEvent.PASS_END}
 HEARTBEAT_S = 30.0
 
 

@@ -40,6 +40,7 @@ from ..store.provenance import Ref, StaleSources
 from ..store.sessions import SessionNotFound
 from . import digests, prompts, voice, world
 from .backlog import sense
+from .dream_events import DreamEvent
 from .drives import Backlog, compute_drives
 from .facts import KeyFit
 from .gists import draft_gist
@@ -105,7 +106,7 @@ class Dreamer:
         pass_id = self.store.dreams.start(self.id, forced=force, backlog=backlog.summary(), drives=before)
         self._actions = []
         self._narrative_written = False
-        self._event("pass.start", None, forced=force, drives=before, backlog=backlog.summary())
+        self._event(DreamEvent.PASS_START, None, forced=force, drives=before, backlog=backlog.summary())
         status, error = "done", None
         try:
             if self._acts(force, before, "continuity"):
@@ -126,7 +127,7 @@ class Dreamer:
             after = compute_drives(after_backlog)
             self.store.dreams.finish(pass_id, status=status, backlog=after_backlog.summary(), drives=after,
                                      actions=self._actions, error=error)
-            self._event("pass.end", None, status=status, drives=after, backlog=after_backlog.summary(),
+            self._event(DreamEvent.PASS_END, None, status=status, drives=after, backlog=after_backlog.summary(),
                         actions=len(self._actions), error=error)
         return PassReport(pass_id, status, force, before, after, backlog.summary(), after_backlog.summary(),
                           list(self._actions), error)
@@ -162,14 +163,14 @@ class Dreamer:
         # The turns up to what the draft covers: one said meanwhile is left for the next pass, not claimed.
         turns = [t for t in self.store.exchanges.history(session_id) if t.id <= draft.covers_upto]
         written = self._ground(scribe).gist(draft.text, turns, self.store.sessions.get(session_id).name, self.zone)
-        self._rejected("gist", f"session:{session_id}", written.verdict)
+        self._checked(DreamEvent.GIST_REJECTED, DreamEvent.GIST_PRUNED, f"session:{session_id}", written.verdict)
         if not written.text:
             return
         vector = self._embed(written.text)
         gist = self.store.derived.put_gist(session_id, written.text, draft.covers_upto, vector, self.embedder.name,
                                            read=draft.read, previous=draft.previous, method=written.method)
-        self._act("gist", f"session:{session_id}", progress=progress, gist_id=gist.id, covers_upto=gist.covers_upto,
-                  turns=draft.turns, chunks=draft.chunks, method=written.method,
+        self._act(DreamEvent.GIST, f"session:{session_id}", progress=progress, gist_id=gist.id,
+                  covers_upto=gist.covers_upto, turns=draft.turns, chunks=draft.chunks, method=written.method,
                   updated=draft.updated, calls=scribe.calls, preempted=scribe.preemptions)
 
     # -- coherence: profile, digests, narrative ----------------------------------------------
@@ -181,7 +182,7 @@ class Dreamer:
         obsolete = digests.plan(self.store, self.zone).obsolete
         if obsolete:
             self.store.derived.delete_digests(obsolete)
-            self._act("digests.deleted", None, periods=[f"{g}:{p}" for g, p in obsolete])
+            self._act(DreamEvent.DIGESTS_DELETED, None, periods=[f"{g}:{p}" for g, p in obsolete])
         self._unit("narrative", self._narrative, wait=True)
         if self._narrative_written and self.settings.coordination.world_updates != "off":
             self._unit("world", self._world, wait=True)
@@ -194,16 +195,16 @@ class Dreamer:
                        if t.role == "user" and t.id <= gist.covers_upto]
                 facts = extract_facts(scribe, own, self.store.derived.profile())
                 if facts is None:
-                    self._event("profile.fallback", f"session:{gist.session_id}",
+                    self._event(DreamEvent.PROFILE_FALLBACK, f"session:{gist.session_id}",
                                 reason="the model's JSON did not validate; only the parse floor's facts were read")
                 rejected = {key: basis for (key, session), basis in self.store.corrections.rejected_facts().items()
                             if session == gist.session_id}  # "that's wrong" holds for what was said until then
                 kept, failed = self._ground(scribe).facts(facts or [], gist.session_id, rejected)
                 if failed:
-                    self._event("profile.rejected", f"session:{gist.session_id}",
+                    self._event(DreamEvent.PROFILE_REJECTED, f"session:{gist.session_id}",
                                 checks={check: failed.count(check) for check in set(failed)})
                 stored = self.store.derived.apply_facts(gist, kept, observed_at)
-                self._act("profile", f"session:{gist.session_id}", covers_upto=gist.covers_upto,
+                self._act(DreamEvent.PROFILE, f"session:{gist.session_id}", covers_upto=gist.covers_upto,
                           fact_ids=[f.id for f in stored])
 
     def _digest(self, scribe: Scribe, *, job: digests.DigestJob) -> None:
@@ -211,20 +212,22 @@ class Dreamer:
         if not any(j == job for j in fresh.jobs):
             return  # built by someone else meanwhile, or its sources changed again
         if job.granularity != "day" and any(j.granularity == "day" and j.period in job.sources for j in fresh.jobs):
-            self._event("digest.waiting", f"{job.granularity}:{job.period}", reason="its days are being rebuilt")
+            self._event(DreamEvent.DIGEST_WAITING, f"{job.granularity}:{job.period}",
+                        reason="its days are being rebuilt")
             return
         try:
             pieces, sources = digests.digest_material(self.store, job)
         except LookupError:  # its days went meanwhile (forgotten, or deleted by the person): the next plan says
-            self._event("digest.waiting", f"{job.granularity}:{job.period}", reason="its sources are gone")
+            self._event(DreamEvent.DIGEST_WAITING, f"{job.granularity}:{job.period}", reason="its sources are gone")
             return
         written = self._ground(scribe).rollup(lambda: digests.write_digest(scribe, job, pieces), pieces)
-        self._rejected("digest", f"{job.granularity}:{job.period}", written.verdict)
+        self._checked(DreamEvent.DIGEST_REJECTED, DreamEvent.DIGEST_PRUNED, f"{job.granularity}:{job.period}",
+                      written.verdict)
         vector = self._embed(written.text)
         digest = self.store.derived.put_digest(job.granularity, job.period, written.text, len(job.sources), vector,
                                                self.embedder.name, basis=job.basis, sources=sources,
                                                method=written.method)
-        self._act("digest", f"{job.granularity}:{job.period}", digest_id=digest.id, sources=len(job.sources),
+        self._act(DreamEvent.DIGEST, f"{job.granularity}:{job.period}", digest_id=digest.id, sources=len(job.sources),
                   basis=job.basis, method=written.method)
 
     def _narrative(self, scribe: Scribe) -> None:
@@ -234,17 +237,17 @@ class Dreamer:
             scribe, self.store, self.settings.companion.timeline_days, self.zone)
         ground = self._ground(scribe)
         written = ground.rollup(lambda: scribe.write(prompts.NARRATIVE, material), pieces, facts)
-        self._rejected("narrative", None, written.verdict)
+        self._checked(DreamEvent.NARRATIVE_REJECTED, DreamEvent.NARRATIVE_PRUNED, None, written.verdict)
         if written.method == "abstractive" and voice.copied_run(written.text, self._person_runs()):
             # The model's arc is the companion's view: the person's words in it would be put in its mouth.
             # An extractive arc is the person's own words, attributed to them, and is not judged so.
-            self._event("narrative.refused", None, because=[voice.COPIED])
+            self._event(DreamEvent.NARRATIVE_REFUSED, None, because=[voice.COPIED])
             written = ground.extract_of(pieces, written.verdict)
         if not written.text:
             return
         version = self.store.derived.set_narrative(written.text, basis, sources, method=written.method)
         self._narrative_written = True
-        self._act("narrative", None, basis=basis, version=version, sources=len(sources))
+        self._act(DreamEvent.NARRATIVE, None, basis=basis, version=version, sources=len(sources))
 
     def _world(self, scribe: Scribe) -> None:
         drafted = draft_world(scribe, self.store)
@@ -256,14 +259,14 @@ class Dreamer:
                                                     self.store.derived.narrative() or "",
                                                     *(f"{f.key}: {f.value}" for f in self.store.derived.profile())])
         if not verdict.ok:  # only grounded, transcript-free documents are proposed
-            self._rejected("world", None, verdict)
+            self._checked(DreamEvent.WORLD_REJECTED, None, None, verdict)
             return
         auto = self.settings.coordination.world_updates == "auto"
         arc = next((i for kind, i in sources if kind == "narrative"), 0)
         reason = f"the dream cycle saw the arc change (narrative version {arc})"
         version = self.store.coord.write_world(text, world.AUTHOR, reason, status="accepted" if auto else "proposed",
                                                sources=sources)
-        self._act("world", None, version=version.id, status=version.status, basis=version.id)
+        self._act(DreamEvent.WORLD, None, version=version.id, status=version.status, basis=version.id)
 
     # -- curiosity: reflection ---------------------------------------------------------------------
 
@@ -280,13 +283,13 @@ class Dreamer:
                 state.update({f: previous[f] for f in kept if f in previous}, edited_by="user", edited_fields=kept)
             first = not previous.get("self_narrative")  # nothing was reflected before: nothing can be kept
             if failed:
-                self._event("reflect.rejected", None, checks=failed, first=first)
+                self._event(DreamEvent.REFLECT_REJECTED, None, checks=failed, first=first)
             if refused:  # said, so that nobody reads the kept state as new
-                self._event("reflect.kept", None, fields=sorted({r.field for r in refused}),
+                self._event(DreamEvent.REFLECT_KEPT, None, fields=sorted({r.field for r in refused}),
                             because=voice.reasons(refused), first=first)
             version = self.store.derived.set_self_state(state, sources)
-            self._act("reflect", None, energy=state["energy"], fallback=state["fallback"], basis=state["basis"],
-                      version=version, kept=sorted({r.field for r in refused}), first=first)
+            self._act(DreamEvent.REFLECT, None, energy=state["energy"], fallback=state["fallback"],
+                      basis=state["basis"], version=version, kept=sorted({r.field for r in refused}), first=first)
 
         self._unit("reflect", work, wait=True)
 
@@ -304,13 +307,13 @@ class Dreamer:
         coord, ttl = self.store.coord, self.dream.lease_s
         taken = coord.acquire(resource, self.id, ttl, note="dream cycle")
         if not taken.ok and wait:
-            self._event("waiting", resource, holder=taken.lease.holder)
+            self._event(DreamEvent.WAITING, resource, holder=taken.lease.holder)
             while not taken.ok:
                 if self.stop.wait(LEASE_POLL_S):
                     raise Deferred("stopping")
                 taken = coord.acquire(resource, self.id, ttl, note="dream cycle")
         if not taken.ok:
-            self._event("skip", resource, holder=taken.lease.holder)
+            self._event(DreamEvent.SKIP, resource, holder=taken.lease.holder)
             return
         def renew() -> None:
             if not coord.acquire(resource, self.id, ttl, note="dream cycle").ok:
@@ -324,9 +327,9 @@ class Dreamer:
         try:
             self._with_backoff(resource, attempt)
         except (StaleSources, SessionNotFound) as exc:  # forgotten while we worked: nothing written
-            self._event("stale", resource, error=str(exc))
+            self._event(DreamEvent.STALE, resource, error=str(exc))
         except LyraError as exc:  # a bad answer or request: this unit waits for the next pass
-            self._event("error", resource, error=str(exc), hint=exc.hint)
+            self._event(DreamEvent.ERROR, resource, error=str(exc), hint=exc.hint)
         finally:
             coord.release(resource, self.id)
             coord.heartbeat(self.id)
@@ -341,9 +344,9 @@ class Dreamer:
             except ModelUnavailable as exc:
                 delay = next(delays, None)
                 if delay is None:
-                    self._event("deferred", what, error=str(exc))
+                    self._event(DreamEvent.DEFERRED, what, error=str(exc))
                     raise Deferred(f"the model stayed unreachable: {exc}") from exc
-                self._event("backoff", what, delay_s=round(delay, 2), error=str(exc))
+                self._event(DreamEvent.BACKOFF, what, delay_s=round(delay, 2), error=str(exc))
                 if self.stop.wait(delay):
                     raise Deferred("stopping") from exc
 
@@ -359,12 +362,14 @@ class Dreamer:
         return Ground(self.store, self._embed_many, self.embedder.name, scribe.count, scribe.names,
                       scribe.reply_tokens, parse=load_parser(self.settings.models_dir), fit=self._fit)
 
-    def _rejected(self, kind: str, target: str | None, verdict: Verdict | None) -> None:
-        """Log a draft that failed its grounding checks: which checks and how many, never its text."""
+    def _checked(self, rejected: DreamEvent, pruned: DreamEvent | None, target: str | None,
+                 verdict: Verdict | None) -> None:
+        """Log a draft that failed its grounding checks (``rejected``), or kept with sentences left out
+        (``pruned``, where the draft's kind can be pruned): which checks and how many, never its text."""
         if verdict is not None and not verdict.ok:
-            self._event(f"{kind}.rejected", target, checks=list(verdict.failed), **verdict.counts)
-        elif verdict is not None and verdict.counts.get("sentences_dropped"):
-            self._event(f"{kind}.pruned", target, **verdict.counts)
+            self._event(rejected, target, checks=list(verdict.failed), **verdict.counts)
+        elif pruned is not None and verdict is not None and verdict.counts.get("sentences_dropped"):
+            self._event(pruned, target, **verdict.counts)
 
     def _texts(self, refs: list[Ref]) -> list[str]:
         """The texts of the gists and narrative a reflection read, to check it against."""
@@ -388,17 +393,19 @@ class Dreamer:
     def _acts(self, force: bool, drives: dict[str, float], drive: str) -> bool:
         return force or drives[drive] >= self.dream.threshold
 
-    def _act(self, kind: str, target: str | None, **detail: Any) -> None:
+    def _act(self, kind: DreamEvent, target: str | None, **detail: Any) -> None:
         with self._actions_lock:
-            self._actions.append({"kind": kind, "target": target,
+            self._actions.append({"kind": kind.value, "target": target,
                                   **{k: v for k, v in detail.items() if k != "text"}})
         self._event(kind, target, **detail)
 
-    def _event(self, kind: str, target: str | None, **detail: Any) -> None:
-        event_id = self.store.coord.log_event(kind, target, detail, self.id)
-        log.info("dream %s %s %s", kind, target or "", {k: v for k, v in detail.items() if k != "text"})
+    def _event(self, kind: DreamEvent, target: str | None, **detail: Any) -> None:
+        # The plain string goes out: the log, the listeners and the API carry the kind as they always did.
+        event_id = self.store.coord.log_event(kind.value, target, detail, self.id)
+        log.info("dream %s %s %s", kind.value, target or "", {k: v for k, v in detail.items() if k != "text"})
         if self.on_event is not None:
-            self.on_event({"id": event_id, "kind": kind, "target": target, "detail": detail, "at": time.time()})
+            self.on_event({"id": event_id, "kind": kind.value, "target": target, "detail": detail,
+                           "at": time.time()})
 
     def _register(self) -> None:
         if not self._registered:

@@ -11,9 +11,12 @@ CLI call ``sentence`` with the titles they resolved.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
+
+from .dream_events import DreamEvent
 
 Event = Mapping[str, Any]
 Titles = Mapping[int, "str | None"]
@@ -132,69 +135,103 @@ def _reflected(d: Mapping[str, Any]) -> str:
     return "Reflected on how I am."
 
 
+def _learnt(t: Told) -> str:
+    facts = len(t.detail.get("fact_ids") or ())
+    if not facts:
+        return f"Read {t.talk}: nothing new about you."
+    return f"Learnt {_plural(facts, 'fact')} about you from {t.talk}."
+
+
+@dataclass(frozen=True)
+class Told:
+    """An event's parts as its sentence reads them: the detail, the target, and the conversation it names."""
+
+    detail: Mapping[str, Any]
+    target: str
+    titles: Titles
+    talk: str  # the conversation the target names, by its title now
+    checks: list[str]  # the grounding checks a draft failed
+    dropped: int  # the sentences a kept draft left out
+
+    @classmethod
+    def of(cls, event: Event, titles: Titles) -> Told:
+        d: Mapping[str, Any] = event.get("detail") or {}
+        ids = conversation_ids(event)
+        return cls(d, str(event.get("target") or ""), titles,
+                   _title(next(iter(ids)), titles) if ids else "a conversation",
+                   [str(c) for c in d.get("checks") or ()], int(d.get("sentences_dropped") or 0))
+
+
+# Every declared kind's sentence, in one table: a test fails when a kind of ``DreamEvent`` has none.
+SENTENCES: dict[DreamEvent, Callable[[Told], str]] = {
+    DreamEvent.PASS_START: lambda t: _pass_start(t.detail),
+    DreamEvent.PASS_END: lambda t: _pass_end(t.detail),
+    DreamEvent.GIST: lambda t: f"Summarised {t.talk}{_progress(t.detail)}.",
+    DreamEvent.GIST_REJECTED: lambda t: f"Wrote a summary of {t.talk} from your own words: "
+                                        f"{_why(t.checks, 'the conversation does not')}.",
+    DreamEvent.GIST_PRUNED: lambda t: f"Left out {_plural(t.dropped, 'sentence')} of the summary of {t.talk} that "
+                                      "the conversation does not say.",
+    DreamEvent.PROFILE: lambda t: _learnt(t),
+    DreamEvent.PROFILE_FALLBACK: lambda t: f"Read {t.talk}: the model's answer could not be used, so no facts were "
+                                           "taken.",
+    DreamEvent.PROFILE_REJECTED: lambda t: f"Left out {_plural(_counted(t.detail.get('checks')), 'fact')} from "
+                                           f"{t.talk} that you did not say yourself.",
+    DreamEvent.DIGEST: lambda t: f"Wrote the timeline for {_period_of(t.target)}.",
+    DreamEvent.DIGEST_REJECTED: lambda t: f"Wrote the timeline for {_period_of(t.target)} from the conversations' "
+                                          f"own words: {_why(t.checks, 'they do not')}.",
+    DreamEvent.DIGEST_PRUNED: lambda t: f"Left out {_plural(t.dropped, 'sentence')} of the timeline for "
+                                        f"{_period_of(t.target)} that the conversations do not say.",
+    DreamEvent.DIGEST_WAITING: lambda t: f"Left the timeline for {_period_of(t.target)} for the next dream: what it "
+                                         "is built from is changing.",
+    DreamEvent.DIGESTS_DELETED: lambda t: f"Removed {_plural(len(t.detail.get('periods') or ()), 'entry', 'entries')} "
+                                          "from the timeline whose conversations changed or were forgotten.",
+    DreamEvent.NARRATIVE: lambda t: "Rewrote the current arc.",
+    DreamEvent.NARRATIVE_REJECTED: lambda t: "Wrote the current arc from the timeline's own words: "
+                                             f"{_why(t.checks, 'the timeline does not')}.",
+    DreamEvent.NARRATIVE_PRUNED: lambda t: f"Left out {_plural(t.dropped, 'sentence')} of the current arc that the "
+                                           "timeline does not say.",
+    DreamEvent.NARRATIVE_REFUSED: lambda t: "Wrote the current arc from your own words: the model's draft copied "
+                                            "your words as if they were mine.",
+    DreamEvent.WORLD: lambda t: ("Proposed a change to the core memory, for you to accept or not."
+                                 if t.detail.get("status") == "proposed" else "Updated the core memory."),
+    DreamEvent.WORLD_REJECTED: lambda t: "Left the core memory as it is: the model's draft said something the "
+                                         "memory does not.",
+    DreamEvent.REFLECT: lambda t: _reflected(t.detail),
+    DreamEvent.REFLECT_REJECTED: lambda t: f"{_kept(t.detail)}: {_why(t.checks, 'the memory does not')}.",
+    DreamEvent.REFLECT_KEPT: lambda t: _voice_kept(t.detail),
+    DreamEvent.BACKOFF: lambda t: f"The model is not answering; trying again in {t.detail.get('delay_s', '?')} s.",
+    DreamEvent.DEFERRED: lambda t: f"The model stayed unreachable: {_doing(t.target, t.titles)} waits for the next "
+                                   "dream.",
+    DreamEvent.SKIP: lambda t: f"Another dreamer is already {_doing(t.target, t.titles)}.",
+    DreamEvent.WAITING: lambda t: f"Waiting for another dreamer that is {_doing(t.target, t.titles)}.",
+    DreamEvent.STALE: lambda t: f"Stopped {_doing(t.target, t.titles)}: it was forgotten meanwhile, and nothing was "
+                                "written.",
+    DreamEvent.ERROR: lambda t: f"Could not finish {_doing(t.target, t.titles)}; it waits for the next dream.",
+}
+
+
 def sentence(event: Event, titles: Titles) -> str:
-    """One log event as a sentence for the person (``titles``: session id -> name, None when forgotten)."""
-    kind, target = str(event.get("kind") or ""), str(event.get("target") or "")
-    d: Mapping[str, Any] = event.get("detail") or {}
-    ids = conversation_ids(event)
-    talk = _title(next(iter(ids)), titles) if ids else "a conversation"
-    checks = [str(c) for c in d.get("checks") or ()]
-    dropped = int(d.get("sentences_dropped") or 0)
-    said: dict[str, Any] = {
-        "pass.start": lambda: _pass_start(d),
-        "pass.end": lambda: _pass_end(d),
-        "gist": lambda: f"Summarised {talk}{_progress(d)}.",
-        "gist.rejected": lambda: f"Wrote a summary of {talk} from your own words: "
-                                 f"{_why(checks, 'the conversation does not')}.",
-        "gist.pruned": lambda: f"Left out {_plural(dropped, 'sentence')} of the summary of {talk} that the "
-                               "conversation does not say.",
-        "profile": lambda: (f"Learnt {_plural(len(d.get('fact_ids') or ()), 'fact')} about you from {talk}."
-                            if d.get("fact_ids") else f"Read {talk}: nothing new about you."),
-        "profile.fallback": lambda: f"Read {talk}: the model's answer could not be used, so no facts were taken.",
-        "profile.rejected": lambda: f"Left out {_plural(_counted(d.get('checks')), 'fact')} from {talk} that you "
-                                    "did not say yourself.",
-        "digest": lambda: f"Wrote the timeline for {_period_of(target)}.",
-        "digest.rejected": lambda: f"Wrote the timeline for {_period_of(target)} from the conversations' own "
-                                   f"words: {_why(checks, 'they do not')}.",
-        "digest.pruned": lambda: f"Left out {_plural(dropped, 'sentence')} of the timeline for "
-                                 f"{_period_of(target)} that the conversations do not say.",
-        "digest.waiting": lambda: f"Left the timeline for {_period_of(target)} for the next dream: what it is "
-                                  "built from is changing.",
-        "digests.deleted": lambda: f"Removed {_plural(len(d.get('periods') or ()), 'entry', 'entries')} from the "
-                                   "timeline whose conversations changed or were forgotten.",
-        "narrative": lambda: "Rewrote the current arc.",
-        "narrative.rejected": lambda: f"Wrote the current arc from the timeline's own words: "
-                                      f"{_why(checks, 'the timeline does not')}.",
-        "narrative.pruned": lambda: f"Left out {_plural(dropped, 'sentence')} of the current arc that the "
-                                    "timeline does not say.",
-        "narrative.refused": lambda: "Wrote the current arc from your own words: the model's draft copied your "
-                                     "words as if they were mine.",
-        "world": lambda: ("Proposed a change to the core memory, for you to accept or not."
-                          if d.get("status") == "proposed" else "Updated the core memory."),
-        "world.rejected": lambda: "Left the core memory as it is: the model's draft said something the memory "
-                                  "does not.",
-        "reflect": lambda: _reflected(d),
-        "reflect.rejected": lambda: f"{_kept(d)}: {_why(checks, 'the memory does not')}.",
-        "reflect.kept": lambda: _voice_kept(d),
-        "backoff": lambda: f"The model is not answering; trying again in {d.get('delay_s', '?')} s.",
-        "deferred": lambda: f"The model stayed unreachable: {_doing(target, titles)} waits for the next dream.",
-        "skip": lambda: f"Another dreamer is already {_doing(target, titles)}.",
-        "waiting": lambda: f"Waiting for another dreamer that is {_doing(target, titles)}.",
-        "stale": lambda: f"Stopped {_doing(target, titles)}: it was forgotten meanwhile, and nothing was written.",
-        "error": lambda: f"Could not finish {_doing(target, titles)}; it waits for the next dream.",
-    }
-    say = said.get(kind)
-    return str(say()) if say else f"Did some housekeeping ({kind})."
+    """One log event as a sentence for the person (``titles``: session id -> name, None when forgotten).
+
+    A kind no longer declared (a log written by another version) still reads as something done."""
+    kind = str(event.get("kind") or "")
+    try:
+        declared = DreamEvent(kind)
+    except ValueError:
+        return f"Did some housekeeping ({kind})."
+    return SENTENCES[declared](Told.of(event, titles))
 
 
 def pass_summary(actions: Sequence[Mapping[str, Any]]) -> str:
     """What one pass did, counted: "summarised 3 conversations, learnt 2 facts about you, …"."""
-    count = {kind: sum(1 for a in actions if a.get("kind") == kind) for kind in ("gist", "digest")}
-    facts = sum(len(a.get("fact_ids") or ()) for a in actions if a.get("kind") == "profile")
+    count = {kind: sum(1 for a in actions if a.get("kind") == kind)
+             for kind in (DreamEvent.GIST, DreamEvent.DIGEST)}
+    facts = sum(len(a.get("fact_ids") or ()) for a in actions if a.get("kind") == DreamEvent.PROFILE)
     kinds = {a.get("kind") for a in actions}
-    parts = [f"summarised {_plural(count['gist'], 'conversation')}" if count["gist"] else "",
+    parts = [f"summarised {_plural(count[DreamEvent.GIST], 'conversation')}" if count[DreamEvent.GIST] else "",
              f"learnt {_plural(facts, 'fact')} about you" if facts else "",
-             f"wrote {_plural(count['digest'], 'timeline entry', 'timeline entries')}" if count["digest"] else "",
-             "rewrote the current arc" if "narrative" in kinds else "",
-             "reflected" if "reflect" in kinds else ""]
+             f"wrote {_plural(count[DreamEvent.DIGEST], 'timeline entry', 'timeline entries')}"
+             if count[DreamEvent.DIGEST] else "",
+             "rewrote the current arc" if DreamEvent.NARRATIVE in kinds else "",
+             "reflected" if DreamEvent.REFLECT in kinds else ""]
     return ", ".join(p for p in parts if p) or "nothing needed doing"

@@ -13,7 +13,8 @@ let following = null;  // the AbortController of the live log while the panel is
 let lastEvent = null;  // the log's last event seen, so a reopened panel goes on from it
 const LOG_LINES = 200;
 
-// What the pass is doing after the conversations, by the kind of its latest event.
+// What the pass is doing after the conversations, by the kind of its latest event. The kinds are declared in
+// lyra_local/mind/dream_events.py; tests/test_dream_events.py fails when this panel names any other.
 const PHASES = { profile: "learning about you", "profile.rejected": "learning about you",
                  digest: "writing the timeline", "digests.deleted": "writing the timeline",
                  narrative: "rewriting the current arc", world: "updating the core memory",
