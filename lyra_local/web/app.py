@@ -62,7 +62,7 @@ from . import (
     ui,
 )
 from .guard import HostOriginGuard
-from .people import IN_REQUEST, PERSON, PersonBinding, bound_person
+from .people import IN_REQUEST, PERSON, PersonBinding, Unbound, bound_person
 from .runtime import LEASED, LeasedDreamer, LeaseMiddleware, hold
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,7 @@ class AppState:
         self.started = False  # the lifespan began: a store opened from now on registers this server in it
         self._first = runtime
         self._runtime = runtime
+        self._builder = threading.get_ident()  # the thread holding the app: see ``runtime``
         self._earlier_chat: float | None = None  # the last turn on runtimes since retired
         self._people_lock = threading.RLock()
         self._stores: dict[str, Store] = {self.owner_id: runtime.store}
@@ -109,10 +110,20 @@ class AppState:
 
     @property
     def runtime(self) -> Runtime:
-        """The bound person's runtime on this request's generation of models. Outside any request (a test, a
-        tool holding the app) it is the first person's; inside one bound to nobody it fails (``Unbound``)."""
-        person = bound_person() if IN_REQUEST.get() else PERSON.get() or self.household.person(self.owner_id)
+        """The bound person's runtime on this request's generation of models. Inside a request bound to nobody
+        it fails (``Unbound``); so it does on any thread but the one that built the app when no person is bound
+        there: a worker, a scheduled job, a thread a route started without the request's context must name
+        its person (``store_of``, ``runtime_of``), never be handed the owner's memory. Only the thread holding
+        the app (a test, a tool) reads the first person's without naming them."""
+        person = bound_person() if IN_REQUEST.get() else PERSON.get() or self._holders_person()
         return self.runtime_of(person, LEASED.get() or self._runtime)
+
+    def _holders_person(self) -> Person:
+        if threading.get_ident() != self._builder:
+            raise Unbound("no person is bound here, so no memory is reached: whose is it?",
+                          hint="pass the person (AppState.store_of / runtime_of), or run the work in the "
+                               "request's context (contextvars.copy_context)")
+        return self.household.person(self.owner_id)
 
     @property
     def store(self) -> Store:
