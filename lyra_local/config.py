@@ -92,6 +92,10 @@ class LocalModel(_Strict):
     def _expand_user(cls, value: Path) -> Path:
         return value.expanduser()
 
+    def local_file(self, models_dir: Path) -> Path:
+        """The GGUF this model runs from: ``path``, inside ``models_dir`` when relative."""
+        return self.path if self.path.is_absolute() else models_dir / self.path
+
     @field_validator("n_gpu_layers", mode="before")
     @classmethod
     def _layers(cls, value: Any) -> Any:
@@ -120,6 +124,10 @@ class ServerModel(_Strict):
     @classmethod
     def _check_url(cls, value: str) -> str:
         return server_url(value)
+
+    def local_file(self, models_dir: Path) -> None:
+        """None: the model's file is the server's, not on this machine's disk (``LocalModel.local_file``)."""
+        return None
 
 
 def server_url(value: str) -> str:
@@ -346,7 +354,7 @@ class Settings(_Strict):
 
     def model_path(self, spec: LocalModel) -> Path:
         """The absolute path of a local model's file."""
-        return spec.path if spec.path.is_absolute() else self.models_dir / spec.path
+        return spec.local_file(self.models_dir)
 
     def resolved_summary(self) -> LocalModel | ServerModel:
         """The summary role's own spec, following ``same_as``."""
@@ -518,8 +526,8 @@ def _drop_union_tags(loc: tuple[str, ...]) -> tuple[str, ...]:
 def uses_demo_chat_model(settings: Settings) -> bool:
     """Whether chat runs on the small model `make run` fetches: a demonstration, not a companion to keep (the first
     run, `lyra doctor` and Settings → Models say so, and suggest a real one)."""
-    spec = settings.role_spec("chat")
-    return isinstance(spec, LocalModel) and spec.path.name == DEFAULT_CHAT_FILE
+    path = settings.role_spec("chat").local_file(settings.models_dir)
+    return path is not None and path.name == DEFAULT_CHAT_FILE
 
 
 def model_file_problems(settings: Settings, roles: tuple[str, ...] | None = None) -> list[str]:
@@ -530,13 +538,12 @@ def model_file_problems(settings: Settings, roles: tuple[str, ...] | None = None
     headers: dict[Path, GGUFSummary | None] = {}  # each file read once
     judged: set[tuple[Path, str]] = set()
     for role in settings.roles() if roles is None else roles:
-        spec = settings.role_spec(role)
-        if not isinstance(spec, LocalModel):
+        path = settings.role_spec(role).local_file(settings.models_dir)
+        if path is None:  # a server's model: its file is the server's to check
             continue
-        path = settings.model_path(spec)
         if path not in headers:
             headers[path] = None
-            default = spec.path.name in (DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE)
+            default = path.name in (DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE)
             if not path.is_file():
                 hint = FETCH_HINT if default else f"put the GGUF there or fix models.{role}.path"
                 problems.append(f"models.{role}: model file not found: {path} — {hint}")

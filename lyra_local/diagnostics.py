@@ -10,8 +10,9 @@ import time
 from dataclasses import dataclass
 
 from . import __version__
-from .config import DEFAULT_CHAT_FILE, LocalModel, Settings, model_file_problems, uses_demo_chat_model
+from .config import DEFAULT_CHAT_FILE, Settings, model_file_problems, uses_demo_chat_model
 from .errors import LyraError, StorageError
+from .llm.backends import backend_of
 from .llm.local import GPU_LAYERS_IGNORED, gpu_offload_supported
 from .llm.registry import Models, offload_plan, suggest_chat
 from .modelfiles import devices, fit
@@ -41,7 +42,7 @@ def gpu_layers_ignored(settings: Settings, offload: bool) -> list[tuple[str, int
     for role in settings.roles():
         spec = settings.role_spec(role)
         shared = role == "summary" and settings.summary_shares_chat()
-        layers = spec.n_gpu_layers if isinstance(spec, LocalModel) else 0
+        layers = backend_of(spec).gpu_layers(spec)
         if isinstance(layers, int) and layers != 0 and not shared:  # "auto" says what it chose itself
             out.append((role, layers))
     return out
@@ -181,7 +182,7 @@ def _memory_check(runtime: Runtime) -> Check:
 
 def _model_check(settings: Settings, models: Models, role: str) -> Check:
     spec = settings.role_spec(role)
-    where = str(settings.model_path(spec)) if isinstance(spec, LocalModel) else spec.base_url
+    where = backend_of(spec).where(settings, spec)
     if role == "summary" and models.shares_summary_with_chat():
         return Check(f"models.{role}", True, "same instance as chat")
     start = time.perf_counter()

@@ -24,8 +24,9 @@ from rich.progress import (
 from rich.progress import Progress as Bar
 from rich.table import Table
 
-from ..config import LocalModel, Settings, load_settings, model_file_problems
+from ..config import Settings, load_settings, model_file_problems
 from ..errors import LyraError
+from ..llm.backends import backend_of
 from ..llm.registry import catalog_ctx, catalog_fits
 from ..modelfiles import devices, fit
 from ..modelfiles.bert_gguf import convert_bert
@@ -87,16 +88,17 @@ def run_list(args: argparse.Namespace) -> int:
     broken = 0
     for role in settings.roles():
         spec = settings.role_spec(role)
-        if not isinstance(spec, LocalModel):
-            print(f"{role:8} server  {spec.model} at {spec.base_url}")
+        shown = f"{role:8} {spec.backend:7} {backend_of(spec).listed(settings, spec)}"
+        path = spec.local_file(settings.models_dir)
+        if path is None:  # a server's model: its header is the server's
+            print(shown)
             continue
-        path = settings.model_path(spec)
         try:
-            print(f"{role:8} local   {path} ({describe(read_gguf(path))})")
+            print(f"{shown} ({describe(read_gguf(path))})")
         except ModelFileInvalid as exc:
             broken += 1
             state = "MISSING" if not path.exists() else f"BROKEN: {exc.message}"
-            print(f"{role:8} local   {path} ({state})")
+            print(f"{shown} ({state})")
     if broken:
         for line in model_file_problems(settings):
             print(f"  {line}", file=sys.stderr)

@@ -144,6 +144,14 @@ def in_background() -> bool:
 
 
 @runtime_checkable
+class Loadable(Protocol):
+    """A backend that can get ready before its first call: a local model loads its file, a server is asked if it
+    is up. A reload readies the models it is about to swap in, so a model that cannot serve fails the reload."""
+
+    def load(self) -> None: ...
+
+
+@runtime_checkable
 class Preemptible(Protocol):
     """A model shared in-process: background work checks ``contended`` and yields to waiting callers."""
 

@@ -18,19 +18,16 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator
-from typing import Union
 
 from .. import config
 from ..modelfiles import devices, fit
 from ..modelfiles.catalog import ROLES, CatalogModel, load_catalog
-from ..modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
 from . import role_check
-from .base import ChatModel, Embedder, ModelInfo, Reranker
-from .local import LocalChatModel, LocalEmbedder, LocalReranker, ModelClosed, gpu_ask
-from .server import ServerBackend
+from .backends import backend_of
+from .base import ChatModel, Embedder, Loadable, ModelInfo, Reranker
+from .local import ModelClosed
 
 log = logging.getLogger(__name__)
-AnyBackend = Union[LocalChatModel, LocalEmbedder, LocalReranker, ServerBackend]
 
 
 def offload_plan(settings: config.Settings, machine: devices.Machine | None = None, *,
@@ -46,8 +43,9 @@ def offload_plan(settings: config.Settings, machine: devices.Machine | None = No
         shared = role == "summary" and settings.summary_shares_chat()
         if role in without or (shared and "chat" in without):
             continue
-        if isinstance(spec, config.LocalModel):
-            asks.append(gpu_ask(role, settings.model_path(spec), spec, shares="chat" if shared else None))
+        ask = backend_of(spec).gpu_ask(settings, spec, role, "chat" if shared else None)
+        if ask is not None:  # a model that runs on this machine
+            asks.append(ask)
     return fit.auto_layers(asks, devices.probe() if machine is None else machine)
 
 
@@ -139,11 +137,7 @@ class Models:
             self._check_open("embed")
             if self._embed is None:
                 spec = self.settings.models.embed
-                if isinstance(spec, config.LocalModel):
-                    self._embed = LocalEmbedder(self.settings.model_path(spec), spec, "embed",
-                                                offload=self._offload("embed"))
-                else:
-                    self._embed = ServerBackend(spec, "embed")
+                self._embed = backend_of(spec).embedder(self.settings, spec, "embed", self._offload("embed"))
             return self._embed
 
     @property
@@ -153,11 +147,7 @@ class Models:
             self._check_open("rerank")
             spec = self.settings.models.rerank
             if self._rerank is None and spec is not None:
-                if isinstance(spec, config.LocalModel):
-                    self._rerank = LocalReranker(self.settings.model_path(spec), spec, "rerank",
-                                                 offload=self._offload("rerank"))
-                else:
-                    self._rerank = ServerBackend(spec, "rerank")
+                self._rerank = backend_of(spec).reranker(self.settings, spec, "rerank", self._offload("rerank"))
             return self._rerank
 
     def load(self, roles: Iterable[str]) -> None:
@@ -165,9 +155,7 @@ class Models:
         about to swap in, so that a file llama.cpp cannot load fails the reload, not the next chat turn."""
         for role in roles:
             model: object = getattr(self, role)
-            if isinstance(model, ServerBackend):
-                model.health()
-            elif isinstance(model, (LocalChatModel, LocalEmbedder, LocalReranker)):
+            if isinstance(model, Loadable):  # every backend is; a test's fake need not be
                 model.load()
 
     def check(self, roles: Iterable[str]) -> None:
@@ -177,27 +165,14 @@ class Models:
         checked: set[int] = set()
         for role in roles:
             spec = self.settings.role_spec(role)
-            what, header = self._describe(spec)
-            if isinstance(spec, config.LocalModel):
-                role_check.refuse_by_header(header, role, what)
+            what, header = backend_of(spec).named(self.settings, spec)
+            role_check.refuse_by_header(header, role, what)  # no header (a server's model): the check decides
             model: object = getattr(self, role)
             if model is None or id(model) in checked:  # the summary role sharing chat's instance: checked once
                 continue
             checked.add(id(model))
             self.load([role])
             role_check.check_role(model, role, what, header)
-
-    def _describe(self, spec: config.LocalModel | config.ServerModel) -> tuple[str, GGUFSummary | None]:
-        """How a person knows this model (the file's name in models_dir, or the server), and its file's header."""
-        if not isinstance(spec, config.LocalModel):
-            named = "" if spec.model == "default" else f" {spec.model!r}"
-            return f"the model{named} at {spec.base_url}", None
-        path = self.settings.model_path(spec)
-        what = path.name if path.parent == self.settings.models_dir else str(path)
-        try:
-            return what, read_gguf(path)
-        except ModelFileInvalid:  # loading it says why, in its own words
-            return what, None
 
     def shares_summary_with_chat(self) -> bool:
         return self.settings.summary_shares_chat()
@@ -305,15 +280,13 @@ class Models:
             raise ModelClosed(role)
 
     def _build_chat(self, spec: config.LocalModel | config.ServerModel, role: str) -> ChatModel:
-        if isinstance(spec, config.LocalModel):
-            return LocalChatModel(self.settings.model_path(spec), spec, role, offload=self._offload(role))
-        return ServerBackend(spec, role)
+        return backend_of(spec).chat(self.settings, spec, role, self._offload(role))
 
     def _offload(self, role: str) -> fit.Offload | None:
         """The GPU plan's choice for ``role`` when it is ``"auto"``: every role planned together, once, so that
         the first model loaded leaves room for the others (called under ``_lock``)."""
         spec = self.settings.role_spec(role)
-        if not isinstance(spec, config.LocalModel) or spec.n_gpu_layers != "auto":
+        if backend_of(spec).gpu_layers(spec) != "auto":
             return None
         if self._plan is None:
             self._plan = offload_plan(self.settings)

@@ -84,6 +84,10 @@ class ServerBackend:
 
     # -- requests ---------------------------------------------------------------
 
+    def load(self) -> None:
+        """Ask the server whether it is up: its model is the server's to load (``base.Loadable``)."""
+        self.health()
+
     def health(self) -> dict[str, Any]:
         """The server's ``/health`` (llama.cpp), else ``/v1/models``; one try, no retries."""
         try:

@@ -18,9 +18,10 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from ..config import LocalModel, Settings, uses_demo_chat_model
+from ..config import Settings, uses_demo_chat_model
 from ..config_edit import ModelChoices
 from ..errors import BadRequest
+from ..llm.backends import backend_of
 from ..llm.registry import catalog_fits, describe_offload, suggest_chat
 from ..modelfiles.catalog import CatalogModel, resolve, title_of_file
 from ..modelfiles.devices import Machine, probe
@@ -51,9 +52,9 @@ async def model_files(request: Request) -> dict[str, Any]:
     settings = app_state(request).settings
     using: dict[str, list[str]] = {}
     for role in settings.roles():
-        spec = settings.role_spec(role)
-        if isinstance(spec, LocalModel) and settings.model_path(spec).parent == settings.models_dir:
-            using.setdefault(settings.model_path(spec).name, []).append(role)
+        path = settings.role_spec(role).local_file(settings.models_dir)
+        if path is not None and path.parent == settings.models_dir:
+            using.setdefault(path.name, []).append(role)
     files = []
     for entry in await run_in_threadpool(files_on_disk, settings.models_dir):
         described: dict[str, Any] = {}
@@ -79,11 +80,7 @@ def role_views(settings: Settings) -> dict[str, dict[str, Any]]:
     roles: dict[str, dict[str, Any]] = {}
     for role in settings.roles():
         spec = settings.role_spec(role)
-        if isinstance(spec, LocalModel):
-            roles[role] = {"backend": "local", "model": spec.path.name, "path": str(settings.model_path(spec)),
-                           "n_ctx": spec.n_ctx, "n_gpu_layers": spec.n_gpu_layers}
-        else:
-            roles[role] = {"backend": "server", "model": spec.model, "base_url": spec.base_url, "n_ctx": spec.n_ctx}
+        roles[role] = backend_of(spec).view(settings, spec)
         if role == "summary" and settings.summary_shares_chat():
             roles[role]["shared_with"] = "chat"
     return roles
