@@ -21,6 +21,7 @@ that folder. It writes no file (``web/model_choice.py`` does).
 from __future__ import annotations
 
 import tomllib
+from abc import abstractmethod
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -37,8 +38,31 @@ NEW_FILE_HEADER = ("# Lyra's configuration: docs/configuration.md says what each
                    "# Settings -> Models edits the [models.*] tables; your comments and other keys are kept.\n\n")
 
 
-class _Choice(BaseModel):
+class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class _Choice(_Request):
+    """One kind of choice for a role; each kind says what it writes and when the settings hold it, so nothing
+    asks which kind a choice is."""
+
+    def check(self, role: str) -> None:
+        """``BadRequest`` for a value no config may hold (a file name, a URL); most kinds have none."""
+
+    @abstractmethod
+    def table(self, current: Any) -> dict[str, Any] | None:
+        """The role's new table, ``current`` being its table now; None: the role's table goes."""
+
+    @abstractmethod
+    def holds(self, spec: LocalModel | ServerModel | SameAs | None) -> bool:
+        """Whether ``spec`` (the role's settings read back) is what was chosen."""
+
+
+def _kept(current: Any, keys: dict[str, Any]) -> dict[str, Any]:
+    """``current`` updated with ``keys`` when its backend stays (its other keys kept), else ``keys`` alone."""
+    if isinstance(current, dict) and backend_tag(current) == keys["backend"]:
+        return {**current, **{key: value for key, value in keys.items() if key != "backend"}}
+    return keys
 
 
 class LocalChoice(_Choice):
@@ -49,6 +73,18 @@ class LocalChoice(_Choice):
     n_gpu_layers: int | Literal["auto"] | None = Field(
         None, description='Layers offloaded to the GPU (-1 all, 0 none, "auto" as many as fit); default: as now.')
 
+    def check(self, role: str) -> None:
+        check_file_name(self.file)
+
+    def table(self, current: Any) -> dict[str, Any]:
+        keys: dict[str, Any] = {"backend": "local", "path": self.file}
+        keys.update({k: v for k, v in (("n_ctx", self.n_ctx), ("n_gpu_layers", self.n_gpu_layers)) if v is not None})
+        return _kept(current, keys)
+
+    def holds(self, spec: LocalModel | ServerModel | SameAs | None) -> bool:
+        return (isinstance(spec, LocalModel) and spec.path == Path(self.file)
+                and self.n_ctx in (None, spec.n_ctx) and self.n_gpu_layers in (None, spec.n_gpu_layers))
+
 
 class ServerChoice(_Choice):
     """A model behind an OpenAI-compatible server (llama.cpp's llama-server)."""
@@ -56,17 +92,43 @@ class ServerChoice(_Choice):
     base_url: str = Field(max_length=2000, description="http(s):// root of the server, no /v1.")
     model: str = Field(min_length=1, max_length=200, description="The model name sent in requests.")
 
+    def check(self, role: str) -> None:
+        try:
+            server_url(self.base_url)
+        except ValueError as exc:
+            raise BadRequest(f"models.{role}.base_url {self.base_url!r} {exc}",
+                             hint="e.g. http://gpu-box:8080, llama.cpp's llama-server") from exc
+
+    def table(self, current: Any) -> dict[str, Any]:
+        return _kept(current, {"backend": "server", "base_url": server_url(self.base_url), "model": self.model})
+
+    def holds(self, spec: LocalModel | ServerModel | SameAs | None) -> bool:
+        return isinstance(spec, ServerModel) and (spec.base_url, spec.model) == (server_url(self.base_url),
+                                                                                 self.model)
+
 
 class SameAsChat(_Choice):
     """The summary role on chat's model: one loaded instance serves both."""
 
     same_as: Literal["chat"]
 
+    def table(self, current: Any) -> dict[str, Any]:
+        return {"same_as": "chat"}
+
+    def holds(self, spec: LocalModel | ServerModel | SameAs | None) -> bool:
+        return isinstance(spec, SameAs)
+
 
 class Off(_Choice):
     """No re-ranker: the role's table is removed."""
 
     off: Literal[True]
+
+    def table(self, current: Any) -> None:
+        return None
+
+    def holds(self, spec: LocalModel | ServerModel | SameAs | None) -> bool:
+        return spec is None
 
 
 def _choice_tag(value: Any) -> str | None:
@@ -92,7 +154,7 @@ RerankChoice = Annotated[Union[Annotated[LocalChoice, Tag("local")], Annotated[S
 AnyChoice = LocalChoice | ServerChoice | SameAsChat | Off
 
 
-class ModelChoices(_Choice):
+class ModelChoices(_Request):
     """A choice for some roles; a role left out keeps what it has."""
 
     chat: ModelChoice | None = None
@@ -111,14 +173,7 @@ class ModelChoices(_Choice):
 def check_choices(choices: ModelChoices) -> None:
     """``BadRequest`` for a file that is not a plain GGUF name or a server URL that is not http(s)."""
     for role, choice in choices.given():
-        if isinstance(choice, LocalChoice):
-            check_file_name(choice.file)
-        elif isinstance(choice, ServerChoice):
-            try:
-                server_url(choice.base_url)
-            except ValueError as exc:
-                raise BadRequest(f"models.{role}.base_url {choice.base_url!r} {exc}",
-                                 hint="e.g. http://gpu-box:8080, llama.cpp's llama-server") from exc
+        choice.check(role)
 
 
 def check_file_name(name: str) -> None:
@@ -167,7 +222,7 @@ def chosen(data: dict[str, Any], choices: ModelChoices) -> dict[str, Any]:
     """The settings ``data`` (parsed lyra.toml) become with ``choices``: what the written text must read as."""
     models = dict(data.get("models", {}))
     for role, choice in choices.given():
-        table = role_table(models.get(role), choice)
+        table = choice.table(models.get(role))
         if table is None:
             models.pop(role, None)
         else:
@@ -175,27 +230,6 @@ def chosen(data: dict[str, Any], choices: ModelChoices) -> dict[str, Any]:
     out = dict(data)
     out.pop("models", None)
     return {**out, "models": models} if models else out
-
-
-def role_table(current: Any, choice: AnyChoice) -> dict[str, Any] | None:
-    """A role's new table: ``current`` updated when the backend stays, a fresh one when it changes, None for off."""
-    if isinstance(choice, Off):
-        return None
-    if isinstance(choice, SameAsChat):
-        return {"same_as": "chat"}
-    changes = _keys(choice)
-    if isinstance(current, dict) and backend_tag(current) == changes["backend"]:
-        return {**current, **{key: value for key, value in changes.items() if key != "backend"}}
-    return changes
-
-
-def _keys(choice: LocalChoice | ServerChoice) -> dict[str, Any]:
-    if isinstance(choice, LocalChoice):
-        keys: dict[str, Any] = {"backend": "local", "path": choice.file}
-        keys.update({k: v for k, v in (("n_ctx", choice.n_ctx), ("n_gpu_layers", choice.n_gpu_layers))
-                     if v is not None})
-        return keys
-    return {"backend": "server", "base_url": server_url(choice.base_url), "model": choice.model}
 
 
 def _edit_in_place(doc: tomlkit.TOMLDocument, before: dict[str, Any], after: dict[str, Any],
@@ -261,20 +295,8 @@ def env_overrides(choices: ModelChoices, candidate: Settings, env: Mapping[str, 
     differ from what was chosen; empty when every choice holds."""
     names: list[str] = []
     for role, choice in choices.given():
-        if _holds(choice, getattr(candidate.models, role)):
+        if choice.holds(getattr(candidate.models, role)):
             continue
         under = [name for loc, name in env_locations(env).items() if loc[:2] == ("models", role)]
         names.extend(under or [f"(something other than lyra.toml sets models.{role})"])
     return names
-
-
-def _holds(choice: AnyChoice, spec: LocalModel | ServerModel | SameAs | None) -> bool:
-    if isinstance(choice, Off):
-        return spec is None
-    if isinstance(choice, SameAsChat):
-        return isinstance(spec, SameAs)
-    if isinstance(choice, ServerChoice):
-        return isinstance(spec, ServerModel) and (spec.base_url, spec.model) == (server_url(choice.base_url),
-                                                                                 choice.model)
-    return (isinstance(spec, LocalModel) and spec.path == Path(choice.file)
-            and choice.n_ctx in (None, spec.n_ctx) and choice.n_gpu_layers in (None, spec.n_gpu_layers))
