@@ -49,6 +49,10 @@ class _Choice(_Request):
     def check(self, role: str) -> None:
         """``BadRequest`` for a value no config may hold (a file name, a URL); most kinds have none."""
 
+    def absent_from(self, models_dir: Path) -> str | None:
+        """The file this choice names that ``models_dir`` does not hold, or None (most kinds name none)."""
+        return None
+
     @abstractmethod
     def table(self, current: Any) -> dict[str, Any] | None:
         """The role's new table, ``current`` being its table now; None: the role's table goes."""
@@ -75,6 +79,9 @@ class LocalChoice(_Choice):
 
     def check(self, role: str) -> None:
         check_file_name(self.file)
+
+    def absent_from(self, models_dir: Path) -> str | None:
+        return None if (models_dir / self.file).is_file() else self.file
 
     def table(self, current: Any) -> dict[str, Any]:
         keys: dict[str, Any] = {"backend": "local", "path": self.file}

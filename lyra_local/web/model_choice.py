@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import settings_from_text, user_config_file
-from ..config_edit import LocalChoice, ModelChoices, edit_models, env_overrides
+from ..config_edit import ModelChoices, edit_models, env_overrides
 from ..errors import BadRequest, ConfigError, Conflict, ReloadRefused
 from ..fsutil import replace_text
 
@@ -55,8 +55,9 @@ def apply_choice(state: AppState, choices: ModelChoices, env: Mapping[str, str])
     except (BadRequest, ConfigError) as exc:  # a name or URL no config may hold, or settings that do not validate
         raise ChoiceRefused(f"{unchanged}: {exc.message}", hint=exc.hint) from exc
     for role, choice in choices.given():
-        if isinstance(choice, LocalChoice) and not (candidate.models_dir / choice.file).is_file():
-            raise ChoiceRefused(f"{unchanged}: models.{role}: {choice.file} is not in {candidate.models_dir}",
+        missing = choice.absent_from(candidate.models_dir)
+        if missing is not None:
+            raise ChoiceRefused(f"{unchanged}: models.{role}: {missing} is not in {candidate.models_dir}",
                                 hint=FILES_HINT)
     if not writable(target):  # before loading anything: a read-only mount (Docker's /config) refuses at once
         raise ChoiceRefused(f"{unchanged}: {target} cannot be written here (a read-only file or mount?)",
