@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 import httpx
+import pytest
 
 from lyra_local.config import Settings
 from lyra_local.llm.registry import Models
@@ -61,7 +62,8 @@ def closing_all() -> Iterator[list[httpx.Client]]:
             client.close()
 
 
-def test_a_stream_ends_when_its_login_or_token_does(make_settings: Callable[..., Settings]) -> None:
+def test_a_stream_ends_when_its_login_or_token_does(make_settings: Callable[..., Settings],
+                                                   caplog: pytest.LogCaptureFixture) -> None:
     settings = make_settings('[companion]\nuser_name = "Ada"\n')
     models = Models(settings, chat=FakeChatModel(), embed=FakeEmbedder())  # type: ignore[arg-type]
     with serve_in_thread(create_app(settings, models=models)) as url, closing_all() as clients:
@@ -98,3 +100,4 @@ def test_a_stream_ends_when_its_login_or_token_does(make_settings: Callable[...,
         assert not ada_stream.ended.is_set()  # nobody else's stream ended with them
         assert ada.post("/api/auth/logout").status_code == 200  # "Log out" ends this browser's stream too
         assert ada_stream.ended.wait(WAIT_S), "a stream outlived its logout"
+    assert "unexpected failure" not in caplog.text  # each ended as a stream ends, none by a crash

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import sqlite3
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -95,7 +96,11 @@ async def dream_events(request: Request, after: EventId | None = None, follow: b
     async def stream() -> AsyncIterator[dict[str, str]]:
         last = after
         while not await request.is_disconnected():
-            for event in await run_in_threadpool(read, last):
+            try:
+                events = await run_in_threadpool(read, last)
+            except sqlite3.ProgrammingError:  # their store closed under the stream: the person was removed
+                return
+            for event in events:
                 last = event["id"]
                 yield {"event": "dream", "id": str(last), "data": json.dumps(event)}
             await asyncio.sleep(POLL_S)
