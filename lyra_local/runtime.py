@@ -27,6 +27,7 @@ from .config import Settings
 from .errors import LyraError
 from .llm.registry import Models
 from .memory import Memory
+from .memory.speakers import KnownNames
 from .people import Need, PersonChoice
 from .store import Store
 
@@ -91,8 +92,11 @@ class Runtime:
     def memory(self) -> Memory:
         with self._lock:
             if self._memory is None:
-                self._memory = Memory(self.store, self.models.embed, zone=self.settings.companion.zone,
-                                      reranker=self.models.rerank, household=self._household)
+                companion = self.settings.companion
+                known = KnownNames(person=(companion.user_name,) if companion.user_name else (),
+                                   companion=(companion.name,))
+                self._memory = Memory(self.store, self.models.embed, zone=companion.zone,
+                                      reranker=self.models.rerank, household=self._household, known=known)
             return self._memory
 
     @property

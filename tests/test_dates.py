@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lyra_local.memory.dates import date_range
+from lyra_local.memory.dates import date_range, question_periods
 from lyra_local.store.db import to_iso
 
 NOW = datetime(2024, 6, 20, 15, 0, tzinfo=timezone.utc)
@@ -83,3 +83,25 @@ def test_any_text_at_any_time_gives_a_usable_range_or_none(text: str, now: datet
         start, end = found
         assert start < end and start.tzinfo is now.tzinfo and end.tzinfo is now.tzinfo
         assert to_iso(start) < to_iso(end)
+
+
+@pytest.mark.parametrize(("text", "days"), [
+    ("what did I do on 2024-01-10?", ["2024-01-10"]),
+    ("on 10.01.2024", ["2024-01-10", "2024-10-01"]),  # a dot: day first, then the other way round
+    ("on 01/10/2024", ["2024-01-10", "2024-10-01"]),  # a slash: month first
+    ("on 13/01/2024", ["2024-01-13"]),  # only one reading is a date
+    ("on 5.6.23", ["2023-06-05", "2023-05-06"]),
+    ("version 1.2.3 broke", []), ("call 555-12-2024", []), ("at 10.30", []), ("on 31/02/2024", []),
+])
+def test_a_numeric_date_is_each_day_it_may_be(text: str, days: list[str]) -> None:
+    found = question_periods(text, NOW)
+    assert [p.start.date().isoformat() for p in found] == days
+    assert all(p.end - p.start == timedelta(days=1) and not p.implied_year for p in found)
+
+
+@settings(max_examples=200)
+@given(parts=st.lists(st.integers(0, 10**6).map(str), min_size=1, max_size=4), sep=st.sampled_from(".-/"),
+       now=ANY_NOW)
+def test_any_numeric_date_at_any_time_reads_or_names_nothing(parts: list[str], sep: str, now: datetime) -> None:
+    for period in question_periods(f"on {sep.join(parts)}", now):
+        assert period.start < period.end and to_iso(period.start) < to_iso(period.end)

@@ -1,4 +1,5 @@
-"""Dates in questions ("in March 2024", "on 7 July, 2023", "last spring") as a time range. Pure functions.
+"""Dates in questions ("in March 2024", "on 7 July, 2023", "on 10.01.2024", "last spring") as a time range. Pure
+functions.
 
 The range is matched against the turns' real dates, so "what was I doing in
 May" finds May's conversations even when no word of the answer says "May".
@@ -102,14 +103,59 @@ def date_range(text: str, now: datetime) -> Range | None:
 
 def question_period(text: str, now: datetime) -> Period | None:
     """Like ``date_range``, saying too whether the year was left out."""
-    tz = now.tzinfo
     found = _naive_period(text.lower(), now.replace(tzinfo=None))
-    if found is None:
-        return None
+    return None if found is None else _zoned(found, now)
+
+
+def question_periods(text: str, now: datetime) -> list[Period]:
+    """Every reading of the period a question names, the likelier first: a numeric date whose day and month
+    could be either way round ("03/10/2023") is both days; anything else is ``question_period``'s one."""
+    t = text.lower()
+    if _DATE.search(t) is None:
+        readings = [z for day in numeric_days(t) if (z := _zoned(day, now)) is not None]
+        if len(readings) > 1:
+            return readings
+    found = question_period(text, now)
+    return [] if found is None else [found]
+
+
+def _zoned(found: Period, now: datetime) -> Period | None:
     start, end = _clamp(found.start), _clamp(found.end)
     if start >= end:  # wholly before year 1 or after 9999: no turn can be from then
         return None
-    return Period(start.replace(tzinfo=tz), end.replace(tzinfo=tz), found.implied_year)
+    return Period(start.replace(tzinfo=now.tzinfo), end.replace(tzinfo=now.tzinfo), found.implied_year)
+
+
+# "2024-01-10" (year first), "10.01.2024", "10/01/24": a day written in digits, not part of a longer number or time
+_NUMERIC = re.compile(r"(?<![\d.:/-])(?:(\d{4})([-./])(\d{1,2})\2(\d{1,2})|(\d{1,2})([-./])(\d{1,2})\6(\d{4}|\d{2}))"
+                      r"(?![\d:]|[-./]\d)")
+
+
+def numeric_days(t: str) -> list[Period]:
+    """The days the first numeric date of ``t`` may be, the likelier first. Year first is ISO's order, year
+    month day. Otherwise the separator says which is the usual order: a slash month first (10/01/2024 is
+    October 1st in the United States), a dot or a dash day first (10.01.2024 is 10 January in Europe); the
+    other order is the second reading when it is a date too. A two-digit year is this century's."""
+    m = _NUMERIC.search(t)
+    if m is None:
+        return []
+    if m.group(1):
+        orders = [(_number(m.group(1)), _number(m.group(3)), _number(m.group(4)))]
+    else:
+        a, b, y = _number(m.group(5)), _number(m.group(7)), _number(m.group(8))
+        y += 2000 if len(m.group(8)) == 2 else 0
+        month_first = (y, a, b)
+        day_first = (y, b, a)
+        orders = [month_first, day_first] if m.group(6) == "/" else [day_first, month_first]
+    out = []
+    for year, month, day in dict.fromkeys(orders):
+        if 1 <= month <= 12 and 1 <= day <= 31:
+            try:
+                start = _day(year, month, day)
+            except ValueError:  # 31 April
+                continue
+            out.append(Period(start, _shift(start, 1), False))
+    return out
 
 
 def days_after(moment: datetime, days: int) -> datetime:
@@ -185,6 +231,9 @@ def _naive_period(t: str, naive: datetime) -> Period | None:
             days = {"day": 1, "week": 7, "weekend": 9, "month": 31}[span.group(2)] * n
             return Period(_shift(first.start, -days), first.start, first.implied_year)
         return first
+    numeric = numeric_days(t)
+    if numeric:
+        return numeric[0]
     found = _naive_range(t, naive)
     if found is not None:
         return Period(found[0], found[1], _year_left_out(t))

@@ -24,6 +24,7 @@ from ..store.forget_plan import ForgetPlan
 from .questions import KeyVectors
 from .recall import Recall, RecallQuery
 from .reembed import ReembedStatus, reembed
+from .speakers import KnownNames
 from .stages import Tuning
 
 log = logging.getLogger(__name__)
@@ -35,16 +36,17 @@ Progress = Callable[[int, int], None]
 class Memory:
     def __init__(self, store: Store, embedder: Embedder, *, zone: tzinfo = timezone.utc,
                  reranker: Reranker | None = None, household: Callable[[], str | None] | None = None,
-                 tuning: Tuning | None = None) -> None:
+                 tuning: Tuning | None = None, known: KnownNames | None = None) -> None:
         """``household``: reads the household memory, the one thing every person's context shares (None: a
         memory of its own, as in tests and tools that open one store); ``tuning``: recall's knobs (measurements
-        try others)."""
+        try others); ``known``: the names the person and the companion are given (recall knows them when asked)."""
         self.store = store
         self.household = household or _nothing_shared
         self.embedder = embedder
         self.reranker = reranker  # the optional re-ranking model: recall's last stage (stages.Rerank)
         self.zone = zone  # the person's time zone: "yesterday", "in June" are read in it
-        self._recall = Recall(store, tuning, zone=zone)
+        self.known = known or KnownNames()  # the person's and the companion's names, as given
+        self._recall = Recall(store, tuning, zone=zone, known=self.known)
         self.keys = KeyVectors(embedder.embed)  # the profile keys' sentences, embedded when a question needs them
         self.reembedding = ReembedStatus()  # how the background re-embedding with this embedder went
         if store.get_meta(ACTIVE_MODEL_KEY) is None:
@@ -89,6 +91,10 @@ class Memory:
             vector = self.embedder.embed([query.text])[0]
         return self._recall.search(query, vector if dense else None, self.embedder.name if dense else None,
                                    self.reranker, self.keys if dense else None)
+
+    def speakers_named(self, text: str) -> dict[str, str]:
+        """The words of a question naming a speaker of this memory, to the speaker's key (``speakers.py``)."""
+        return self._recall.speakers_named(text)
 
     def forget_session(self, session_id: int) -> Forgotten:
         self.store.sessions.get(session_id)  # a clear error if it does not exist

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 OTHER = {"user": "assistant", "assistant": "user"}
 _GREETING = (r"(?i:hey+|hi+|hiya|hello|yo|morning|good morning|evening|good evening|night|good night|thanks|"
@@ -47,18 +47,22 @@ ADDRESS_SHARE = 0.2  # a name is said mostly to call someone; "thing" or "defini
 
 def addressed_names(messages: Iterable[tuple[str, str]]) -> dict[str, str]:
     """Each name learnt, lower case, to the role it names: called so by the other side, or by itself."""
+    return addressed_speakers((role, OTHER[role], text) for role, text in messages if role in OTHER)
+
+
+def addressed_speakers(messages: Iterable[tuple[str, str, str]]) -> dict[str, str]:
+    """Each name learnt, lower case, to the speaker it names, from (speaker, whom they speak to, text): a name
+    is the one spoken to's when it calls them ("hey Mel!"), the speaker's own when they give it ("call me Mel")."""
     heard: dict[str, Counter[str]] = {}
     said: Counter[str] = Counter()
-    for role, text in messages:
-        if role not in OTHER:
-            continue
+    for speaker, addressee, text in messages:
         text = LABEL.sub("", text, count=1)  # who speaks a line is not whom it calls: "Mel: Caroline, hi!"
         said.update(WORD.findall(text.lower()))
         for pattern in ADDRESSED:
             for match in pattern.finditer(text):
-                _count(heard, match.group(1), OTHER[role])
+                _count(heard, match.group(1), addressee)
         for match in SELF_NAMED.finditer(text):
-            _count(heard, match.group(1), role)
+            _count(heard, match.group(1), speaker)
     out = {}
     for name, roles in heard.items():
         (role, times), *rest = roles.most_common()
@@ -79,12 +83,24 @@ def same_name(a: str, b: str) -> bool:
     return short == long or (len(short) >= 3 and long.startswith(short))
 
 
-def roles_named(question: str, names: Mapping[str, str]) -> dict[str, str]:
+def nickname_of(word: str, name: str) -> bool:
+    """Whether ``word`` may be a nickname or another spelling of ``name``: one begins the other, or they share
+    their first three letters or more ("carrie" and "caroline", "mellie" and "melanie", "timmie" and "tim")."""
+    if same_name(word, name):
+        return True
+    shared = next((i for i, (a, b) in enumerate(zip(word, name, strict=False)) if a != b), min(len(word), len(name)))
+    return shared >= 3
+
+
+def roles_named(question: str, names: Mapping[str, str],
+                unused: Callable[[str], bool] | None = None) -> dict[str, str]:
     """The words of a question that name a side of the conversation (lower case), each to its role.
 
     A word names a side when it is a name learnt, or, written with a capital
-    not at the start of the question, another form of one ("Caroline" for
-    "caro"): "What car did she buy?" names nobody. A name the question calls
+    not at the start of the question or a word no turn uses (``unused``), a
+    nickname or another form of one (``nickname_of``: "Caroline" or "carrie"
+    for "caro"): "What car did she buy?" names nobody, "car" being a word the
+    turns use. A name the question calls
     someone by ("Mel, where did I go?") is who is asked, not who it is about.
     """
     called = {m.group(1).lower() for pattern in ADDRESSED for m in pattern.finditer(question)}
@@ -94,8 +110,9 @@ def roles_named(question: str, names: Mapping[str, str]) -> dict[str, str]:
         word = written.lower()
         if word in called:
             continue  # "Lyra, what did I say?" asks Lyra; it is not about her
-        capital = written[0].isupper() and n > 0
-        roles = {role for name, role in names.items() if word == name or (capital and same_name(word, name))}
+        loose = (written[0].isupper() and n > 0) or (unused is not None and len(word) >= 3 and unused(word))
+        roles = ({names[word]} if word in names else
+                 {role for name, role in names.items() if loose and nickname_of(word, name)})
         if len(roles) == 1:
             out[word] = roles.pop()
     return out

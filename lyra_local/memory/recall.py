@@ -23,8 +23,10 @@ from ..store import Hit, Store
 from ..store.recall_index import FULL_TEXT, RecallIndex, filters
 from ..store.records import TIERS
 from .fusion import fts_match, query_words, recency_factor
-from .names import addressed_names, roles_named, without_names
+from .keys import canonical_key
+from .names import roles_named, without_names
 from .questions import KeyVectors
+from .speakers import KnownNames, speaker_names
 from .stages import ALWAYS, STAGES, Scaling, Search, Stage, Tuning, chosen, scale, stage_names, when
 
 Mode = Literal["hybrid", "dense", "bm25"]
@@ -75,14 +77,17 @@ def including(*names: str) -> tuple[str, ...]:
 class Recall:
     """Recall over one store with one embedding model's vectors."""
 
-    def __init__(self, store: Store, tuning: Tuning | None = None, *, zone: tzinfo = timezone.utc) -> None:
+    def __init__(self, store: Store, tuning: Tuning | None = None, *, zone: tzinfo = timezone.utc,
+                 known: KnownNames | None = None) -> None:
+        """``known``: the names the person and the companion are given outright (settings, the person's edits)."""
         self.index = RecallIndex(store)
+        self.known = known or KnownNames()
         self.tuning = tuning or Tuning()
         self.zone = zone
         # (tier, word) -> (rows containing it, capped; table size when counted). Counts only
         # grow, so a word is re-counted when the table has grown a tenth; forgetting clears all.
         self._df: dict[tuple[str, str], tuple[int, int]] = {}
-        self._addressed: tuple[int, dict[str, str]] | None = None  # (turns when learnt, name -> role)
+        self._addressed: tuple[int, dict[str, str]] | None = None  # (turns when learnt, name -> speaker key)
 
     def forgot(self) -> None:
         self._df.clear()
@@ -102,8 +107,8 @@ class Recall:
             words = query_words(q.text)
             s.df = self._document_frequencies(q.tier, words, s.size, tuning.common_min)
             if self._knows_sides(q):  # a name calls someone: not a word to search
-                s.addressed = self._names(s.size)
-                s.speakers = set(roles_named(q.text, s.addressed))
+                s.named = roles_named(q.text, self._names(s.size), lambda w: s.df.get(w) == 0)
+                s.speakers = set(s.named)
         s.weights = {stage.name: tuning.weight(stage.name) for stage in stages}
         s.scaling = {stage.name: stage.scaling for stage in stages}
         for stage in stages:
@@ -139,7 +144,8 @@ class Recall:
             if q.recency_weight:
                 score *= 1.0 + q.recency_weight * recency_factor(when(row), s.now)
             hits.append(Hit(q.tier, item_id, row.get("session_id"), row.get("role"), row["content"],
-                            row["created_at"], score, tuple(sorted(s.pool.get(item_id, ())))))
+                            row["created_at"], score, tuple(sorted(s.pool.get(item_id, ()))),
+                            author=row.get("author")))
         hits.sort(key=lambda h: (-h.score, -h.id))
         return hits
 
@@ -150,17 +156,26 @@ class Recall:
         was said; who said it is the speaker stage's part."""
         if not self._knows_sides(q):
             return None
-        named = roles_named(q.text, self._names(self.index.size(q.tier)))
+        named = self.speakers_named(q.text)
         return without_names(q.text, named) if named else None
+
+    def speakers_named(self, text: str) -> dict[str, str]:
+        """The words of ``text`` that name a speaker (a name or a nickname no turn uses), each to its key."""
+        size = self.index.size("exchange")
+        df = self._document_frequencies("exchange", query_words(text), size, self.tuning.common_min)
+        return roles_named(text, self._names(size), lambda w: df.get(w) == 0)
 
     def _knows_sides(self, q: RecallQuery) -> bool:
         stages = stage_names() if q.stages is None else q.stages
         return q.tier == "exchange" and q.mode == "hybrid" and "speaker" in stages
 
     def _names(self, size: int) -> dict[str, str]:
-        """Who is called what in the latest turns, learnt again when the store has grown a tenth."""
+        """Who is called what (``speakers.py``), learnt again when the store has grown a tenth."""
         if self._addressed is None or size > self._addressed[0] * 1.1:
-            self._addressed = (size, addressed_names(self.index.latest_turns(NAMES_FROM_TURNS)))
+            store = self.index.store
+            profile = [f.value for f in store.derived.profile() if canonical_key(f.key) == "name"]
+            self._addressed = (size, speaker_names(self.index.latest_turns(NAMES_FROM_TURNS), self.index.authors(),
+                                                   self.known, profile))
         return self._addressed[1]
 
     def _document_frequencies(self, tier: str, words: list[str], size: int, common_min: int) -> dict[str, int]:

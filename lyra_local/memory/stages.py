@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -34,11 +33,11 @@ from ..store import provenance
 from ..store.db import from_iso, to_iso
 from ..store.recall_index import FULL_TEXT, Filters, RecallIndex, filters
 from ..store.records import Hit
-from .dates import Period, days_after, question_period, spoken_of, year_earlier
+from .dates import Period, days_after, question_periods, spoken_of, year_earlier
 from .fusion import asks, fts_match, recency_factor, specificity
 from .keys import canonical_key
-from .names import roles_named
 from .questions import Asked, KeyVectors
+from .speakers import speaker_of, turns_of
 
 if TYPE_CHECKING:
     from .recall import RecallQuery
@@ -54,7 +53,7 @@ class Tuning:
 
     candidates: int = 100  # per gathering stage; at least 3 x k
     weights: tuple[tuple[str, float], ...] = (
-        ("dense", 1.0), ("bm25", 0.4), ("context", 0.4), ("rare", 0.2), ("date", 1.0), ("speaker", 0.3),
+        ("dense", 1.0), ("bm25", 0.4), ("context", 0.4), ("rare", 0.2), ("date", 1.0), ("speaker", 1.0),
         ("gists", 1.0), ("statement", 2.0))
     neighbour_share: float = 0.8  # a turn's similarity gains this share of its closer neighbour's (sum, mean: less)
     session_weight: float = 0.3  # a turn gains this much of its session's strength (its best turn's score)
@@ -101,7 +100,7 @@ class Search:
     weights: dict[str, float] = field(default_factory=dict)
     scores: dict[int, float] = field(default_factory=dict)
     speakers: set[str] = field(default_factory=set)  # the words of the speakers' names the query names
-    addressed: dict[str, str] = field(default_factory=dict)  # names the two sides are called by -> role (names.py)
+    named: dict[str, str] = field(default_factory=dict)  # the query's words naming a speaker -> its key (speakers.py)
     reranker: Reranker | None = None  # the optional re-ranking model (Rerank)
     keys: KeyVectors | None = None  # the profile keys' sentences, embedded (Statements)
     key_question: KeyQuestion | None = None  # the profile key the question asks about (Statements)
@@ -295,8 +294,13 @@ class Dates(Stage):
         s.raw[self.name] = dict.fromkeys(found, 1.0)
 
     def period(self, s: Search) -> Period | None:
-        """The period named, stepped back a year at a time while its year was left out and it holds nothing."""
-        period = question_period(s.query.text, s.now)
+        """The period named, stepped back a year at a time while its year was left out and it holds nothing; of
+        a numeric date's two readings (day or month first), the first that holds turns."""
+        readings = question_periods(s.query.text, s.now)
+        for reading in readings[:-1]:
+            if s.index.any_between(s.filters, to_iso(reading.start), to_iso(reading.end)):
+                return reading
+        period = readings[-1] if readings else None
         for _ in range(s.tuning.past_years):
             if period is None or not period.implied_year:
                 return period
@@ -315,9 +319,10 @@ ASKING_COMPANION = re.compile(r"^\s*(?:do|can|could|would|will)\s+you\s+(?:remem
 
 
 def named_speakers(question: str, turns: Sequence[dict[str, Any]],
-                   addressed: Mapping[str, str] | None = None) -> tuple[set[str], str | None]:
-    """Who a question is about: transcript speakers it names ("Name: ..."), a side by the name it is called
-    (``addressed``: "hey Mel!" makes Mel the other side), or else a role by its pronouns.
+                   called: Mapping[str, str] | None = None) -> tuple[set[str], str | None]:
+    """Who a question is about: transcript speakers it names ("Name: ..."), a speaker by the name or nickname
+    it is called (``called``: the question's words naming one, to its key, ``speakers.py``), or else the person
+    or the companion by its pronouns.
 
     "When did Caroline go ..." is about Caroline's own turns; "I recommended a
     film, which?" about the user's; "What did you recommend to me?" about the
@@ -329,7 +334,7 @@ def named_speakers(question: str, turns: Sequence[dict[str, Any]],
     named = {n for n in names if n in bare or n.split()[0] in bare}
     if named:
         return named, None
-    sides = set(roles_named(question, addressed or {}).values())
+    sides = set((called or {}).values())
     if len(sides) == 1:
         return set(), sides.pop()
     for w in words:  # the first subject pronoun decides
@@ -350,7 +355,7 @@ class Speaker(Stage):
 
     def score(self, s: Search) -> None:
         rows = s.rows(list(s.pool))
-        names, role = named_speakers(s.query.text, list(rows.values()), s.addressed)
+        names, role = named_speakers(s.query.text, list(rows.values()), s.named)
         s.speakers |= {part for name in names for part in name.split()}
         if not names and role is None:
             return
@@ -358,7 +363,8 @@ class Speaker(Stage):
         for i, row in rows.items():
             m = SPEAKER.match(row["content"])
             said_by = m.group(1).lower() if m else None
-            raw[i] = 1.0 if (said_by in names if names else row["role"] == role and said_by is None) else 0.0
+            by_them = said_by in names if names else role is not None and said(row, role) and said_by is None
+            raw[i] = 1.0 if by_them else 0.0
         s.raw[self.name] = raw
 
 
@@ -393,10 +399,7 @@ class Statements(Stage):
         if asked is None:
             return
         names, role = self.subject(s)
-        narrowed = s.filters
-        if role is not None:
-            narrowed = Filters(s.filters.tier, " AND ".join(filter(None, [s.filters.where, "t.role = ?"])),
-                               (*s.filters.args, role))
+        narrowed = s.filters if role is None else s.filters.said_by(*turns_of(role))
         near = {i for says in asked.says for i, sim in s.index.dense(s.model, says, narrowed,
                                                                     s.tuning.statement_candidates)
                 if sim >= s.tuning.stated_min}
@@ -427,11 +430,11 @@ class Statements(Stage):
         """Whose turns answer: the speakers the question names (their side, when they are all on one), the side
         it is about, or else the person's own (a profile key is theirs)."""
         rows = s.rows(list(s.pool))
-        names, role = named_speakers(s.query.text, list(rows.values()), s.addressed)
+        names, role = named_speakers(s.query.text, list(rows.values()), s.named)
         if not names:
             return set(), role or "user"
-        sides = {row["role"] for row in rows.values() if (m := SPEAKER.match(row["content"]))
-                 and m.group(1).lower() in names}
+        sides = {speaker_of(row["role"], row.get("author")) for row in rows.values()
+                 if (m := SPEAKER.match(row["content"])) and m.group(1).lower() in names}
         return names, sides.pop() if len(sides) == 1 else None
 
     TOLD_MAX = 3
@@ -459,7 +462,12 @@ def states(row: Mapping[str, Any], names: Collection[str], role: str | None) -> 
     if names:
         m = SPEAKER.match(row["content"])
         return m is not None and m.group(1).lower() in names
-    return role is None or row["role"] == role
+    return role is None or said(row, role)
+
+
+def said(row: Mapping[str, Any], speaker: str) -> bool:
+    """Whether a turn's row was said by the speaker of this key (``speakers.py``)."""
+    return speaker_of(row["role"], row.get("author")) == speaker
 
 
 class GistSessions(Stage):
@@ -599,6 +607,11 @@ class Bursts(Stage):
     """People send one thought as a burst of messages ("omg" / "we went to miami" / "art basel was amazing"): a
     message of a burst already among the hits adds little; it goes after the hits of other bursts.
 
+    The burst's place goes to its message that says most itself (its own similarity to the query and its own
+    words' match), not to the one ranked highest: a neighbour that borrowed the answer's score (``neighbours``,
+    ``session``) must not push the answer itself behind every other burst (issue 44: an answer first by
+    vectors and by words alone was sent 35th).
+
     A burst: consecutive turns of one side in a session, each within ``burst_gap_s`` of the one before.
     """
 
@@ -610,14 +623,32 @@ class Bursts(Stage):
     def reorder(self, s: Search, hits: list[Hit]) -> list[Hit]:
         top = hits[:s.tuning.rerank_top]
         starts = s.index.burst_starts([h.id for h in top], s.tuning.burst_gap_s, s.tuning.burst_max)
-        seen: Counter[int] = Counter()
-        first: list[Hit] = []
-        later: list[Hit] = []
+        own = self.own_evidence(s, [h.id for h in top])
+        members: dict[int, list[Hit]] = {}
         for hit in top:
-            start = starts.get(hit.id, hit.id)
-            (later if seen[start] >= s.tuning.burst_keep else first).append(hit)
-            seen[start] += 1
-        return first + later + hits[len(top):]
+            members.setdefault(starts.get(hit.id, hit.id), []).append(hit)
+        kept = {h.id for group in members.values()
+                for h in sorted(group, key=lambda h: -own.get(h.id, 0.0))[:s.tuning.burst_keep]}
+        order: list[Hit] = []  # each burst's kept messages where its first hit ranked
+        seen: set[int] = set()
+        for hit in top:
+            burst = starts.get(hit.id, hit.id)
+            if burst not in seen:
+                seen.add(burst)
+                order += [h for h in sorted(members[burst], key=lambda h: -own.get(h.id, 0.0)) if h.id in kept]
+        return order + [h for h in top if h.id not in kept] + hits[len(top):]
+
+    @staticmethod
+    def own_evidence(s: Search, ids: Sequence[int]) -> dict[int, float]:
+        """Each message's own match: its vector's similarity to the query plus its full-text score, scaled."""
+        out = dict.fromkeys(ids, 0.0)
+        if s.vector is not None and s.model is not None:
+            for i, v in s.vectors(list(ids)).items():
+                out[i] += float(v @ s.vector)
+        for i, value in scale(s.raw.get("bm25", {}), "peak").items():
+            if i in out:
+                out[i] += s.weights.get("bm25", 0.0) * value
+        return out
 
 
 class Diversity(Stage):

@@ -9,6 +9,7 @@ turns (m013) have no vector and no full-text entry, so no candidate is one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,17 @@ class Filters:
             if bound:
                 clauses.append(f"{column} {op} ?")
                 args.append(bound)
+        return Filters(self.tier, " AND ".join(clauses), tuple(args))
+
+    def said_by(self, role: str, authors: Sequence[str | None]) -> Filters:
+        """The same conditions on turns of ``role`` written by one of ``authors`` (``None``: no author; none
+        given: anyone) as well: one speaker's turns (``memory/speakers.py``)."""
+        named = [a for a in authors if a is not None]
+        who = ["t.author IN (SELECT value FROM json_each(?))"] if named else []
+        if None in authors:
+            who.append("t.author IS NULL")
+        clauses = [c for c in (self.where, "t.role = ?", f"({' OR '.join(who)})" if who else "") if c]
+        args = [*self.args, role, *([json.dumps(named)] if named else [])]
         return Filters(self.tier, " AND ".join(clauses), tuple(args))
 
 
@@ -132,18 +144,18 @@ class RecallIndex:
             narrowed.args).fetchone() is not None
 
     def rows(self, tier: str, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        """Rows by id, with ``session_id``, ``role``, ``content`` and ``created_at`` for every tier (a digest's
-        ``granularity`` and ``period`` too)."""
+        """Rows by id, with ``session_id``, ``role``, ``author``, ``content`` and ``created_at`` for every tier (a
+        digest's ``granularity`` and ``period`` too)."""
         if not ids:
             return {}
         if tier == "exchange":
-            sql = "SELECT id, session_id, role, content, created_at FROM exchanges"
+            sql = "SELECT id, session_id, role, author, content, created_at FROM exchanges"
         elif tier == "gist":
-            sql = ("SELECT id, session_id, NULL AS role, content, updated_at AS created_at FROM gists t "
-                   f"WHERE {of_tier(tier).where_current()}")
+            sql = ("SELECT id, session_id, NULL AS role, NULL AS author, content, updated_at AS created_at "
+                   f"FROM gists t WHERE {of_tier(tier).where_current()}")
         else:
-            sql = ("SELECT id, NULL AS session_id, NULL AS role, content, updated_at AS created_at, granularity, "
-                   f"period FROM digests t WHERE {of_tier(tier).where_current()}")
+            sql = ("SELECT id, NULL AS session_id, NULL AS role, NULL AS author, content, updated_at AS created_at, "
+                   f"granularity, period FROM digests t WHERE {of_tier(tier).where_current()}")
         sql += (" AND" if "WHERE" in sql else " WHERE") + " id IN (SELECT value FROM json_each(?))"
         return {r["id"]: dict(r) for r in self.store.conn().execute(sql, (_json_ids(ids),))}
 
@@ -186,12 +198,18 @@ class RecallIndex:
             " SELECT id, min(cur) FROM walk GROUP BY id", (_json_ids(ids), most, gap_s))
         return {int(r[0]): int(r[1]) for r in rows}
 
-    def latest_turns(self, n: int) -> list[tuple[str, str]]:
-        """The ``n`` latest remembered turns as (role, content): where recall learns who is called what."""
+    def latest_turns(self, n: int) -> list[tuple[int, str, str | None, str]]:
+        """The ``n`` latest remembered turns as (session id, role, author, content), oldest first: where recall
+        learns who is called what."""
         rows = self.store.conn().execute(
-            f"SELECT role, content FROM exchanges t WHERE {of_tier('exchange').where_current()} "
+            f"SELECT session_id, role, author, content FROM exchanges t WHERE {of_tier('exchange').where_current()} "
             "ORDER BY id DESC LIMIT ?", (n,))
-        return [(str(r[0]), str(r[1])) for r in rows]
+        return [(int(r[0]), str(r[1]), r[2], str(r[3])) for r in rows][::-1]
+
+    def authors(self) -> list[str]:
+        """The names an import gave the writers of its turns (``exchanges.author``)."""
+        rows = self.store.conn().execute("SELECT DISTINCT author FROM exchanges WHERE author IS NOT NULL")
+        return [str(r[0]) for r in rows]
 
     def vectors(self, tier: str, model: str, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         if not ids:

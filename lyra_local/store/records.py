@@ -52,3 +52,4 @@ class Hit:
     score: float
     stages: tuple[str, ...] = ()
     context: tuple[Exchange, ...] = field(default=())
+    author: str | None = None  # who wrote a turn an import brought, by the name it gave ("Melanie", "ChatGPT")

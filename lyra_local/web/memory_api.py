@@ -1,5 +1,5 @@
-"""The memory API: ``/api/recall`` (one tier, every knob), ``/api/search`` (the search page: every kind, only
-what matches) and ``/api/timeline`` (the Memory panel's digests, folded by month)."""
+"""The memory API: ``/api/recall`` (one tier, every knob; who said each hit: ``said_by``), ``/api/search``
+(the search page: every kind, only what matches) and ``/api/timeline`` (the Memory panel's digests, folded by month)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from ..memory import RecallQuery
 from ..memory.folded_timeline import timeline
 from ..memory.search import Order, SearchQuery, SearchTier, search
+from ..memory.speakers import who_said
 from ..transfer.timestamps import time_bound
 from .deps import app_state
 from .params import RowId
@@ -39,7 +40,8 @@ async def recall(
                         recency_weight=recency, neighbours=context, mode=mode)
     memory = app_state(request).memory
     hits = await run_in_threadpool(memory.recall, query)
-    return {"query": q, "hits": [dataclasses.asdict(h) for h in hits]}
+    return {"query": q, "hits": [{**dataclasses.asdict(h), "said_by": who_said(h.role, h.author, memory.known)}
+                                 for h in hits]}
 
 
 @router.get("/search")
