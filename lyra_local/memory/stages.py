@@ -53,7 +53,7 @@ class Tuning:
 
     candidates: int = 100  # per gathering stage; at least 3 x k
     weights: tuple[tuple[str, float], ...] = (
-        ("dense", 1.0), ("bm25", 0.4), ("context", 0.4), ("rare", 0.2), ("date", 1.0), ("speaker", 1.0),
+        ("dense", 1.0), ("bm25", 0.4), ("context", 0.4), ("rare", 0.2), ("date", 1.0), ("speaker", 0.3),
         ("gists", 1.0), ("statement", 2.0))
     neighbour_share: float = 0.8  # a turn's similarity gains this share of its closer neighbour's (sum, mean: less)
     session_weight: float = 0.3  # a turn gains this much of its session's strength (its best turn's score)
