@@ -124,6 +124,7 @@ def test_trusted_proxies_takes_addresses_only() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.models  # lyra serve loads the real tiny models
 def test_lyra_serve_counts_the_sockets_address_not_a_forwarded_one(tmp_path: Path) -> None:
     data = tmp_path / "data"
     household = Household(data)

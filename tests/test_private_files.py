@@ -19,7 +19,7 @@ import pytest
 
 from .conftest import MODELS_DIR, base_env, serve_lyra
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.models]  # lyra serve and commands load the real models
 CONFIG = '[companion]\nuser_name = "Ada"\n[dream]\nenabled = false\n'
 
 
