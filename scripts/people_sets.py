@@ -38,7 +38,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from messy_sets import bursts, chance
+from messy_sets import bursts, chance, speaker_names
 from recall_sets import REPO, MemorySet
 
 RECORD = REPO / "eval" / "locomo_people.json"
@@ -79,16 +79,11 @@ def asked_as(question: str, names: dict[str, str], key: str) -> tuple[str, str, 
     return (text.lower() if lower else text), form, lower
 
 
-def _speakers(memory_set: MemorySet) -> tuple[str, str]:
-    by_role = {m["role"]: m["content"].split(": ", 1)[0] for s in memory_set.sessions for m in s["messages"]}
-    return by_role["user"], by_role["assistant"]
-
-
 def locomo_people(sets: Iterable[MemorySet]) -> list[MemorySet]:
     """Each LoCoMo conversation as its two people wrote it, with the questions asked by names and nicknames."""
     out = []
     for memory_set in sets:
-        a, b = _speakers(memory_set)
+        a, b = speaker_names(memory_set)
         sessions, used = [], set()
         for session in memory_set.sessions:
             start = datetime.fromisoformat(session["created_at"])
@@ -117,7 +112,7 @@ def record(clean: list[MemorySet], people: list[MemorySet]) -> dict[str, Any]:
     out: dict[str, Any] = {"made_by": "python scripts/people_sets.py --write", "rule": "scripts/people_sets.py",
                            "conversations": {}}
     for before, after in zip(clean, people, strict=True):
-        a, b = _speakers(before)
+        a, b = speaker_names(before)
         words = {w for s in after.sessions for m in s["messages"] for w in WORD.findall(m["content"].lower())}
         names = {a: nickname(a, words), b: nickname(b, words)}
         forms = [asked_as(q.text, names, f"{before.name}/{n}")[1:] for n, q in enumerate(before.questions)]
