@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from ..config import load_settings
-from ..mind.about import Card, cards
+from ..memory.plans import described
+from ..mind.about import cards
 from ..mind.grounding import cited
 from ..runtime import open_runtime
 from ..store import Store
@@ -39,7 +40,8 @@ def listing(store: Store, kinds: tuple[str, ...], sources: bool) -> list[dict[st
         out += [{"kind": "gist", "id": g.id, "label": names.get(g.session_id, f"session {g.session_id}"),
                  "method": g.method, "text": g.content} for g in store.derived.gists()]
     if "facts" in kinds:
-        out += [{"kind": "fact", "id": c.id, "label": c.key, "method": c.author, "text": _plan_text(c), "new": c.new,
+        out += [{"kind": "fact", "id": c.id, "label": c.key, "method": c.author,
+                 "text": described(c.value, c.planned_for, c.plan_past), "new": c.new,
                  "said": dataclasses.asdict(c.said) if c.said else None} for c in cards(store)[0]]
     if "digests" in kinds:
         out += [{"kind": "digest", "id": d.id, "label": f"{d.granularity} {d.period}", "method": d.method,
@@ -83,10 +85,3 @@ def run(args: argparse.Namespace) -> int:
             print(f"      ← {turn['created_at'][:10]} · {turn['session_name']} · turn #{turn['id']} "
                   f"({turn['role']}): {turn['content'][:200]}")
     return 0
-
-
-def _plan_text(card: Card) -> str:
-    """A fact's value, with a plan's date and whether it has passed ("planned for September 2024, past")."""
-    if card.planned_for is None:
-        return card.value
-    return f"{card.value} (planned for {card.planned_for}{', past' if card.plan_past else ''})"

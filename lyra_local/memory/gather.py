@@ -15,7 +15,7 @@ from ..store.derived import ProfileFact
 from ..store.periods import period_keys
 from .context import ContextInputs, Item, Turn
 from .memory import Memory
-from .plans import of_fact
+from .plans import described, of_fact
 from .recall import RecallQuery
 from .timeline import Entry
 
@@ -24,9 +24,7 @@ def _as_planned(store: Store, fact: ProfileFact) -> str:
     """A plan's value with its date, and said as past once that has gone by: the model is not to speak of a
     move "in September" a year and a half on."""
     plan = of_fact(store, fact, datetime.now(timezone.utc))
-    if plan is None:
-        return fact.value
-    return f"{fact.value} (planned for {plan.label}{'; that date has passed' if plan.past else ''})"
+    return described(fact.value, plan.label if plan else None, bool(plan and plan.past))
 
 
 def _item(hit: Hit, zone: tzinfo) -> Item:

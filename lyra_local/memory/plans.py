@@ -57,6 +57,14 @@ def planned(texts: list[str], said_at: datetime, now: datetime) -> Planned | Non
     return None
 
 
+def described(value: str, label: str | None, past: bool) -> str:
+    """A plan's value as text says it, with its date: "move to Edinburgh (planned for September 2024; that date has
+    passed)"; any other value as it is (``label`` None)."""
+    if label is None:
+        return value
+    return f"{value} (planned for {label}{'; that date has passed' if past else ''})"
+
+
 def of_fact(store: Store, fact: ProfileFact, now: datetime) -> Planned | None:
     """When a plan fact is for: its value's date, else its source turn's, read against the day it was said."""
     if fact.key not in PLAN_KEYS:
