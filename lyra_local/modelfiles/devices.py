@@ -56,7 +56,12 @@ class Machine:
     ram_free: int
     offload: bool  # this llama.cpp build can offload layers to a GPU
     source: str  # where the GPU list came from: "llama.cpp", "NVML", "nvidia-smi", "LYRA_GPU_DEVICES (…)", or why none
-    bandwidth: float = 0.0  # RAM's bytes a second as one copy measures it (``memory_bandwidth``); 0: not measured
+    # RAM's bytes a second; None: this machine's, measured when first asked (``memory_bandwidth``: placing models on
+    # the GPU at start-up needs none of it); 0: unknown
+    bandwidth: float | None = 0.0
+
+    def bytes_a_second(self) -> float:
+        return memory_bandwidth() if self.bandwidth is None else self.bandwidth
 
     @property
     def vram_total(self) -> int:
@@ -110,9 +115,8 @@ def _probe(fake: str | None) -> Machine:
         except Exception:  # noqa: BLE001 - any failure of a driver library is the next source's turn
             continue
         if gpus:
-            return Machine(gpus, ram_total, ram_free, offload, source, memory_bandwidth())
-    return Machine((), ram_total, ram_free, offload, "llama.cpp's device list, NVML and nvidia-smi name none",
-                   memory_bandwidth())
+            return Machine(gpus, ram_total, ram_free, offload, source, None)
+    return Machine((), ram_total, ram_free, offload, "llama.cpp's device list, NVML and nvidia-smi name none", None)
 
 
 BANDWIDTH_BYTES = 64 * MIB  # copied to measure RAM's speed: larger than any CPU cache, a few tens of ms
@@ -179,7 +183,7 @@ def _made_up(text: str, ram_total: int, ram_free: int) -> Machine:
         return Machine(gpus, int(data.get("ram_total_mib", ram_total // MIB)) * MIB,
                        int(data.get("ram_free_mib", ram_free // MIB)) * MIB,
                        bool(data.get("offload", bool(gpus))), f"{FAKE_DEVICES_ENV} (made up, not this machine)",
-                       float(data["bandwidth_gbs"]) * 1e9 if "bandwidth_gbs" in data else memory_bandwidth())
+                       float(data["bandwidth_gbs"]) * 1e9 if "bandwidth_gbs" in data else None)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         return Machine((), ram_total, ram_free, False, f"{FAKE_DEVICES_ENV} unreadable ({exc!r}), so no GPU")
 

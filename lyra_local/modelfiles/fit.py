@@ -206,9 +206,10 @@ def words_a_second(need: Need, machine: Machine) -> float | None:
     """How fast a model that writes text would write on the CPU: each token reads all its weights from RAM,
     so at most RAM's bandwidth over the weights' bytes, in words; ``None`` for a model that makes vectors (it
     writes nothing) or where the bandwidth was not measured."""
-    if not need.generates or machine.bandwidth <= 0 or need.weights <= 0:
+    bandwidth = machine.bytes_a_second() if need.generates else 0.0
+    if bandwidth <= 0 or need.weights <= 0:
         return None
-    return machine.bandwidth / need.weights * WORDS_A_TOKEN
+    return bandwidth / need.weights * WORDS_A_TOKEN
 
 
 @dataclass(frozen=True)
