@@ -153,7 +153,8 @@ def measure(sets: list[MemorySet], models: Models, base: Path, tuning: Tuning, m
     latency: dict[str, list[float]] = defaultdict(list)
     for memory_set in sets:
         store, _, _ = open_memory(base, memory_set, models.embed)
-        memory = Memory(store, models.embed, tuning=tuning)
+        memory = Memory(store, models.embed)
+        memory.retune(tuning)
         messages_of: dict[str, set[int]] = defaultdict(set)
         for source, exchange in store.exchanges.ids_by_source().items():
             messages_of[origin(source)].add(exchange)

@@ -102,7 +102,8 @@ def tuned(weights: dict[str, float]) -> Strategy:
         if m not in opened:
             base = Tuning()
             tuning = replace(base, weights=tuple((n, weights.get(n, w)) for n, w in base.weights))
-            opened[m] = Memory(m.store, m.embedder, reranker=m.reranker, tuning=tuning)
+            opened[m] = Memory(m.store, m.embedder, reranker=m.reranker)
+            opened[m].retune(tuning)
         return [h.id for h in opened[m].recall(RecallQuery(q.text, k=DEPTH), vector=v)]
     return run
 

@@ -256,7 +256,12 @@ def _year_left_out(t: str) -> bool:
 
 
 def _naive_range(t: str, naive: datetime) -> Range | None:
-    today = datetime(naive.year, naive.month, naive.day)
+    """The period a question names, from the calendar's names first ("summer 2023", "in June"), else counted
+    back from now ("yesterday", "last week", "two months ago")."""
+    return _named_range(t, naive) or _relative_range(t, naive)
+
+
+def _named_range(t: str, naive: datetime) -> Range | None:
     m = re.search(r"\b(spring|summer|autumn|fall|winter)\s+(?:of\s+)?(\d{4})\b", t)
     if m:  # "summer 2023", "the end of summer 2023"
         first, year = SEASONS[m.group(1)], _number(m.group(2))
@@ -287,6 +292,11 @@ def _naive_range(t: str, naive: datetime) -> Range | None:
             year -= 1
         end_year, end_month = _shift_months(year, first, 3)
         return _day(year, first), _day(end_year, end_month)
+    return None
+
+
+def _relative_range(t: str, naive: datetime) -> Range | None:
+    today = datetime(naive.year, naive.month, naive.day)
     if re.search(r"\byesterday\b", t):
         return _shift(today, -1), today
     m = re.search(r"\blast\s+(weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", t)

@@ -36,17 +36,17 @@ Progress = Callable[[int, int], None]
 class Memory:
     def __init__(self, store: Store, embedder: Embedder, *, zone: tzinfo = timezone.utc,
                  reranker: Reranker | None = None, household: Callable[[], str | None] | None = None,
-                 tuning: Tuning | None = None, known: KnownNames | None = None) -> None:
+                 known: KnownNames | None = None) -> None:
         """``household``: reads the household memory, the one thing every person's context shares (None: a
-        memory of its own, as in tests and tools that open one store); ``tuning``: recall's knobs (measurements
-        try others); ``known``: the names the person and the companion are given (recall knows them when asked)."""
+        memory of its own, as in tests and tools that open one store); ``known``: the names the person and the
+        companion are given (recall knows them when asked). Recall's knobs are ``Tuning()`` (``retune``)."""
         self.store = store
         self.household = household or _nothing_shared
         self.embedder = embedder
         self.reranker = reranker  # the optional re-ranking model: recall's last stage (stages.Rerank)
         self.zone = zone  # the person's time zone: "yesterday", "in June" are read in it
         self.known = known or KnownNames()  # the person's and the companion's names, as given
-        self._recall = Recall(store, tuning, zone=zone, known=self.known)
+        self._recall = Recall(store, None, zone=zone, known=self.known)
         self.keys = KeyVectors(embedder.embed)  # the profile keys' sentences, embedded when a question needs them
         self.reembedding = ReembedStatus()  # how the background re-embedding with this embedder went
         if store.get_meta(ACTIVE_MODEL_KEY) is None:
@@ -79,6 +79,11 @@ class Memory:
             if progress:
                 progress(len(out), len(items))
         return out
+
+    def retune(self, tuning: Tuning) -> None:
+        """Recall with other knobs from now on: measurements (``scripts/eval_recall.py``) try them beside the
+        default on the same store."""
+        self._recall = Recall(self.store, tuning, zone=self.zone, known=self.known)
 
     def recall(self, query: RecallQuery, *, vector: npt.NDArray[np.float32] | None = None) -> list[Hit]:
         """Hybrid recall; pass the query's ``vector`` if it was embedded already (a question naming someone is

@@ -150,8 +150,9 @@ def _recalled(memory: Memory, query: SearchQuery, tier: str, vector: np.ndarray,
     for h in hits:
         began, ended = covers.get(h.id, (h.created_at, h.created_at))
         digest = periods.get(h.id)
-        out.append(replace(_placed(memory, h.kind, h.id, h.content, h.created_at, h.session_id, h.score),
-                           began_at=began, ended_at=ended, granularity=digest["granularity"] if digest else None,
+        found = Found(h.kind, h.id, h.content, h.created_at, h.session_id, None, None, h.score)
+        out.append(replace(_placed(memory, found), began_at=began, ended_at=ended,
+                           granularity=digest["granularity"] if digest else None,
                            period=digest["period"] if digest else None, matched=how[h.id],
                            role=h.role if h.kind == "exchange" else None, author=_imported_author(memory, h)))
     return out
@@ -283,19 +284,20 @@ def _facts(memory: Memory, query: SearchQuery, vector: np.ndarray, since: str | 
         if how is not None:
             scored.append((words + float(cosine), how, fact))
     scored.sort(key=lambda found: -found[0])
-    return [replace(_placed(memory, "fact", f.id, f"{f.key}: {f.value}", f.observed_at or f.created_at,
-                            f.source_session_id, score),
+    return [replace(_placed(memory, Found("fact", f.id, f"{f.key}: {f.value}", f.observed_at or f.created_at,
+                                          f.source_session_id, None, None, score)),
                     began_at=f.observed_at or f.created_at, ended_at=f.observed_at or f.created_at, matched=how)
             for score, how, f in scored[:query.k]]
 
 
-def _placed(memory: Memory, tier: str, item_id: int, content: str, created_at: str, session_id: int | None,
-            score: float) -> Found:
-    """Where to open a memory: a turn opens at itself; another memory at the first turn it was built from."""
+def _placed(memory: Memory, found: Found) -> Found:
+    """Where to open a memory ``found`` (its name and turn not yet known): a turn opens at itself; another memory
+    at the first turn it was built from."""
     store = memory.store
-    turn_id = item_id if tier == "exchange" else None
+    tier, session_id = found.tier, found.session_id
+    turn_id = found.id if tier == "exchange" else None
     if turn_id is None:
-        behind = provenance.turns_behind(store.conn(), tier, item_id)
+        behind = provenance.turns_behind(store.conn(), tier, found.id)
         turn_id = behind[0] if behind else None
     if turn_id is not None and session_id is None:
         turn = store.exchanges.get(turn_id)
@@ -306,5 +308,5 @@ def _placed(memory: Memory, tier: str, item_id: int, content: str, created_at: s
             name = store.sessions.get(session_id).name
         except SessionNotFound:  # forgotten meanwhile
             session_id = None
-    return Found(tier, item_id, content, created_at, session_id, name, turn_id, round(float(score), 4),
-                 began_at=created_at, ended_at=created_at)
+    return replace(found, session_id=session_id, session_name=name, turn_id=turn_id,
+                   score=round(float(found.score), 4), began_at=found.created_at, ended_at=found.created_at)
