@@ -1,6 +1,6 @@
 """Acting as one person of the household: whose memory a command or a request opens, and with what settings.
 
-The web app binds each request to a person (``web/people.py``); a command
+The web app binds each request to a person (``web/auth.py``); a command
 chooses one here (``lyra --person NAME``). Either way the person's runtime
 opens their own store and nobody else's: there is no query that could forget
 to ask whose rows it reads.
@@ -82,7 +82,7 @@ def prove(household: Household, settings: Settings, person: Person) -> None:
     token = os.environ.get(TOKEN_ENV, "").strip()
     if token:
         holder = first_person(household, settings) if is_bootstrap_token(settings, token) else \
-            household.token_person(token)
+            household.tokens.person_of(token)
         if holder is None or holder.id != person.id:
             raise NotProven(f"${TOKEN_ENV} is not a token of {person.name}'s (unknown, revoked or someone else's)",
                             hint=f"set it to one of {person.name}'s tokens, or unset it and type their password")
@@ -92,7 +92,7 @@ def prove(household: Household, settings: Settings, person: Person) -> None:
                         f"a terminal) or one of their API tokens in ${TOKEN_ENV}",
                         hint=f"run it on a terminal, or `export {TOKEN_ENV}=lyra_...` (Tokens, `lyra tokens create`)")
     secret = getpass.getpass(f"{person.name}'s password (or PIN): ")
-    if not verify_secret(secret, household.secret_of(person.id)):
+    if not verify_secret(secret, household.logins.secret_of(person.id)):
         raise NotProven(f"that is not {person.name}'s password (or PIN): nothing was opened",
                         hint="forgotten, the owner resets it (`lyra people reset NAME`)")
 
@@ -121,7 +121,7 @@ def as_person(settings: Settings, person: Person) -> Settings:
 def shared_reader(household: Household) -> Callable[[], str | None]:
     """What every person's context reads of the household memory: its latest version."""
     def read() -> str | None:
-        version = household.shared_memory()
+        version = household.shared.current()
         return version.content if version is not None and version.content.strip() else None
 
     return read

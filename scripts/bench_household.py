@@ -128,7 +128,7 @@ def wrong_names(n: int) -> tuple[list[tuple[float, float]], list[tuple[float, fl
     with tempfile.TemporaryDirectory(prefix="lyra-bench-names-") as tmp:
         household = Household(Path(tmp))
         stored = hash_secret(SECRET)
-        household.set_secret(household.ensure_first("Ada").id, stored)
+        household.logins.set_secret(household.ensure_first("Ada").id, stored)
         names = ["Ada", *(household.add(f"Person{k}", "adult", stored).name for k in range(n // 15))]
         known: list[tuple[float, float]] = []
         unknown: list[tuple[float, float]] = []

@@ -65,7 +65,7 @@ def two(lyra: Lyra, tmp_path: Path) -> Lyra:
         try:
             person = opened.by_name(name)
             if person is not None and person.id not in tokens:
-                tokens[person.id] = opened.create_token(person.id, "proves --person")[1]
+                tokens[person.id] = opened.tokens.create(person.id, "proves --person")[1]
             return None if person is None else tokens[person.id]
         finally:
             opened.close()
@@ -138,17 +138,17 @@ def test_only_the_owner_manages_people_and_anyone_sets_their_own_password(two: L
 
     sam = household.by_name("Sam")
     assert sam is not None
-    raw = household.open_session(sam.id)
+    raw = household.logins.open(sam.id)
     code, out, err = two("people", "reset", "Sam", "--secret-stdin", stdin="sam-new-pass\n")
     assert code == 0 and "logins on every device ended" in out, err
-    assert verify_secret("sam-new-pass", household.secret_of(sam.id))
-    assert household.session_person(raw) is None  # a reset ends their logins
+    assert verify_secret("sam-new-pass", household.logins.secret_of(sam.id))
+    assert household.logins.person_of(raw) is None  # a reset ends their logins
 
     code, out, err = two("--person", "Sam", "people", "passwd", "--secret-stdin", stdin="sam-own-pass\n")
     assert code == 0, err
-    assert verify_secret("sam-own-pass", household.secret_of(sam.id))
+    assert verify_secret("sam-own-pass", household.logins.secret_of(sam.id))
     ada = household.by_name("Ada")
-    assert ada is not None and verify_secret(OWNER_PASS, household.secret_of(ada.id))  # the owner's untouched
+    assert ada is not None and verify_secret(OWNER_PASS, household.logins.secret_of(ada.id))  # the owner's untouched
 
     code, _, err = two("people", "passwd")  # no terminal to type on, and no --secret-stdin
     assert code == 2 and "--secret-stdin" in err
@@ -159,7 +159,7 @@ def test_removing_a_person_says_what_it_forgets_asks_and_forgets_it(two: Lyra, h
     remember(household, "Sam", "SAM-MARKER the bike")
     sam = household.by_name("Sam")
     assert sam is not None
-    household.create_token(sam.id, "script")
+    household.tokens.create(sam.id, "script")
     folder = household.person_dir(sam)
     assert (folder / "lyra.db").is_file()
 
@@ -175,7 +175,7 @@ def test_removing_a_person_says_what_it_forgets_asks_and_forgets_it(two: Lyra, h
     assert code == 0, err
     assert "removed Sam" in out
     assert household.by_name("Sam") is None and household.people(removing=True) == []
-    assert household.tokens(sam.id) == []
+    assert household.tokens.of(sam.id) == []
     assert not folder.exists()
     code, out, _ = two("recall", "MARKER", "--mode", "bm25")  # one person again: no --person needed
     assert code == 0 and "ADA-MARKER" in out
@@ -201,16 +201,16 @@ def test_tokens_are_a_persons_own(two: Lyra, household: Household) -> None:
     raw = out.strip()
     assert raw.startswith("lyra_") and "\n" not in raw  # alone on stdout, for `TOKEN=$(lyra tokens create)`
     assert "acts as Sam" in err
-    token_person = household.token_person(raw)
+    token_person = household.tokens.person_of(raw)
     assert token_person is not None and token_person.name == "Sam"
     code, out, _ = two("--person", "Sam", "tokens", "list")
     assert code == 0 and "laptop" in out and raw not in out
-    token_id = next(t.id for t in household.tokens(token_person.id) if t.name == "laptop")
+    token_id = next(t.id for t in household.tokens.of(token_person.id) if t.name == "laptop")
     code, _, err = two("--person", "Ada", "tokens", "revoke", str(token_id))
     assert code == 2 and "no such token" in err  # another person's token reads as not found
     code, out, err = two("--person", "Sam", "tokens", "revoke", str(token_id))
     assert code == 0, err
-    assert household.token_person(raw) is None
+    assert household.tokens.person_of(raw) is None
 
 
 def test_dream_all_visits_everyone_in_turn_and_dream_asks_whose_memory(two: Lyra, household: Household) -> None:

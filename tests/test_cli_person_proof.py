@@ -20,7 +20,7 @@ def test_acting_as_someone_else_needs_their_token_or_password(two: Lyra, househo
         assert code == 2 and "needs their password" in err and "SAM-MARKER" not in out + err
     ada = household.by_name("Ada")
     assert ada is not None
-    adas = household.create_token(ada.id, "ada's")[1]
+    adas = household.tokens.create(ada.id, "ada's")[1]
     code, out, err = two("--person", "Sam", "recall", "MARKER", "--mode", "bm25", token=adas)
     assert code == 2 and "not a token of Sam's" in err and "SAM-MARKER" not in out  # the owner's is not Sam's
     code, out, err = two("--person", "Sam", "recall", "MARKER", "--mode", "bm25")  # one of Sam's own tokens

@@ -196,11 +196,11 @@ def test_lyra_mcp_refuses_the_next_call_once_its_token_is_revoked(make_settings:
 
     settings: Settings = make_settings()
     household = Household(settings.data_dir)
-    household.set_secret(household.ensure_first("Ada").id, hash_secret("ada-pass-1"))
+    household.logins.set_secret(household.ensure_first("Ada").id, hash_secret("ada-pass-1"))
     sam = household.add("Sam", "adult", hash_secret("sam-pass-1"))
-    token, raw = household.create_token(sam.id, "agent")
+    token, raw = household.tokens.create(sam.id, "agent")
     still_acting_as(household, settings, raw, sam)  # answered
-    household.revoke_token(sam.id, token.id)
+    household.tokens.revoke(sam.id, token.id)
     with pytest.raises(TokenRefused):
         still_acting_as(household, settings, raw, sam)
     household.close()

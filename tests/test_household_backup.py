@@ -127,7 +127,7 @@ def test_lyra_backup_household_as_the_owner_only_and_never_inside_the_data_direc
     data_dir = app.state.lyra.settings.data_dir
     config = tmp_path / "lyra.toml"
     sam = app.state.lyra.household.by_name("Sam")
-    sams = app.state.lyra.household.create_token(sam.id, "cli")[1]  # proves --person Sam (people.prove)
+    sams = app.state.lyra.household.tokens.create(sam.id, "cli")[1]  # proves --person Sam (people.prove)
     with patched_env({"LYRA_DATA_DIR": str(data_dir), "LYRA_MODELS_DIR": str(MODELS_DIR), "LYRA_TOKEN": sams}):
         assert main(["--config", str(config), "--person", "Sam", "backup", "--household", str(tmp_path / "out")]) == 2
         assert "only the owner" in capsys.readouterr().err

@@ -10,7 +10,7 @@ import pytest
 from lyra_local.errors import BadRequest, Conflict, NotFound
 from lyra_local.passwords import check_secret, hash_secret, verify_secret
 from lyra_local.store.household import FILENAME, TOKEN_PREFIX, Household
-from lyra_local.store.household_schema import TABLES
+from lyra_local.store.household.schema import TABLES
 
 
 def test_every_table_of_a_fresh_household_db_is_described(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def test_the_first_person_is_the_owner_and_keeps_the_data_directory(tmp_path: Pa
     assert household.ensure_first("Someone else") == owner  # created once
     with pytest.raises(Conflict):  # with two people everyone logs in: the owner needs a password first
         household.add("Sam", "child", hash_secret("1234"))
-    household.set_secret(owner.id, hash_secret("owner-pass-1"))
+    household.logins.set_secret(owner.id, hash_secret("owner-pass-1"))
     owner = household.person(owner.id)
     assert owner.owner and owner.home == "" and household.person_dir(owner) == tmp_path
     sam = household.add("Sam", "child", hash_secret("1234"))
@@ -44,39 +44,39 @@ def test_the_first_person_is_the_owner_and_keeps_the_data_directory(tmp_path: Pa
 
 def test_sessions_and_tokens_keep_only_hashes_and_end(tmp_path: Path) -> None:
     household = Household(tmp_path)
-    household.set_secret(household.ensure_first("Maya").id, hash_secret("owner-pass-1"))
+    household.logins.set_secret(household.ensure_first("Maya").id, hash_secret("owner-pass-1"))
     sam = household.add("Sam", "adult", hash_secret("sam-pass-1"))
-    raw = household.open_session(sam.id)
-    token, secret = household.create_token(sam.id, "mcp")
+    raw = household.logins.open(sam.id)
+    token, secret = household.tokens.create(sam.id, "mcp")
     assert secret.startswith(TOKEN_PREFIX)
-    assert household.session_person(raw) == sam and household.token_person(secret) == sam
+    assert household.logins.person_of(raw) == sam and household.tokens.person_of(secret) == sam
     household.close()
     data = b"".join(p.read_bytes() for p in tmp_path.glob(FILENAME + "*"))
     assert raw.encode() not in data and secret.encode() not in data  # a copy of the file logs nobody in
 
     household = Household(tmp_path)
-    assert household.end_all_sessions(sam.id) == 1
-    assert household.session_person(raw) is None
-    household.revoke_token(sam.id, token.id)
-    assert household.token_person(secret) is None
+    assert household.logins.end_all(sam.id) == 1
+    assert household.logins.person_of(raw) is None
+    household.tokens.revoke(sam.id, token.id)
+    assert household.tokens.person_of(secret) is None
     with pytest.raises(NotFound):
-        household.revoke_token(sam.id, token.id)
+        household.tokens.revoke(sam.id, token.id)
     household.close()
 
 
 def test_a_removal_takes_the_persons_rows_and_what_they_shared(tmp_path: Path) -> None:
     household = Household(tmp_path)
     owner = household.ensure_first("Maya")
-    household.set_secret(owner.id, hash_secret("owner-pass-1"))
+    household.logins.set_secret(owner.id, hash_secret("owner-pass-1"))
     sam = household.add("Sam", "adult", hash_secret("sam-pass-1"))
-    household.write_shared("bins go out on Tuesday", owner)
-    household.write_shared("Sam-shared-zebra-marker", sam)
-    raw = household.open_session(sam.id)
+    household.shared.write("bins go out on Tuesday", owner)
+    household.shared.write("Sam-shared-zebra-marker", sam)
+    raw = household.logins.open(sam.id)
     household.begin_removal(sam.id)
-    assert household.session_person(raw) is None and household.by_name("Sam") is None
+    assert household.logins.person_of(raw) is None and household.by_name("Sam") is None
     assert [p.id for p in household.people(removing=True)] == [sam.id]
     household.finish_removal(sam.id)
-    shared = household.shared_memory()
+    shared = household.shared.current()
     assert shared is not None and shared.content == "bins go out on Tuesday"
     household.close()
     data = b"".join(p.read_bytes() for p in tmp_path.glob(FILENAME + "*"))

@@ -115,7 +115,7 @@ def box(tmp_path: Path, embedder: Any) -> Iterator[tuple[dict[str, str], dict[st
     household = Household(data)
     try:
         ada = household.ensure_first("Ada")
-        household.set_secret(ada.id, hash_secret(ADA[1]))
+        household.logins.set_secret(ada.id, hash_secret(ADA[1]))
         sam = household.add("Sam", "adult", hash_secret(SAM[1]))
         tokens = {}
         for person, text in ((ada, "ADA-MARKER The roses on the balcony need pruning in March"),
@@ -126,7 +126,7 @@ def box(tmp_path: Path, embedder: Any) -> Iterator[tuple[dict[str, str], dict[st
                 Memory(store, embedder).remember(session.id, "user", text)
             finally:
                 store.close()
-            tokens[person.name] = household.create_token(person.id, "agent")[1]
+            tokens[person.name] = household.tokens.create(person.id, "agent")[1]
     finally:
         household.close()
     config = tmp_path / "lyra.toml"
@@ -166,7 +166,7 @@ def test_lyra_mcp_refuses_a_revoked_or_unknown_token_and_asks_whose_memory_witho
     try:
         sam = household.by_name("Sam")
         assert sam is not None
-        household.revoke_token(sam.id, household.tokens(sam.id)[0].id)
+        household.tokens.revoke(sam.id, household.tokens.of(sam.id)[0].id)
     finally:
         household.close()
     for extra, args in (({"LYRA_TOKEN": tokens["Sam"]}, []), ({}, ["--token", "lyra_not-a-token"])):

@@ -128,7 +128,7 @@ def test_trusted_proxies_takes_addresses_only() -> None:
 def test_lyra_serve_counts_the_sockets_address_not_a_forwarded_one(tmp_path: Path) -> None:
     data = tmp_path / "data"
     household = Household(data)
-    household.set_secret(household.ensure_first("Ada").id, hash_secret(ADA[1]))
+    household.logins.set_secret(household.ensure_first("Ada").id, hash_secret(ADA[1]))
     household.add("Ben", "adult", hash_secret(BEN[1]))
     household.close()
     env = {**base_env(tmp_path), "LYRA_DATA_DIR": str(data), "LYRA_MODELS_DIR": str(MODELS_DIR)}

@@ -1,5 +1,5 @@
 """Look-alike names cannot join a household (issue 45, 12): "Аda" with a Cyrillic А beside "Ada" would make
-household-memory versions "by Ada" that Ada never wrote. Unicode TR39 skeletons (``store/lookalike.py``) on
+household-memory versions "by Ada" that Ada never wrote. Unicode TR39 skeletons (``store/household/lookalike.py``) on
 the real app, and the real commands."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lyra_local.llm.registry import Models
-from lyra_local.store.lookalike import look_alike
+from lyra_local.store.household.lookalike import look_alike
 from lyra_local.web import create_app
 
 from .fakes import FakeChatModel, FakeEmbedder

@@ -104,7 +104,7 @@ def test_an_edit_of_the_household_memory_on_its_way_during_its_authors_removal_i
     shared(app)
     assert ada.delete(f"/api/people/{ben.id}").status_code == 200
     with pytest.raises(PersonNotFound):  # Ben's edit, past the login check before the removal began
-        state.household.write_shared("Ben was here, and stays", ben)
+        state.household.shared.write("Ben was here, and stays", ben)
     history = ada.get("/api/household/memory/history").json()["versions"]
     assert [v["author"] for v in history] == ["Ada"]
     assert "Ben was here" not in str(history)

@@ -62,7 +62,7 @@ def still_acting_as(household: Household, settings: Settings, token: str | None,
     """Refuse the next call once the token was revoked or its person removed (checked on every call)."""
     if token is None or is_bootstrap_token(settings, token):
         return
-    now = household.token_person(token)
+    now = household.tokens.person_of(token)
     if now is None or now.id != person.id:
         raise TokenRefused("this API token was revoked (or its person removed): no more calls are answered",
                            hint="make a new one under Tokens in the web UI, or with `lyra tokens create`")
@@ -74,7 +74,7 @@ def acting_as(household: Household, settings: Settings, token: str | None, name:
         return choose(household, settings, name, "memory")
     if is_bootstrap_token(settings, token):
         return first_person(household, settings)  # the owner's bootstrap credential
-    person = household.token_person(token)
+    person = household.tokens.person_of(token)
     if person is None:
         raise TokenRefused("this API token is unknown or was revoked: no memory was opened",
                            hint="make a new one under Tokens in the web UI, or with `lyra tokens create`")

@@ -116,7 +116,7 @@ def run_reset(args: argparse.Namespace) -> int:
     with acting(load_settings(args.config), args.person, owner=True) as (household, _):
         person = household.named(args.name)
         secret = read_secret(person.kind, args.secret_stdin, f"{person.name}'s new")
-        household.set_secret(person.id, hash_secret(secret))
+        household.logins.set_secret(person.id, hash_secret(secret))
     print(f"{person.name} has a new {'PIN or password' if person.kind == 'child' else 'password'}; "
           "their logins on every device ended (their API tokens still work)")
     return 0
@@ -125,7 +125,7 @@ def run_reset(args: argparse.Namespace) -> int:
 def run_passwd(args: argparse.Namespace) -> int:
     with acting(load_settings(args.config), args.person, owner=False) as (household, person):
         secret = read_secret(person.kind, args.secret_stdin, f"{person.name}'s new")
-        household.set_secret(person.id, hash_secret(secret))
+        household.logins.set_secret(person.id, hash_secret(secret))
     print(f"{person.name}'s password is set; their logins on other devices ended")
     return 0
 
@@ -148,8 +148,8 @@ def run_remove(args: argparse.Namespace) -> int:
         person = household.removable(household.named(args.name).id)
         with opened_alone(household, person, BUSY) as store:
             counts = held(store) if store is not None else Held(0, 0, 0)
-            tokens = len(household.tokens(person.id))
-            theirs, after = household.shared_by(person.id)
+            tokens = len(household.tokens.of(person.id))
+            theirs, after = household.shared.by(person.id)
             print(f"removing {person.name} forgets everything they said to Lyra and everything built from it: "
                   f"{counts.conversations} conversation(s), {counts.messages} message(s), {counts.memories} "
                   f"memories, their {theirs} version(s) of the household memory, and ends their {tokens} API "

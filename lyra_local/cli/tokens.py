@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run_list(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     with chosen(settings, args.person, "memory") as (household, person):
-        tokens = household.tokens(person.id)
+        tokens = household.tokens.of(person.id)
     if not tokens:
         print(f"{person.name} has no API tokens (`lyra tokens create NAME` makes one)")
     for token in tokens:
@@ -42,7 +42,7 @@ def run_list(args: argparse.Namespace) -> int:
 def run_create(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     with chosen(settings, args.person, "memory") as (household, person):
-        token, raw = household.create_token(person.id, args.name)
+        token, raw = household.tokens.create(person.id, args.name)
     print(raw, flush=True)  # alone on standard output: `TOKEN=$(lyra tokens create ci)`
     print(f"token #{token.id} \u201c{token.name}\u201d acts as {person.name}: keep it secret, it is shown only now "
           f"(`lyra tokens revoke {token.id}` ends it)", file=sys.stderr)
@@ -52,6 +52,6 @@ def run_create(args: argparse.Namespace) -> int:
 def run_revoke(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     with chosen(settings, args.person, "memory") as (household, person):
-        household.revoke_token(person.id, args.id)
+        household.tokens.revoke(person.id, args.id)
     print(f"revoked {person.name}'s token #{args.id}: it is refused from now on")
     return 0

@@ -100,7 +100,7 @@ FILES: tuple[Place, ...] = (
     # -- the household (store/household.py) ---------------------------------------------------------------
     Place("the household database", "household.db", "data_dir", "Household (store/household.py)", True,
           "never: it is the truth for who lives here; a removed person's rows and the household-memory versions "
-          "they wrote are deleted with secure_delete (store/household_schema.py TABLES)"),
+          "they wrote are deleted with secure_delete (store/household/schema.py TABLES)"),
     Place("the household database's write-ahead log", "household.db-wal", "data_dir", "SQLite", True,
           "removed by SQLite when the last connection closes; checkpointed by a removal"),
     Place("the household WAL's shared-memory index", "household.db-shm", "data_dir", "SQLite", False,

@@ -84,15 +84,15 @@ def check_login(household: Household, name: str, secret: str, address: str, devi
     """The person ``name`` and ``secret`` prove, or ``LoginFailed`` / ``RateLimited``; ``address``: the client's,
     ``device``: the browser's ``lyra_device`` cookie, if any."""
     person = household.by_name(name)
-    counted = limits(name, address, household.known_device(device, None if person is None else person.id))
+    counted = limits(name, address, household.devices.known(device, None if person is None else person.id))
     now = datetime.now(timezone.utc)
     with _ATTEMPT:  # counted as a failure before the slow hash, un-counted below if it succeeds
-        wait = max(wait_s(household.failures_since(c.key, now - WINDOW), c.most, now) for c in counted)
+        wait = max(wait_s(household.failures.since(c.key, now - WINDOW), c.most, now) for c in counted)
         if wait > 0:
             raise RateLimited(wait)
-        attempt = household.record_failure(tuple(c.key for c in counted), now - WINDOW)
-    stored = household.secret_of("" if person is None else person.id)  # the same query for a name nobody has
+        attempt = household.failures.record(tuple(c.key for c in counted), now - WINDOW)
+    stored = household.logins.secret_of("" if person is None else person.id)  # the same query for a name nobody has
     if not verify_secret(secret, stored) or person is None:  # scrypt whatever the name: never short-circuited
         raise LoginFailed("that name and password do not match", hint="names are as the owner wrote them")
-    household.succeeded(counted[0].key, attempt)
+    household.failures.succeeded(counted[0].key, attempt)
     return person

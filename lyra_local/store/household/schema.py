@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from .migrations import Migration, _script
+from ..migrations import Migration, script
 
 SCHEMA: list[Migration] = []
 
@@ -50,7 +50,7 @@ TABLES = (
 
 @migration
 def h001_people(conn: sqlite3.Connection) -> None:
-    _script(conn, """
+    script(conn, """
     CREATE TABLE people (
         id TEXT PRIMARY KEY,
         name TEXT NOT NULL,
@@ -94,7 +94,7 @@ def h001_people(conn: sqlite3.Connection) -> None:
 
 @migration
 def h002_login_devices(conn: sqlite3.Connection) -> None:
-    _script(conn, """
+    script(conn, """
     CREATE TABLE login_devices (
         device_hash TEXT NOT NULL,
         person_id TEXT NOT NULL REFERENCES people(id) ON DELETE CASCADE,
