@@ -1,6 +1,7 @@
 """Shared fixtures: isolated settings, a store and a memory on a temporary data
 directory, the real tiny models (once per session), and real llama.cpp server
-processes on loopback.
+processes on loopback. The web fixtures every module shares (``client``, ``served``, ``browser``, ``page``)
+are in tests/web_fixtures.py, loaded from here.
 
 A missing model file or dependency fails the test with what to run; it never
 skips, so a green run always means the real components were exercised.
@@ -68,6 +69,9 @@ hypothesis_settings.load_profile("lyra")
 # every process the tests start: the tests that press Ctrl-C (a chat reply, a pull) need it delivered, as a
 # person's terminal does. A Python handler here is the default again in each program the tests exec.
 signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# The web fixtures (client, served, browser, page and the small fixtures a module overrides to configure them).
+pytest_plugins = ("tests.web_fixtures",)
 
 # The session fixtures that load the real models, and those of them that are a server process.
 MODEL_FIXTURES = frozenset({"chat_model", "embedder", "parser", "chat_server", "embed_server"})

@@ -19,7 +19,6 @@ from fastapi.testclient import TestClient
 
 from lyra_local.store.forget import forget_idle_off_the_record
 
-from .conftest import fake_client
 from .fakes import FakeChatModel
 from .sse import sse_events
 
@@ -30,9 +29,8 @@ def chat() -> FakeChatModel:
 
 
 @pytest.fixture
-def client(make_settings, chat: FakeChatModel) -> TestClient:
-    with fake_client(make_settings('[companion]\nuser_name = "Sam"\n'), chat=chat) as test_client:
-        yield test_client
+def app_toml() -> str:
+    return '[companion]\nuser_name = "Sam"\n'
 
 
 def say(client: TestClient, session_id: int, message: str) -> list[tuple[str, dict]]:

@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, expect
 from lyra_local.config import Settings
 
 from .test_web_household import ADA, BEN, household, log_in
-from .test_web_ui import browser, opened  # noqa: F401  (the browser fixture)
+from .test_web_ui import opened
 
 
 def people(url: str) -> tuple[str, str]:
@@ -38,7 +38,7 @@ def test_a_request_with_two_login_cookies_is_refused(make_settings: Callable[...
 
 
 @pytest.mark.slow
-def test_on_localhost_the_login_cookie_has_the_host_prefix(browser: Browser,  # noqa: F811
+def test_on_localhost_the_login_cookie_has_the_host_prefix(browser: Browser,
                                                            make_settings: Callable[..., Settings]) -> None:
     with household(make_settings) as url:
         _, bens = people(url)

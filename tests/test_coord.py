@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from lyra_local.coord import Coordinator, render_sitrep
 from lyra_local.mind import Dreamer
 from lyra_local.store import Store
 
-from .conftest import REPO, fake_client
+from .conftest import REPO
 from .fakes import FakeChatModel, FakeEmbedder
 from .test_dream import add_session, respond
 
@@ -147,12 +147,6 @@ def test_sitrep_is_bounded_so_it_is_safe_in_a_context(store: Store, make_setting
     text = Coordinator(store, settings).sitrep_text()
     assert len(text) <= 600 and text.startswith("SITREP")
     assert render_sitrep(Coordinator(store, settings).sitrep(), 10_000).count("[running]") == 30
-
-
-@pytest.fixture
-def client(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
-    with fake_client(make_settings()) as test_client:
-        yield test_client
 
 
 def test_the_http_api_offers_the_same_operations(client: TestClient) -> None:

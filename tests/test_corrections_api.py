@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
 import pytest
 from fastapi.testclient import TestClient
 
-from lyra_local.config import Settings
 from lyra_local.llm.local import LocalEmbedder
 from lyra_local.mind import Dreamer
 
-from .conftest import fake_client
 from .fakes import FakeChatModel
 from .test_dream import add_session, respond
 
@@ -19,12 +15,20 @@ TURNS = ["I live in Berlin with my cat Miso, we moved here in spring.", "How lov
          "The flat has a balcony where Miso sleeps all afternoon.", "Sounds perfect."]
 
 
+# `client`: the app on the scripted chat model and the real embedder: the profile's gate fits keys by meaning.
 @pytest.fixture
-def client(make_settings: Callable[..., Settings], embedder: LocalEmbedder) -> Iterator[TestClient]:
-    """The app on the scripted chat model and the real embedder: the profile's gate fits keys by meaning."""
-    settings = make_settings('[companion]\nuser_name = "Sam"\n[dream]\nsession_idle_s = 0\n')
-    with fake_client(settings, chat=FakeChatModel(respond=respond), embed=embedder) as test_client:
-        yield test_client
+def app_toml() -> str:
+    return '[companion]\nuser_name = "Sam"\n[dream]\nsession_idle_s = 0\n'
+
+
+@pytest.fixture
+def chat() -> FakeChatModel:
+    return FakeChatModel(respond=respond)
+
+
+@pytest.fixture
+def app_embedder(embedder: LocalEmbedder) -> LocalEmbedder:
+    return embedder
 
 
 def dream(client: TestClient) -> None:

@@ -9,14 +9,13 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from .conftest import REPO
-from .test_web_ui import browser  # noqa: F401  (the browser fixture)
 
 DATES_JS = REPO / "lyra_local" / "web" / "static" / "dates.js"
 
 pytestmark = pytest.mark.slow
 
 
-def dates_page(browser: Browser, zone: str) -> Iterator[Page]:  # noqa: F811
+def dates_page(browser: Browser, zone: str) -> Iterator[Page]:
     context = browser.new_context(timezone_id=zone)
     page = context.new_page()
     page.set_content("<!doctype html><html><body></body></html>")
@@ -26,7 +25,7 @@ def dates_page(browser: Browser, zone: str) -> Iterator[Page]:  # noqa: F811
 
 
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:  # noqa: F811
+def page(browser: Browser) -> Iterator[Page]:
     yield from dates_page(browser, "Europe/Lisbon")
 
 
@@ -45,7 +44,7 @@ def test_a_period_key_reads_as_a_person_says_it(page: Page, period: str, label: 
     assert got == [label, month, start]
 
 
-def test_a_stored_time_is_the_day_it_was_where_the_browser_is(browser: Browser) -> None:  # noqa: F811
+def test_a_stored_time_is_the_day_it_was_where_the_browser_is(browser: Browser) -> None:
     late = "2023-09-11T23:30:00.000000+00:00"  # the 12th in Lisbon (summer time) and Tokyo, the 11th in New York
     for zone, day in (("Europe/Lisbon", "Tue 12 Sep 2023"), ("Asia/Tokyo", "Tue 12 Sep 2023"),
                       ("America/New_York", "Mon 11 Sep 2023")):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import pytest
@@ -16,17 +16,24 @@ from lyra_local.llm.registry import Models
 from lyra_local.mind import Dreamer
 from lyra_local.web import create_app
 
-from .conftest import fake_client
 from .fakes import FakeChatModel, FakeEmbedder
 from .test_dream import add_session, respond
 
 
+# `client`: the app on the scripted chat model and the real embedder: the profile's gate fits keys by meaning.
 @pytest.fixture
-def client(make_settings: Callable[..., Settings], embedder: LocalEmbedder) -> Iterator[TestClient]:
-    """The app on the scripted chat model and the real embedder: the profile's gate fits keys by meaning."""
-    settings = make_settings('[companion]\nuser_name = "Sam"\n')
-    with fake_client(settings, chat=FakeChatModel(respond=respond), embed=embedder) as test_client:
-        yield test_client
+def app_toml() -> str:
+    return '[companion]\nuser_name = "Sam"\n'
+
+
+@pytest.fixture
+def chat() -> FakeChatModel:
+    return FakeChatModel(respond=respond)
+
+
+@pytest.fixture
+def app_embedder(embedder: LocalEmbedder) -> LocalEmbedder:
+    return embedder
 
 
 def wait_for_pass(client: TestClient, timeout: float = 20.0) -> list[dict]:

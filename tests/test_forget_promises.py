@@ -9,7 +9,6 @@ chat model and the deterministic fake embedder.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -27,7 +26,6 @@ from lyra_local.transfer.backup import backup, backup_file, restore
 from lyra_local.transfer.importer import import_conversations
 from lyra_local.transfer.records import ImportedConversation, ImportedMessage
 
-from .conftest import fake_client
 from .fakes import FakeChatModel, FakeEmbedder
 from .sse import sse_events
 from .test_forget_everywhere import marker_places
@@ -39,9 +37,8 @@ def chat() -> FakeChatModel:
 
 
 @pytest.fixture
-def client(make_settings, chat: FakeChatModel) -> Iterator[TestClient]:
-    with fake_client(make_settings('[companion]\nuser_name = "Sam"\n'), chat=chat) as test_client:
-        yield test_client
+def app_toml() -> str:
+    return '[companion]\nuser_name = "Sam"\n'
 
 
 def say(client: TestClient, session_id: int, message: str) -> list[tuple[str, dict]]:

@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, expect
 from . import maya_export
 from .conftest import Served
 from .served_web import dream, import_file
-from .test_web_ui import CONFIG, browser, shot, start  # noqa: F401  (the browser fixture)
+from .test_web_ui import CONFIG, shot, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 DREAM_S = 900
@@ -82,7 +82,7 @@ def test_lyras_own_voice_never_copies_mayas_words(maya: Served) -> None:
         assert maya_export.copied_runs(text, maya_export.HER_WORDS) == [], text
 
 
-def test_the_memory_panel_shows_each_text_once(browser: Browser, maya: Served) -> None:  # noqa: F811
+def test_the_memory_panel_shows_each_text_once(browser: Browser, maya: Served) -> None:
     page = browser.new_page(viewport={"width": 1280, "height": 1400})
     page.goto(maya.url)
     page.wait_for_load_state("networkidle")
@@ -102,7 +102,7 @@ def test_the_memory_panel_shows_each_text_once(browser: Browser, maya: Served) -
 
 
 def test_a_reader_sees_her_facts_her_words_quoted_and_her_job_found_by_a_question(
-        browser: Browser, maya: Served) -> None:  # noqa: F811
+        browser: Browser, maya: Served) -> None:
     """Issue 43, as a reader would check it: About you holds what she said of herself (and only that), every
     summary is her or ChatGPT's words quoted under their name and day, and "what is my job?" finds the turn that
     says it, though the question shares no word with it."""

@@ -33,7 +33,7 @@ from lyra_local.store.exchanges import NewExchange
 from lyra_local.store.files import OUTGOING_DIR
 
 from .conftest import MODELS_DIR, base_env, fake_client, serve_lyra
-from .test_web_ui import CONFIG, browser, opened, send, shot  # noqa: F401 (browser: the fixture)
+from .test_web_ui import CONFIG, opened, send, shot
 
 pytestmark = [pytest.mark.slow]  # mounts file systems and starts `lyra` processes
 
@@ -357,7 +357,7 @@ def impatient_write(store: Store) -> None:
 
 @pytest.mark.models
 def test_the_page_keeps_a_message_a_full_disk_refused_and_retry_sends_it(tmp_path: Path,
-                                                                         browser: Browser) -> None:  # noqa: F811
+                                                                         browser: Browser) -> None:
     """In Chromium against a real `lyra serve`: the person reads that the disk is full, and nothing typed is lost."""
     with tmpfs(tmp_path / "disk", size="16m") as mounted:
         env = {**base_env(tmp_path), "LYRA_DATA_DIR": str(mounted / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR)}

@@ -50,9 +50,8 @@ def chat() -> LimitedChat:
 
 
 @pytest.fixture
-def client(make_settings, chat: LimitedChat) -> Iterator[TestClient]:
-    with fake_client(make_settings('[companion]\nuser_name = "Sam"\n'), chat=chat) as test_client:
-        yield test_client
+def app_toml() -> str:
+    return '[companion]\nuser_name = "Sam"\n'
 
 
 def turn(client: TestClient, session_id: int, text: str) -> list[tuple[str, dict]]:

@@ -12,18 +12,18 @@ becomes U+FFFD), so neither side alone can lose the message.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from lyra_local.config import Settings
 
 from .conftest import Served, fake_client
 from .test_web_chat_features import CONFIG, replied
-from .test_web_ui import browser, opened, send, start  # noqa: F401  (browser: the module's Chromium fixture)
+from .test_web_ui import send
 
 FIRST = "a" * 47 + "\U0001f600"  # the emoji's first UTF-16 unit is the 48th
 
@@ -45,14 +45,13 @@ def test_a_name_with_a_lone_surrogate_creates_and_renames_a_session(make_setting
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    yield from start(tmp_path_factory.mktemp("session-names"), CONFIG)  # no conversation yet: the UI names one
+def serve_toml() -> str:
+    return CONFIG  # a server of its own, with no conversation yet: the UI names one
 
 
 @pytest.fixture
-def page(browser: Browser, served: Served) -> Iterator[Page]:  # noqa: F811
-    with opened(browser, served.url, settled=True) as fresh:
-        yield fresh
+def page_settled() -> bool:
+    return True
 
 
 @pytest.mark.slow

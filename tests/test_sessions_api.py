@@ -6,24 +6,19 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lyra_local.errors import ModelUnavailable
-from lyra_local.llm.registry import Models
-from lyra_local.web import create_app
 
-from .fakes import FakeChatModel, FakeEmbedder
+from .fakes import FakeChatModel
 from .sse import sse_events
 
 
 @pytest.fixture
-def fake_chat() -> FakeChatModel:
+def chat() -> FakeChatModel:
     return FakeChatModel(n_ctx=2048)
 
 
 @pytest.fixture
-def client(make_settings, fake_chat: FakeChatModel) -> TestClient:
-    settings = make_settings('[companion]\nuser_name = "Sam"\n')
-    app = create_app(settings, models=Models(settings, chat=fake_chat, embed=FakeEmbedder()))
-    with TestClient(app, base_url="http://127.0.0.1") as test_client:
-        yield test_client
+def app_toml() -> str:
+    return '[companion]\nuser_name = "Sam"\n'
 
 
 def events(text: str) -> list[tuple[str, dict]]:
@@ -45,9 +40,9 @@ def test_session_lifecycle(client: TestClient) -> None:
     assert missing.status_code == 404 and "no session" in missing.json()["error"]["message"]
 
 
-def test_a_streamed_turn_stores_both_messages_and_a_trace(client: TestClient, fake_chat: FakeChatModel) -> None:
+def test_a_streamed_turn_stores_both_messages_and_a_trace(client: TestClient, chat: FakeChatModel) -> None:
     session = client.post("/api/sessions", json={"name": "chat"}).json()
-    fake_chat.enqueue("Hello Sam, how are the tomatoes?")
+    chat.enqueue("Hello Sam, how are the tomatoes?")
     resp = client.post(f"/api/sessions/{session['id']}/chat", json={"message": "Hi there!"})
     got = events(resp.text)
     kinds = [k for k, _ in got]
@@ -60,12 +55,12 @@ def test_a_streamed_turn_stores_both_messages_and_a_trace(client: TestClient, fa
     assert reply_id == history[1]["id"]
     trace = client.get(f"/api/exchanges/{reply_id}/trace").json()
     assert trace["context_tokens"] > 0 and isinstance(trace["memories"], list)
-    prompt = fake_chat.history[-1][0]
+    prompt = chat.history[-1][0]
     assert prompt[0]["role"] == "system" and "Sam" in prompt[0]["content"]
     assert prompt[-1] == {"role": "user", "content": "Hi there!"}
 
 
-def test_a_fact_from_another_session_is_in_the_trace(client: TestClient, fake_chat: FakeChatModel) -> None:
+def test_a_fact_from_another_session_is_in_the_trace(client: TestClient, chat: FakeChatModel) -> None:
     garden = client.post("/api/sessions", json={"name": "garden"}).json()
     client.post(f"/api/sessions/{garden['id']}/chat", json={"message": "My cat Miso loves sleeping on the balcony"})
     other = client.post("/api/sessions", json={"name": "later"}).json()
@@ -76,12 +71,12 @@ def test_a_fact_from_another_session_is_in_the_trace(client: TestClient, fake_ch
     assert all({"kind", "id", "score", "stage"} <= set(m) for m in recalled)
 
 
-def test_model_down_reports_in_the_stream_and_keeps_the_message(client: TestClient, fake_chat) -> None:
+def test_model_down_reports_in_the_stream_and_keeps_the_message(client: TestClient, chat) -> None:
     def broken(*args, **kwargs):
         raise ModelUnavailable("chat model server failed 5 times", hint="start it")
         yield  # pragma: no cover
 
-    fake_chat.stream = broken  # type: ignore[method-assign]
+    chat.stream = broken  # type: ignore[method-assign]
     session = client.post("/api/sessions", json={"name": "x"}).json()
     got = events(client.post(f"/api/sessions/{session['id']}/chat", json={"message": "are you there?"}).text)
     assert [k for k, _ in got] == ["stored", "error", "done"]
@@ -90,23 +85,23 @@ def test_model_down_reports_in_the_stream_and_keeps_the_message(client: TestClie
     assert [m["content"] for m in history] == ["are you there?"]
 
 
-def test_an_over_long_message_is_stored_whole_and_cut_for_the_model(client: TestClient, fake_chat) -> None:
+def test_an_over_long_message_is_stored_whole_and_cut_for_the_model(client: TestClient, chat) -> None:
     session = client.post("/api/sessions", json={"name": "x"}).json()
     long = "word " * 5000
     got = events(client.post(f"/api/sessions/{session['id']}/chat", json={"message": long}).text)
     assert "notice" in [k for k, _ in got]
-    assert len(fake_chat.history[-1][0][-1]["content"].split()) < 2048
+    assert len(chat.history[-1][0][-1]["content"].split()) < 2048
     stored = client.get(f"/api/sessions/{session['id']}/messages").json()["messages"][0]["content"]
     assert stored == long
 
 
-def test_openai_route_keeps_memory_per_session(client: TestClient, fake_chat: FakeChatModel) -> None:
-    fake_chat.enqueue("Noted!", "Your cat is Miso.")
+def test_openai_route_keeps_memory_per_session(client: TestClient, chat: FakeChatModel) -> None:
+    chat.enqueue("Noted!", "Your cat is Miso.")
     client.post("/v1/chat/completions", headers={"X-Lyra-Session": "phone"},
                 json={"messages": [{"role": "user", "content": "My cat is called Miso"}]})
     client.post("/v1/chat/completions", json={"user": "phone",
                                               "messages": [{"role": "user", "content": "What is my cat called?"}]})
     sessions = client.get("/api/sessions").json()["sessions"]
     assert [s["name"] for s in sessions] == ["phone"]
-    prompt = fake_chat.history[-1][0]
+    prompt = chat.history[-1][0]
     assert any("My cat is called Miso" in m["content"] for m in prompt[:-1])  # the earlier turn is in context

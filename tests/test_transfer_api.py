@@ -7,23 +7,12 @@ import json
 import sqlite3
 import time
 import zipfile
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
 from fastapi.testclient import TestClient
 
-from lyra_local.config import Settings
-
 from .chatgpt_export import conversation, write_export
-from .conftest import fake_client
 from .sse import sse_events
-
-
-@pytest.fixture
-def client(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
-    with fake_client(make_settings()) as test_client:
-        yield test_client
 
 
 def wait(client: TestClient, job: str) -> dict:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
@@ -14,9 +14,8 @@ from .conftest import fake_client
 
 
 @pytest.fixture
-def client(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
-    with fake_client(make_settings('[companion]\nname = "Vega"\nuser_name = "Sam"\n')) as test_client:
-        yield test_client
+def app_toml() -> str:
+    return '[companion]\nname = "Vega"\nuser_name = "Sam"\n'
 
 
 def test_the_page_is_served_with_a_strict_content_security_policy(client: TestClient) -> None:

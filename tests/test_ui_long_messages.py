@@ -9,30 +9,16 @@ error. The lines are appended one by one now, as is every list from the server.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from .conftest import Served
-from .test_web_ui import browser, opened, start  # noqa: F401 (browser: the fixture, one Chromium for this module)
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
 LINES = 150_000
 MESSAGE = "the first line" + "\n" * LINES + "the last line"
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    yield from start(tmp_path_factory.mktemp("long"))
-
-
-@pytest.fixture
-def page(browser: Browser, served: Served) -> Iterator[Page]:  # noqa: F811
-    with opened(browser, served.url) as fresh:
-        yield fresh
 
 
 def test_a_message_of_150000_lines_opens_with_its_conversation(page: Page, served: Served) -> None:

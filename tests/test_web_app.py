@@ -17,19 +17,6 @@ from .conftest import EMBED_GGUF, require_file
 from .fakes import FakeChatModel, FakeEmbedder
 
 
-@pytest.fixture
-def fake_chat() -> FakeChatModel:
-    return FakeChatModel()
-
-
-@pytest.fixture
-def client(make_settings, fake_chat: FakeChatModel) -> TestClient:
-    settings = make_settings()
-    app = create_app(settings, models=Models(settings, chat=fake_chat, embed=FakeEmbedder()))
-    with TestClient(app, base_url="http://127.0.0.1") as test_client:
-        yield test_client
-
-
 def sse_data(text: str) -> list[str]:
     return [line[len("data: "):] for line in text.splitlines() if line.startswith("data: ")]
 
@@ -44,8 +31,8 @@ def test_models_listing(client: TestClient) -> None:
     assert body["object"] == "list" and body["data"][0]["id"] == "lyra"
 
 
-def test_non_streaming_completion(client: TestClient, fake_chat: FakeChatModel) -> None:
-    fake_chat.enqueue("Hello Ana, nice to see you.")
+def test_non_streaming_completion(client: TestClient, chat: FakeChatModel) -> None:
+    chat.enqueue("Hello Ana, nice to see you.")
     resp = client.post("/v1/chat/completions", json={
         "model": "lyra", "max_tokens": 20, "temperature": 0.3,
         "messages": [{"role": "system", "content": "be kind"}, {"role": "user", "content": "hi"}]})
@@ -54,13 +41,13 @@ def test_non_streaming_completion(client: TestClient, fake_chat: FakeChatModel) 
     assert body["object"] == "chat.completion"
     assert body["choices"][0]["message"] == {"role": "assistant", "content": "Hello Ana, nice to see you."}
     assert body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"]
-    messages, options = fake_chat.history[-1]
+    messages, options = chat.history[-1]
     assert messages[-1] == {"role": "user", "content": "hi"}
     assert options is not None and options.max_tokens == 20 and options.temperature == 0.3
 
 
-def test_streaming_chunks_follow_openai_format(client: TestClient, fake_chat: FakeChatModel) -> None:
-    fake_chat.enqueue("one two three")
+def test_streaming_chunks_follow_openai_format(client: TestClient, chat: FakeChatModel) -> None:
+    chat.enqueue("one two three")
     resp = client.post("/v1/chat/completions", json={
         "stream": True, "messages": [{"role": "user", "content": [{"type": "text", "text": "count"}]}]})
     assert resp.status_code == 200
@@ -73,15 +60,15 @@ def test_streaming_chunks_follow_openai_format(client: TestClient, fake_chat: Fa
     text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
     assert text == "one two three"
     assert chunks[-1]["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "stop"}
-    assert fake_chat.history[-1][0][-1]["content"] == "count"
+    assert chat.history[-1][0][-1]["content"] == "count"
 
 
-def test_model_down_is_reported_inside_the_stream(client: TestClient, fake_chat: FakeChatModel) -> None:
+def test_model_down_is_reported_inside_the_stream(client: TestClient, chat: FakeChatModel) -> None:
     def broken(*args, **kwargs):
         raise ModelUnavailable("chat model server http://gpu:8080 failed 5 times", hint="start it")
         yield  # pragma: no cover
 
-    fake_chat.stream = broken  # type: ignore[method-assign]
+    chat.stream = broken  # type: ignore[method-assign]
     resp = client.post("/v1/chat/completions", json={"stream": True, "messages": [{"role": "user", "content": "x"}]})
     data = sse_data(resp.text)
     assert data[-1] == "[DONE]"
@@ -89,12 +76,12 @@ def test_model_down_is_reported_inside_the_stream(client: TestClient, fake_chat:
     assert "failed 5 times" in error["message"] and error["code"] == 503
 
 
-def test_model_down_non_streaming_is_json_error(client: TestClient, fake_chat: FakeChatModel) -> None:
+def test_model_down_non_streaming_is_json_error(client: TestClient, chat: FakeChatModel) -> None:
     def broken(*args, **kwargs):
         raise ModelUnavailable("model server down", hint="start it")
         yield  # pragma: no cover
 
-    fake_chat.stream = broken  # type: ignore[method-assign]
+    chat.stream = broken  # type: ignore[method-assign]
     resp = client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "x"}]})
     assert resp.status_code == 503
     error = resp.json()["error"]
@@ -110,9 +97,9 @@ def test_request_without_user_message_is_rejected(client: TestClient) -> None:
     assert "no user message" in resp.json()["error"]["message"]
 
 
-def test_api_token_is_required_when_configured(make_settings, fake_chat: FakeChatModel) -> None:
+def test_api_token_is_required_when_configured(make_settings, chat: FakeChatModel) -> None:
     settings = make_settings('[server]\napi_token = "letmein-0123456789"\n')
-    app = create_app(settings, models=Models(settings, chat=fake_chat, embed=FakeEmbedder()))
+    app = create_app(settings, models=Models(settings, chat=chat, embed=FakeEmbedder()))
     with TestClient(app, base_url="http://127.0.0.1") as client:
         assert client.get("/health").status_code == 200  # liveness stays open
         assert client.get("/v1/models").status_code == 401
@@ -121,11 +108,11 @@ def test_api_token_is_required_when_configured(make_settings, fake_chat: FakeCha
 
 
 @pytest.mark.models  # the changed chat model is loaded before it takes over
-def test_reload_picks_up_a_config_change(make_settings, tmp_path, fake_chat: FakeChatModel) -> None:
+def test_reload_picks_up_a_config_change(make_settings, tmp_path, chat: FakeChatModel) -> None:
     settings = make_settings("[models.chat]\nn_ctx = 2048\n")
     config = settings.config_file
     assert config is not None
-    models = Models(settings, chat=fake_chat, embed=FakeEmbedder())
+    models = Models(settings, chat=chat, embed=FakeEmbedder())
     app = create_app(settings, models=models)
     with TestClient(app, base_url="http://127.0.0.1") as client:
         config.write_text(
@@ -134,18 +121,18 @@ def test_reload_picks_up_a_config_change(make_settings, tmp_path, fake_chat: Fak
         assert resp.status_code == 200
         state = app.state.lyra
         assert state.settings.models.chat.n_ctx == 1024
-        assert state.models.chat is not fake_chat  # a fresh registry from the new config
+        assert state.models.chat is not chat  # a fresh registry from the new config
     assert models.wait_closed(5)  # the old registry was released (given backends stay their giver's to close)
 
 
-def test_reload_with_a_broken_config_keeps_running(make_settings, fake_chat: FakeChatModel) -> None:
+def test_reload_with_a_broken_config_keeps_running(make_settings, chat: FakeChatModel) -> None:
     settings = make_settings()
-    app = create_app(settings, models=Models(settings, chat=fake_chat, embed=FakeEmbedder()))
+    app = create_app(settings, models=Models(settings, chat=chat, embed=FakeEmbedder()))
     with TestClient(app, base_url="http://127.0.0.1") as client:
         settings.config_file.write_text("[server]\nport = 'x'\n")
         resp = client.post("/admin/reload")
         assert resp.status_code == 500 and "server.port" in resp.json()["error"]["message"]
-        assert app.state.lyra.models.chat is fake_chat
+        assert app.state.lyra.models.chat is chat
 
 
 def unknown_architecture(path: Path) -> Path:
@@ -164,7 +151,7 @@ def unknown_architecture(path: Path) -> Path:
     ("alien", "could not load"),
 ])
 def test_a_reload_to_a_broken_model_is_refused_and_the_old_one_keeps_answering(
-        make_settings, fake_chat: FakeChatModel, tmp_path: Path, broken: str, says: str) -> None:
+        make_settings, chat: FakeChatModel, tmp_path: Path, broken: str, says: str) -> None:
     settings = make_settings()
     path = tmp_path / f"{broken}.gguf"
     if broken == "page":
@@ -174,14 +161,14 @@ def test_a_reload_to_a_broken_model_is_refused_and_the_old_one_keeps_answering(
             path.write_bytes(whole.read(3_000_000))
     elif broken == "alien":
         unknown_architecture(path)
-    app = create_app(settings, models=Models(settings, chat=fake_chat, embed=FakeEmbedder()))
+    app = create_app(settings, models=Models(settings, chat=chat, embed=FakeEmbedder()))
     with TestClient(app, base_url="http://127.0.0.1") as client:
         settings.config_file.write_text(f'[models.chat]\npath = "{path}"\n')
         resp = client.post("/admin/reload")
         assert resp.status_code == 500, resp.text
         message = resp.json()["error"]["message"]
         assert "reload refused, still serving the running configuration" in message and says in message
-        assert app.state.lyra.models.chat is fake_chat
+        assert app.state.lyra.models.chat is chat
         reply = client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "still there?"}]})
         assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"]
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -15,7 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from .conftest import Served
-from .test_web_ui import browser, opened, send, shot, start  # noqa: F401  (browser: the module's Chromium fixture)
+from .test_web_ui import send, shot
 
 CONFIG = """
 [companion]
@@ -30,14 +29,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.models]
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    yield from start(tmp_path_factory.mktemp("chat-features"), CONFIG)
+def serve_toml() -> str:
+    return CONFIG
 
 
 @pytest.fixture
-def page(browser: Browser, served: Served) -> Iterator[Page]:  # noqa: F811
-    with opened(browser, served.url, settled=True) as fresh:
-        yield fresh
+def page_settled() -> bool:
+    return True
 
 
 def replied(page: Page, replies: int) -> None:
@@ -212,7 +210,7 @@ def test_a_long_memory_is_cut_at_a_word_and_says_so(page: Page, served: Served) 
     assert cut == ["open palms and open doors…", "short enough", "one" * 10 + "…"]
 
 
-def test_the_new_controls_work_at_phone_width_in_the_dark_with_names(browser: Browser,  # noqa: F811
+def test_the_new_controls_work_at_phone_width_in_the_dark_with_names(browser: Browser,
                                                                      served: Served) -> None:
     context = browser.new_context(viewport={"width": 390, "height": 760}, color_scheme="dark")
     page = context.new_page()

@@ -20,7 +20,7 @@ from lyra_local.web import create_app
 
 from .fakes import FakeChatModel, FakeEmbedder
 from .test_dream import add_session, respond
-from .test_web_ui import browser, shot  # noqa: F401  (the browser fixture)
+from .test_web_ui import shot
 from .threaded_server import serve_in_thread
 
 pytestmark = [pytest.mark.slow]
@@ -37,7 +37,7 @@ def slow_and_copying(messages: Sequence[Message], options: GenerationOptions | N
     return respond(messages, options)
 
 
-def test_the_dream_panel_says_what_it_did_in_sentences(browser: Browser,  # noqa: F811
+def test_the_dream_panel_says_what_it_did_in_sentences(browser: Browser,
                                                        make_settings: Callable[..., Settings]) -> None:
     settings = make_settings('[companion]\nuser_name = "Sam"\n[dream]\nenabled = false\nsession_idle_s = 0\n')
     models = Models(settings, chat=FakeChatModel(respond=slow_and_copying), embed=FakeEmbedder())  # type: ignore[arg-type]

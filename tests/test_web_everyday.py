@@ -17,7 +17,7 @@ from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 
 from .conftest import CHAT_GGUF, EMBED_GGUF, MODELS_DIR, Served, base_env, serve_lyra
-from .test_web_ui import CONFIG, browser, opened, send, shot, start  # noqa: F401 (browser: the fixture)
+from .test_web_ui import CONFIG, opened, send, shot, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
@@ -31,17 +31,6 @@ TABLE_REPLY = """Here is the plan:
 ```python
 print("pack the boots")
 ```"""
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    yield from start(tmp_path_factory.mktemp("everyday"))
-
-
-@pytest.fixture
-def page(browser: Browser, served: Served) -> Iterator[Page]:  # noqa: F811
-    with opened(browser, served.url) as fresh:
-        yield fresh
 
 
 def replied(page: Page, count: int) -> None:
@@ -112,7 +101,7 @@ def chatty(tmp_path: Path) -> Iterator[Served]:
     yield from start(tmp_path, CONFIG.replace("max_tokens = 48", "max_tokens = 400"))
 
 
-def test_esc_stops_a_reply_and_marks_it_stopped(browser: Browser, chatty: Served) -> None:  # noqa: F811
+def test_esc_stops_a_reply_and_marks_it_stopped(browser: Browser, chatty: Served) -> None:
     with opened(browser, chatty.url) as page:
         send(page, "Tell me a long story about a lighthouse keeper and her cat.")
         bubble = page.locator(".message.assistant.streaming .bubble")
@@ -149,7 +138,7 @@ def test_a_message_the_server_refuses_stays_not_sent_and_leaves_no_empty_convers
     assert len(httpx.get(f"{served.url}/api/sessions").json()["sessions"]) == count
 
 
-def test_a_connection_that_breaks_mid_reply_is_said_and_the_reply_marked(browser: Browser,  # noqa: F811
+def test_a_connection_that_breaks_mid_reply_is_said_and_the_reply_marked(browser: Browser,
                                                                           chatty: Served) -> None:
     with opened(browser, chatty.url) as page:
         send(page, "Tell me a long story about a lighthouse keeper and her cat.")
@@ -164,7 +153,7 @@ def test_a_connection_that_breaks_mid_reply_is_said_and_the_reply_marked(browser
         shot(page, "connection-broke")
 
 
-def test_a_table_renders_and_a_code_block_copies(browser: Browser, served: Served) -> None:  # noqa: F811
+def test_a_table_renders_and_a_code_block_copies(browser: Browser, served: Served) -> None:
     store = Store(data_dir(served))
     try:
         session = store.sessions.create("Walking week")
@@ -190,7 +179,7 @@ def test_a_table_renders_and_a_code_block_copies(browser: Browser, served: Serve
     context.close()
 
 
-def test_the_whole_ui_fits_a_phone_without_sideways_scrolling(browser: Browser, served: Served) -> None:  # noqa: F811
+def test_the_whole_ui_fits_a_phone_without_sideways_scrolling(browser: Browser, served: Served) -> None:
     context = browser.new_context(viewport={"width": 390, "height": 760}, is_mobile=True, has_touch=True)
     page = context.new_page()
     errors: list[str] = []
@@ -251,7 +240,7 @@ def own_models(tmp_path: Path) -> Iterator[Served]:
         yield running
 
 
-def test_pick_a_model_in_settings_and_a_broken_one_is_refused(browser: Browser, own_models: Served) -> None:  # noqa: F811
+def test_pick_a_model_in_settings_and_a_broken_one_is_refused(browser: Browser, own_models: Served) -> None:
     with opened(browser, own_models.url) as page:
         expect(page.locator("#first-run")).to_contain_text("small demonstration model")
         page.click("#first-run-models")  # the first-run line opens the model manager

@@ -23,7 +23,7 @@ from lyra_local.llm.registry import Models
 from lyra_local.web import create_app
 
 from .fakes import FakeChatModel, FakeEmbedder
-from .test_web_ui import browser, opened, send, shot  # noqa: F401  (the browser fixture)
+from .test_web_ui import opened, send, shot
 from .threaded_server import serve_in_thread
 
 pytestmark = [pytest.mark.slow]
@@ -89,7 +89,7 @@ def open_memory(page: Page) -> None:
         page.click(".tab[data-panel=memory]")
 
 
-def test_one_person_on_loopback_sees_no_login_and_no_person_controls(browser: Browser,  # noqa: F811
+def test_one_person_on_loopback_sees_no_login_and_no_person_controls(browser: Browser,
                                                                      make_settings: Callable[..., Settings]) -> None:
     with household(make_settings) as url, opened(browser, url, settled=True) as page:
         assert httpx.get(f"{url}/api/auth/state").json()["login_required"] is False
@@ -105,7 +105,7 @@ def test_one_person_on_loopback_sees_no_login_and_no_person_controls(browser: Br
         shot(page, "household-alone")
 
 
-def test_the_server_token_is_still_asked_for_and_acts_as_the_owner(browser: Browser,  # noqa: F811
+def test_the_server_token_is_still_asked_for_and_acts_as_the_owner(browser: Browser,
                                                                    make_settings: Callable[..., Settings]) -> None:
     token = "s3cret-0123456789"
     with household(make_settings, CONFIG + f'[server]\napi_token = "{token}"\n') as url, \
@@ -119,7 +119,7 @@ def test_the_server_token_is_still_asked_for_and_acts_as_the_owner(browser: Brow
         assert page.evaluate("localStorage.getItem('lyra-token')") == token
 
 
-def test_two_people_see_only_their_own_and_the_owner_manages_people(browser: Browser,  # noqa: F811
+def test_two_people_see_only_their_own_and_the_owner_manages_people(browser: Browser,
                                                                     make_settings: Callable[..., Settings]) -> None:
     with household(make_settings) as url, opened(browser, url, settled=True) as ada:
         # Ada, alone and logged in to nothing, adds Ben: first she is asked for a password of her own
@@ -274,7 +274,7 @@ def tokens_act_as_their_person_until_revoked(ben: Page, url: str) -> None:
     assert httpx.get(f"{url}/api/me", headers={"Authorization": f"Bearer {secret}"}).status_code == 401
 
 
-def test_a_wrong_password_is_refused_then_rate_limited(browser: Browser,  # noqa: F811
+def test_a_wrong_password_is_refused_then_rate_limited(browser: Browser,
                                                        make_settings: Callable[..., Settings]) -> None:
     with household(make_settings) as url:
         with httpx.Client(base_url=url) as owner:  # alone and logged in to nothing, Ada chooses her password

@@ -13,13 +13,13 @@ from playwright.sync_api import Browser, expect
 from lyra_local.config import Settings
 
 from .test_web_household import ADA, BEN, household, log_in
-from .test_web_ui import browser, opened, shot  # noqa: F401  (the browser fixture)
+from .test_web_ui import opened, shot
 
 pytestmark = [pytest.mark.slow]
 OWNER_ONLY = ("#first-run-download", "#first-run-models", "#models-apply", "#pull-own", "#model-files-box")
 
 
-def test_a_member_sees_no_owner_only_controls(browser: Browser,  # noqa: F811
+def test_a_member_sees_no_owner_only_controls(browser: Browser,
                                               make_settings: Callable[..., Settings]) -> None:
     with household(make_settings) as url:
         with httpx.Client(base_url=url) as ada:

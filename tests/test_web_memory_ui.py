@@ -18,7 +18,7 @@ from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 
 from .conftest import Served
-from .test_web_ui import browser, send, shot, start  # noqa: F401  (the browser fixture)
+from .test_web_ui import send, shot, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 SAID = "I moved to Lisbon last spring and I love living near the river."
@@ -39,7 +39,7 @@ def dream(served: Served) -> None:
 
 
 @pytest.fixture(scope="module")
-def dreamt(tmp_path_factory: pytest.TempPathFactory, browser: Browser) -> Iterator[tuple[Served, Path, int]]:  # noqa: F811
+def dreamt(tmp_path_factory: pytest.TempPathFactory, browser: Browser) -> Iterator[tuple[Served, Path, int]]:
     """A conversation, a second one opened after it, and a forced dream pass over both."""
     tmp = tmp_path_factory.mktemp("memory-ui")
     for served in start(tmp):
@@ -65,7 +65,7 @@ def learnt(data: Path, session: int, key: str, value: str) -> None:
     store.close()
 
 
-def open_memory(browser: Browser, served: Served) -> Page:  # noqa: F811
+def open_memory(browser: Browser, served: Served) -> Page:
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.on("dialog", lambda d: d.accept())
     page.goto(served.url)
@@ -74,7 +74,7 @@ def open_memory(browser: Browser, served: Served) -> Page:  # noqa: F811
 
 
 def test_a_fact_shows_its_source_turns_and_opens_the_conversation_there(
-        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
+        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:
     served, data, session = dreamt
     facts = httpx.get(f"{served.url}/api/profile").json()["facts"]
     if not any(f["key"] == "home city" and f["value"] == "Lisbon" for f in facts):
@@ -99,7 +99,7 @@ def test_a_fact_shows_its_source_turns_and_opens_the_conversation_there(
     page.close()
 
 
-def test_an_edited_gist_survives_a_forced_dream_pass(browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
+def test_an_edited_gist_survives_a_forced_dream_pass(browser: Browser, dreamt: tuple[Served, Path, int]) -> None:
     served, _, session = dreamt
     page = open_memory(browser, served)
     page.locator(f"#session-list li[data-id='{session}'] .session-name").click()
@@ -133,7 +133,7 @@ def test_an_edited_gist_survives_a_forced_dream_pass(browser: Browser, dreamt: t
 
 
 def test_a_confirmed_fact_survives_a_forced_pass_and_a_rejected_one_stays_gone(
-        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
+        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:
     served, data, session = dreamt
     store = Store(data)  # a wrong fact, as a dream could have proposed it from the turn that says "Lisbon"
     turn = next(t for t in store.exchanges.history(session) if t.content == SAID)
@@ -176,7 +176,7 @@ def test_a_confirmed_fact_survives_a_forced_pass_and_a_rejected_one_stays_gone(
 
 
 def test_the_timeline_of_a_one_day_history_shows_its_text_once_labelled_by_the_day(
-        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
+        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:
     served = dreamt[0]
     digests = httpx.get(f"{served.url}/api/digests").json()["digests"]
     (day,) = [d for d in digests if d["granularity"] == "day"]  # two conversations, one day: its week, its month
@@ -205,7 +205,7 @@ def search_for(page: Page, words: str) -> None:
 
 
 def test_searching_a_word_never_said_shows_nothing_found_and_a_said_one_its_words(
-        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
+        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:
     page = open_memory(browser, dreamt[0])
     search_for(page, "zorblattine")
     expect(page.locator("#search-status")).to_contain_text("Nothing found.")
@@ -224,7 +224,7 @@ def test_searching_a_word_never_said_shows_nothing_found_and_a_said_one_its_word
 
 
 def test_a_plan_shows_when_it_was_for_and_that_the_date_has_passed(
-        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:  # noqa: F811
+        browser: Browser, dreamt: tuple[Served, Path, int]) -> None:
     """About you as the person reads it: a plan whose date has gone by says so under its value."""
     served, data, session = dreamt
     learnt(data, session, "plans", "a river cruise in May 2025")

@@ -32,7 +32,7 @@ from lyra_local.modelfiles.pull import partial_files
 from .conftest import CHAT_GGUF, EMBED_GGUF, Served, base_env, fake_client, require_file, serve_lyra
 from .hf_server import HFServer
 from .test_model_pull import private_hub_settings
-from .test_web_ui import CONFIG, browser, opened, send, shot  # noqa: F401 (browser: the fixture)
+from .test_web_ui import CONFIG, opened, send, shot
 
 pytestmark = pytest.mark.models  # the real tiny GGUF is what is downloaded
 
@@ -339,7 +339,7 @@ def chat_model(served: Served) -> str:
 
 
 @pytest.mark.slow
-def test_pull_from_settings_with_progress_and_cancel_then_apply(browser: Browser, served_pulls: Served,  # noqa: F811
+def test_pull_from_settings_with_progress_and_cancel_then_apply(browser: Browser, served_pulls: Served,
                                                                 hf: HFServer, tmp_path: Path) -> None:
     with opened(browser, served_pulls.url) as page:
         page.locator(".tab[data-panel=settings]").click()
@@ -389,7 +389,7 @@ def test_pull_from_settings_with_progress_and_cancel_then_apply(browser: Browser
 
 
 @pytest.mark.slow
-def test_a_partial_download_is_discarded_from_settings(browser: Browser, served_pulls: Served,  # noqa: F811
+def test_a_partial_download_is_discarded_from_settings(browser: Browser, served_pulls: Served,
                                                         hf: HFServer, tmp_path: Path) -> None:
     """A catalog entry's kept bytes (a pull stopped earlier), then a download cancelled here: each one's Discard
     asks first, frees the space, and the entry or the line offers Download again."""
@@ -437,7 +437,7 @@ def test_a_partial_download_is_discarded_from_settings(browser: Browser, served_
 
 
 @pytest.mark.slow
-def test_the_first_run_guide_downloads_and_uses_the_suggested_model(browser: Browser,  # noqa: F811
+def test_the_first_run_guide_downloads_and_uses_the_suggested_model(browser: Browser,
                                                                     served_pulls: Served, hf: HFServer) -> None:
     with opened(browser, served_pulls.url) as page:
         expect(page.locator("#first-run")).to_contain_text("small demonstration model")
@@ -493,7 +493,7 @@ def served_offline(tmp_path: Path) -> Iterator[Served]:
 
 
 @pytest.mark.slow
-def test_a_failed_download_is_said_beside_its_model_in_words(browser: Browser, served_offline: Served) -> None:  # noqa: F811
+def test_a_failed_download_is_said_beside_its_model_in_words(browser: Browser, served_offline: Served) -> None:
     entry = next(m for m in load_catalog() if m.name == "bge-small-en-v1.5")
     with opened(browser, served_offline.url) as page:
         page.locator(".tab[data-panel=settings]").click()

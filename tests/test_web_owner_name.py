@@ -15,11 +15,11 @@ from lyra_local.config import Settings
 
 from .test_cli_people import Lyra, lyra  # noqa: F401  (fixture)
 from .test_web_household import household
-from .test_web_ui import browser, opened, shot  # noqa: F401  (the browser fixture)
+from .test_web_ui import opened, shot
 
 
 @pytest.mark.slow
-def test_the_owner_names_themself_with_their_first_password_and_renames_later(  # noqa: F811
+def test_the_owner_names_themself_with_their_first_password_and_renames_later(
         browser: Browser, make_settings: Callable[..., Settings]) -> None:
     with household(make_settings, config="") as url, opened(browser, url, settled=True) as page:
         assert httpx.get(f"{url}/api/me").json()["name"] == "Owner"  # nobody said otherwise yet

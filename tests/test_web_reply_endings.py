@@ -15,8 +15,8 @@ from playwright.sync_api import Browser, Page, expect
 
 from .chatgpt_export import conversation, write_export
 from .conftest import Served
-from .test_web_chat_features import page, replied  # noqa: F401  (page: a fresh page of this module's server)
-from .test_web_ui import browser, opened, send, shot, start  # noqa: F401  (browser: the module's Chromium fixture)
+from .test_web_chat_features import replied
+from .test_web_ui import opened, send, shot, start
 
 CONFIG = """
 [companion]
@@ -33,12 +33,17 @@ STORY = "Tell me a long story about a lighthouse keeper and her cat, with many d
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def serve_toml() -> str:
     """Replies of 8 tokens at most: a story is cut at the limit."""
-    yield from start(tmp_path_factory.mktemp("reply-endings"), CONFIG.format(max_tokens=8))
+    return CONFIG.format(max_tokens=8)
 
 
-def reopened(page: Page, url: str, session_id: str) -> None:  # noqa: F811
+@pytest.fixture
+def page_settled() -> bool:
+    return True
+
+
+def reopened(page: Page, url: str, session_id: str) -> None:
     """The page loaded afresh on conversation ``session_id``: what it shows comes from the server."""
     page.goto(f"{url}/#session={session_id}")
     page.reload()
@@ -52,7 +57,7 @@ def open_session(served: Served) -> str:
     return str(sessions[0]["id"])
 
 
-def test_a_cut_reply_is_marked_with_continue_after_a_reload_and_continue_extends_it(page: Page,  # noqa: F811
+def test_a_cut_reply_is_marked_with_continue_after_a_reload_and_continue_extends_it(page: Page,
                                                                                    served: Served) -> None:
     send(page, STORY)
     replied(page, 1)
@@ -96,7 +101,7 @@ def imported_session(served: Served, tmp_path: Path) -> str:
     return str(next(s["id"] for s in sessions if s["name"] == "Interview prep"))
 
 
-def test_an_imported_reply_is_chatgpts_and_why_says_it_was_imported(page: Page, served: Served,  # noqa: F811
+def test_an_imported_reply_is_chatgpts_and_why_says_it_was_imported(page: Page, served: Served,
                                                                     tmp_path: Path) -> None:
     session = imported_session(served, tmp_path)
     reopened(page, served.url, session)
@@ -126,8 +131,8 @@ def chatty(tmp_path: Path) -> Iterator[Served]:
     yield from start(tmp_path, CONFIG.format(max_tokens=400))
 
 
-def test_a_stopped_reply_is_still_marked_after_a_reload(browser: Browser, chatty: Served) -> None:  # noqa: F811
-    with opened(browser, chatty.url, settled=True) as page:  # noqa: F811
+def test_a_stopped_reply_is_still_marked_after_a_reload(browser: Browser, chatty: Served) -> None:
+    with opened(browser, chatty.url, settled=True) as page:
         send(page, STORY)
         expect(page.locator(".message.assistant.streaming .bubble")).not_to_have_text("", timeout=60_000)
         page.locator("#stop").click()

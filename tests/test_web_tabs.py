@@ -16,20 +16,15 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from .conftest import Served
-from .test_web_ui import browser, exists, gone_soon, send, start  # noqa: F401 (browser: the fixture)
+from .test_web_ui import exists, gone_soon, send
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
 NO_LOCKS = "delete Navigator.prototype.locks"  # as over plain http on a LAN: not a secure context, no Web Locks
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    yield from start(tmp_path_factory.mktemp("tabs"))
-
-
 @contextlib.contextmanager
-def two_tabs(browser: Browser, url: str, *, locks: bool = True) -> Iterator[tuple[Page, Page]]:  # noqa: F811
+def two_tabs(browser: Browser, url: str, *, locks: bool = True) -> Iterator[tuple[Page, Page]]:
     """Two tabs of one browser profile, both with the page loaded; no page error may happen in either."""
     context = browser.new_context(viewport={"width": 1280, "height": 820})
     if not locks:
@@ -70,7 +65,7 @@ def listed(tab: Page, name: str):  # type: ignore[no-untyped-def]
     return tab.locator(".session-list .session-name", has_text=name)
 
 
-def crash(tab: Page, browser: Browser) -> None:  # noqa: F811
+def crash(tab: Page, browser: Browser) -> None:
     """The tab's renderer dies: no pagehide, no request at the end, as when a phone kills a tab. (Page.crash sent
     through the browser's session: sent on the tab's own, its answer never comes.)"""
     crashed: list[bool] = []
@@ -87,7 +82,7 @@ def crash(tab: Page, browser: Browser) -> None:  # noqa: F811
         session.send("Target.getTargets")  # lets playwright deliver the crash event
 
 
-def test_an_undo_in_one_tab_finds_its_conversation_after_another_tab_loaded_the_list(browser: Browser,  # noqa: F811
+def test_an_undo_in_one_tab_finds_its_conversation_after_another_tab_loaded_the_list(browser: Browser,
                                                                                     served: Served) -> None:
     kept = new_session(served, "Letters to keep")
     with two_tabs(browser, served.url) as (one, two):
@@ -105,7 +100,7 @@ def test_an_undo_in_one_tab_finds_its_conversation_after_another_tab_loaded_the_
         assert exists(served, kept)
 
 
-def test_the_tab_that_deleted_forgets_when_its_undo_runs_out(browser: Browser, served: Served) -> None:  # noqa: F811
+def test_the_tab_that_deleted_forgets_when_its_undo_runs_out(browser: Browser, served: Served) -> None:
     gone = new_session(served, "Ten seconds of plans")
     with two_tabs(browser, served.url) as (one, two):
         one.get_by_role("button", name="Delete Ten seconds of plans").click()
@@ -118,7 +113,7 @@ def test_the_tab_that_deleted_forgets_when_its_undo_runs_out(browser: Browser, s
         assert records(two) == []
 
 
-def test_a_killed_tabs_trash_is_forgotten_by_a_later_load(browser: Browser, served: Served) -> None:  # noqa: F811
+def test_a_killed_tabs_trash_is_forgotten_by_a_later_load(browser: Browser, served: Served) -> None:
     gone = new_session(served, "Crashed tab's trash")
     with two_tabs(browser, served.url) as (one, two):
         one.get_by_role("button", name="Delete Crashed tab's trash").click()
@@ -141,7 +136,7 @@ def test_a_killed_tabs_trash_is_forgotten_by_a_later_load(browser: Browser, serv
         assert gone_soon(served, old, seconds=3)  # at once: not after the record's moment
 
 
-def test_without_web_locks_only_the_moment_decides(browser: Browser, served: Served) -> None:  # noqa: F811
+def test_without_web_locks_only_the_moment_decides(browser: Browser, served: Served) -> None:
     """Over plain http on a LAN there are no Web Locks: another tab forgets an entry only once its moment is past,
     so an Undo still finds the conversation, and a killed tab's trash is forgotten a few seconds after its time."""
     kept = new_session(served, "Undone without locks")
@@ -175,7 +170,7 @@ def test_without_web_locks_only_the_moment_decides(browser: Browser, served: Ser
         assert records(two) == []
 
 
-def test_a_message_not_sent_survives_another_tab_deleting_its_conversation(browser: Browser,  # noqa: F811
+def test_a_message_not_sent_survives_another_tab_deleting_its_conversation(browser: Browser,
                                                                          served: Served) -> None:
     doomed = new_session(served, "Seed packets")
     with two_tabs(browser, served.url) as (one, two):
@@ -203,7 +198,7 @@ def test_a_message_not_sent_survives_another_tab_deleting_its_conversation(brows
 
 
 def test_a_message_to_a_conversation_another_client_deleted_stays_and_retry_starts_a_new_one(
-        browser: Browser, served: Served) -> None:  # noqa: F811
+        browser: Browser, served: Served) -> None:
     doomed = new_session(served, "Deleted by a script")
     with two_tabs(browser, served.url) as (_, two):
         two.get_by_role("button", name="Deleted by a script", exact=True).click()
@@ -223,7 +218,7 @@ def test_a_message_to_a_conversation_another_client_deleted_stays_and_retry_star
 
 @pytest.mark.parametrize("locks", [True, False], ids=["web-locks", "no-web-locks"])
 def test_an_off_the_record_conversation_open_in_one_tab_outlives_another_tab_leaving_it(
-        browser: Browser, served: Served, locks: bool) -> None:  # noqa: F811
+        browser: Browser, served: Served, locks: bool) -> None:
     with two_tabs(browser, served.url, locks=locks) as (one, two):
         one.click("#new-off-record")
         expect(one.locator("#off-record-banner")).to_be_visible()
@@ -246,7 +241,7 @@ def test_an_off_the_record_conversation_open_in_one_tab_outlives_another_tab_lea
 
 
 def test_leaving_an_off_the_record_conversation_deletes_it_even_when_the_server_was_busy_at_first(
-        browser: Browser, served: Served) -> None:  # noqa: F811
+        browser: Browser, served: Served) -> None:
     with two_tabs(browser, served.url) as (one, _two):
         one.click("#new-off-record")
         expect(one.locator("#off-record-banner")).to_be_visible()

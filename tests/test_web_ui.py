@@ -3,9 +3,6 @@ with the real tiny model. Screenshots go to test-output/screenshots/ for a perso
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
 import time
 import zipfile
 from collections.abc import Iterator
@@ -13,78 +10,19 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 
 from .conftest import MODELS_DIR, REPO, Served, base_env, serve_lyra
+from .web_fixtures import CONFIG, chromium, opened, start  # noqa: F401  (imported from here by other modules)
 
 SHOTS = REPO / "test-output" / "screenshots"
-CONFIG = """
-[companion]
-user_name = "Sam"
-[dream]
-enabled = false
-summary_tokens = 64
-[models.chat.sampling]
-max_tokens = 48
-seed = 42
-"""
 XSS = "<img src=x onerror=alert(1)>"
 EVIL_LINK = "[click me](javascript:alert(1))"
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
-
-
-def chromium() -> str:
-    path = os.environ.get("LYRA_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    if not path:
-        pytest.fail("chromium is missing: `make test` installs Debian's chromium (apt-get install chromium)")
-    return path
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
-        yield instance
-        instance.close()
-
-
-def start(tmp_path: Path, config: str = CONFIG) -> Iterator[Served]:
-    env = {**base_env(tmp_path), "LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_MODELS_DIR": str(MODELS_DIR)}
-    with serve_lyra(tmp_path, env, config) as served:
-        yield served
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    yield from start(tmp_path_factory.mktemp("ui"))
-
-
-@contextlib.contextmanager
-def opened(browser: Browser, url: str, *, settled: bool = False) -> Iterator[Page]:
-    """A fresh page at ``url``, desktop size, recording native dialogs (dismissed) and page errors; none of
-    those errors may have happened when it closes. ``settled``: wait until the network is idle first."""
-    context = browser.new_context(viewport={"width": 1280, "height": 820})
-    page = context.new_page()
-    page.dialogs = []  # type: ignore[attr-defined]
-    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))  # type: ignore[attr-defined]
-    page.errors = []  # type: ignore[attr-defined]
-    page.on("pageerror", lambda e: page.errors.append(str(e)))  # type: ignore[attr-defined]
-    page.goto(url)
-    if settled:
-        page.wait_for_load_state("networkidle")
-    yield page
-    assert page.errors == []  # type: ignore[attr-defined]
-    context.close()
-
-
-@pytest.fixture
-def page(browser: Browser, served: Served) -> Iterator[Page]:
-    with opened(browser, served.url) as fresh:
-        yield fresh
 
 
 def shot(page: Page, name: str) -> None:
@@ -439,7 +377,7 @@ def test_import_a_chatgpt_export_and_download_an_export_from_the_page(page: Page
         assert "Trip to Porto, day 3" in archive.read("sessions.jsonl").decode()
 
 
-def test_a_long_conversation_name_shows_two_whole_lines_and_no_sliver_of_a_third(browser: Browser,  # noqa: F811
+def test_a_long_conversation_name_shows_two_whole_lines_and_no_sliver_of_a_third(browser: Browser,
                                                                                   served: Served) -> None:
     name = "A very long name for a conversation about the garden, the bees on the roof and the neighbours' hens"
     made = httpx.post(f"{served.url}/api/sessions", json={"name": name}).json()
@@ -458,7 +396,7 @@ def test_a_long_conversation_name_shows_two_whole_lines_and_no_sliver_of_a_third
         shot(page, "sidebar-long-name")
 
 
-def test_the_guides_import_link_lands_on_the_import_form(browser: Browser, served: Served) -> None:  # noqa: F811
+def test_the_guides_import_link_lands_on_the_import_form(browser: Browser, served: Served) -> None:
     with opened(browser, served.url, settled=True) as page:
         expect(page.locator("#first-run")).to_be_visible()
         page.click("#first-run-import")

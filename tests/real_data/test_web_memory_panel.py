@@ -26,7 +26,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from ..conftest import REPO, Served
 from ..served_web import dream, import_file
-from ..test_web_ui import CONFIG, browser, shot, start  # noqa: F401  (the browser fixture)
+from ..test_web_ui import CONFIG, shot, start
 from . import real_data
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
@@ -62,7 +62,7 @@ def remembered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield served
 
 
-def open_panel(browser: Browser, served: Served, panel: str = "memory") -> Page:  # noqa: F811
+def open_panel(browser: Browser, served: Served, panel: str = "memory") -> Page:
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.errors = []  # type: ignore[attr-defined]
     page.on("pageerror", lambda e: page.errors.append(str(e)))  # type: ignore[attr-defined]
@@ -73,7 +73,7 @@ def open_panel(browser: Browser, served: Served, panel: str = "memory") -> Page:
     return page
 
 
-def test_the_memory_panel_is_folded_with_human_dates(browser: Browser, remembered: Served) -> None:  # noqa: F811
+def test_the_memory_panel_is_folded_with_human_dates(browser: Browser, remembered: Served) -> None:
     page = open_panel(browser, remembered)
     months = page.locator("#timeline details.month")
     expect(months.first).to_be_visible()
@@ -122,7 +122,7 @@ def test_the_memory_panel_is_folded_with_human_dates(browser: Browser, remembere
 
 
 def test_search_dates_a_digest_by_its_period_and_shows_a_text_once(
-        browser: Browser, remembered: Served) -> None:  # noqa: F811
+        browser: Browser, remembered: Served) -> None:
     digests = httpx.get(f"{remembered.url}/api/digests", params={"granularity": "day"}).json()["digests"]
     gists = {}
     for session in httpx.get(f"{remembered.url}/api/sessions").json()["sessions"]:
