@@ -4,7 +4,7 @@ A spec says its backend by its ``backend`` tag (``config.LocalModel``: "local",
 ``config.ServerModel``: "server"); the entry for that tag knows the rest: how
 to build the chat model, embedder or re-ranker, what it asks of the GPU, and
 how `lyra doctor`, `lyra models list`, Settings → Models and a refused choice
-name it. Adding a backend is its spec class in ``config.py`` (with its tag in
+name it. Adding a backend is its spec class in ``config/specs.py`` (with its tag in
 ``ModelSpec``) and one entry here; nothing else asks which kind a spec is.
 Building a backend loads nothing: a model loads on first use.
 """
