@@ -10,7 +10,8 @@ from typing import Any, get_args
 from lyra_local.config import LocalModel, ModelSpec, ServerModel, Settings
 from lyra_local.llm.backends import BACKENDS, backend_of
 from lyra_local.llm.base import Loadable
-from lyra_local.llm.local import LocalChatModel, LocalEmbedder, LocalReranker
+from lyra_local.llm.local import LocalChatModel, LocalEmbedder
+from lyra_local.llm.local_rerank import LocalReranker
 from lyra_local.llm.server import ServerBackend
 
 

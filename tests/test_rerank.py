@@ -27,7 +27,7 @@ from tokenizers import Tokenizer
 
 from lyra_local.config import LocalModel, ServerModel, model_file_problems
 from lyra_local.diagnostics import _model_check
-from lyra_local.llm.local import LocalReranker, PairFormat
+from lyra_local.llm.local_rerank import LocalReranker, PairFormat
 from lyra_local.llm.registry import Models
 from lyra_local.llm.server import ServerBackend
 from lyra_local.memory import Memory

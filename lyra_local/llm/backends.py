@@ -18,7 +18,8 @@ from .. import config
 from ..modelfiles import fit
 from ..modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
 from .base import ChatModel, Embedder, Reranker
-from .local import LocalChatModel, LocalEmbedder, LocalReranker, gpu_ask
+from .local import LocalChatModel, LocalEmbedder, gpu_ask
+from .local_rerank import LocalReranker
 from .server import ServerBackend
 
 SpecT = TypeVar("SpecT", config.LocalModel, config.ServerModel)
