@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from lyra_local.store import Store, provenance
 from lyra_local.store.branches import set_aside
 from lyra_local.store.exchanges import NewExchange
 
 
-def test_setting_turns_aside_makes_the_dreams_memories_stale_and_keeps_the_rest(tmp_path: Path) -> None:
-    store = Store(tmp_path)
+def test_setting_turns_aside_makes_the_dreams_memories_stale_and_keeps_the_rest(store: Store) -> None:
     session = store.sessions.create("trip", created_at="2024-03-04T09:00:00+00:00")
     other = store.sessions.create("work", created_at="2024-03-04T12:00:00+00:00")
     with store.write() as conn:
@@ -43,4 +41,3 @@ def test_setting_turns_aside_makes_the_dreams_memories_stale_and_keeps_the_rest(
     assert store.derived.narrative() == "An arc from before provenance."  # a regenerate is not a forget
     assert legacy and day.id
     assert [t.content for t in store.exchanges.history(session.id)] == ["I fly to Lisbon."]
-    store.close()

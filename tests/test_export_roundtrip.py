@@ -67,35 +67,27 @@ def test_every_portable_column_of_the_memory_file_has_a_translator() -> None:
                 assert (kind.name, column) in PORTABLE_OUT, (kind.name, column)
 
 
-def test_importing_your_own_export_after_an_edit_adds_nothing(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
-    try:
-        sid = add_session(store, "trip", "2024-05-01", ["We went to Porto", "Nice!", "The food was great", "Yum"])
-        export(store, tmp_path / "before")
-        turns = [e.id for e in store.exchanges.history(sid)]
-        edit(store, sid, turns[2], "The wine was great")  # the reply that followed is set aside with it
-        report = import_into(store, tmp_path / "before")
-        assert report["messages"] == 0 and report["sessions_unchanged"] == 1, report
-        assert path_of(store, sid) == ["We went to Porto", "Nice!", "The wine was great"]
-    finally:
-        store.close()
+def test_importing_your_own_export_after_an_edit_adds_nothing(store: Store, tmp_path: Path) -> None:
+    sid = add_session(store, "trip", "2024-05-01", ["We went to Porto", "Nice!", "The food was great", "Yum"])
+    export(store, tmp_path / "before")
+    turns = [e.id for e in store.exchanges.history(sid)]
+    edit(store, sid, turns[2], "The wine was great")  # the reply that followed is set aside with it
+    report = import_into(store, tmp_path / "before")
+    assert report["messages"] == 0 and report["sessions_unchanged"] == 1, report
+    assert path_of(store, sid) == ["We went to Porto", "Nice!", "The wine was great"]
 
 
-def test_importing_an_export_made_before_a_forget_does_not_bring_it_back(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
-    try:
-        sid = add_session(store, "codes", "2024-05-01", ["Hi", "Hello", "My code is 7741", "Noted"])
-        other = add_session(store, "gone", "2024-05-02", ["The alarm is lynx", "ok"])
-        export(store, tmp_path / "before")
-        forget_exchanges(store, [e.id for e in store.exchanges.history(sid)][2:])
-        forget_sessions(store, [other])
-        report = import_into(store, tmp_path / "before")
-        assert report["messages"] == 0, report
-        assert report["skipped"] == {"forgotten message": 2, "forgotten conversation": 1}, report
-        assert path_of(store, sid) == ["Hi", "Hello"]
-        assert [s.name for s in store.sessions.list()] == ["codes"]
-    finally:
-        store.close()
+def test_importing_an_export_made_before_a_forget_does_not_bring_it_back(store: Store, tmp_path: Path) -> None:
+    sid = add_session(store, "codes", "2024-05-01", ["Hi", "Hello", "My code is 7741", "Noted"])
+    other = add_session(store, "gone", "2024-05-02", ["The alarm is lynx", "ok"])
+    export(store, tmp_path / "before")
+    forget_exchanges(store, [e.id for e in store.exchanges.history(sid)][2:])
+    forget_sessions(store, [other])
+    report = import_into(store, tmp_path / "before")
+    assert report["messages"] == 0, report
+    assert report["skipped"] == {"forgotten message": 2, "forgotten conversation": 1}, report
+    assert path_of(store, sid) == ["Hi", "Hello"]
+    assert [s.name for s in store.sessions.list()] == ["codes"]
 
 
 def test_export_import_elsewhere_export_is_identical_with_branches_and_corrections(
@@ -152,20 +144,16 @@ def test_export_import_elsewhere_export_is_identical_with_branches_and_correctio
         two.close()
 
 
-def test_an_older_memory_file_without_methods_or_deletions_still_imports(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
-    try:
-        lines = list(read_lyra_lines(['{"id": "s1", "name": "n", "messages": [{"role": "user", "content": "hi", '
-                                      '"created_at": "2024-01-01T00:00:00Z"}]}'], "x"))
-        import_conversations(store, FakeEmbedder(), lines)  # type: ignore[arg-type]
-        restored = restore_memory(store, FakeEmbedder(), {
-            "format": "lyra-memory", "version": 1, "profile": [], "digests": [], "narrative": None,
-            "self_state": None, "world": [], "gists": [{"session": "s1", "content": "Said hi.", "covers_turns": 1,
-                                                       "created_at": "2024-01-01T00:00:00+00:00",
-                                                       "updated_at": "2024-01-01T00:00:00+00:00"}]})
-        assert restored["gists"] == 1 and store.derived.gists()[0].method == "abstractive"
-    finally:
-        store.close()
+def test_an_older_memory_file_without_methods_or_deletions_still_imports(store: Store) -> None:
+    lines = list(read_lyra_lines(['{"id": "s1", "name": "n", "messages": [{"role": "user", "content": "hi", '
+                                  '"created_at": "2024-01-01T00:00:00Z"}]}'], "x"))
+    import_conversations(store, FakeEmbedder(), lines)  # type: ignore[arg-type]
+    restored = restore_memory(store, FakeEmbedder(), {
+        "format": "lyra-memory", "version": 1, "profile": [], "digests": [], "narrative": None,
+        "self_state": None, "world": [], "gists": [{"session": "s1", "content": "Said hi.", "covers_turns": 1,
+                                                   "created_at": "2024-01-01T00:00:00+00:00",
+                                                   "updated_at": "2024-01-01T00:00:00+00:00"}]})
+    assert restored["gists"] == 1 and store.derived.gists()[0].method == "abstractive"
 
 
 def test_a_summary_the_person_edited_or_deleted_stays_so_after_export_and_import(

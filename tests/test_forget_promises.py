@@ -107,31 +107,27 @@ def test_forgetting_a_text_renames_every_conversation_whose_name_holds_it(client
 # -- found by the soak: the companion's reply to a forgotten turn, echoing it mangled, stayed ----------------
 
 
-def test_a_forgotten_turn_takes_the_reply_to_it_and_nothing_else(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
-    try:
-        session = store.sessions.create("notes")
-        store.exchanges.add(NewExchange(session.id, "user", "the piano recital went well"))
-        store.exchanges.add(NewExchange(session.id, "assistant", "lovely"))
-        store.exchanges.add(NewExchange(session.id, "user", "the code word is Zqduvopubozapazuk"))
-        store.exchanges.add(NewExchange(session.id, "assistant", "Akhimovopubozapazuk, I'm glad"))  # a model's echo
-        store.exchanges.add(NewExchange(session.id, "user", "and the train to Porto"))
-        later = store.exchanges.add(NewExchange(session.id, "assistant", "safe travels"))
-        forget(store, plan_forget(store, matching="zqduvopubozapazuk"))
-        said = [e.content for e in store.exchanges.history(session.id)]
-        assert said == ["the piano recital went well", "lovely", "and the train to Porto", "safe travels"]
-        assert marker_places(tmp_path / "data", "vopubozapazuk") == []
-        # the companion's turn forgotten by id leaves the question it answered
-        forget(store, plan_forget(store, exchange_ids=[later.id]))
-        assert [e.content for e in store.exchanges.history(session.id)][-1] == "and the train to Porto"
-        # the person's last turns found by text, with their replies, empty the conversation: it goes whole
-        first = [e.id for e in store.exchanges.history(session.id)]
-        plan = plan_forget(store, matching="PIANO RECITAL")
-        assert plan.exchange_ids == first[:2] and plan.session_ids == []
-        plan = plan_forget(store, matching="the")
-        assert plan.session_ids == [session.id] and plan.exchange_ids == []
-    finally:
-        store.close()
+def test_a_forgotten_turn_takes_the_reply_to_it_and_nothing_else(store: Store, tmp_path: Path) -> None:
+    session = store.sessions.create("notes")
+    store.exchanges.add(NewExchange(session.id, "user", "the piano recital went well"))
+    store.exchanges.add(NewExchange(session.id, "assistant", "lovely"))
+    store.exchanges.add(NewExchange(session.id, "user", "the code word is Zqduvopubozapazuk"))
+    store.exchanges.add(NewExchange(session.id, "assistant", "Akhimovopubozapazuk, I'm glad"))  # a model's echo
+    store.exchanges.add(NewExchange(session.id, "user", "and the train to Porto"))
+    later = store.exchanges.add(NewExchange(session.id, "assistant", "safe travels"))
+    forget(store, plan_forget(store, matching="zqduvopubozapazuk"))
+    said = [e.content for e in store.exchanges.history(session.id)]
+    assert said == ["the piano recital went well", "lovely", "and the train to Porto", "safe travels"]
+    assert marker_places(tmp_path / "data", "vopubozapazuk") == []
+    # the companion's turn forgotten by id leaves the question it answered
+    forget(store, plan_forget(store, exchange_ids=[later.id]))
+    assert [e.content for e in store.exchanges.history(session.id)][-1] == "and the train to Porto"
+    # the person's last turns found by text, with their replies, empty the conversation: it goes whole
+    first = [e.id for e in store.exchanges.history(session.id)]
+    plan = plan_forget(store, matching="PIANO RECITAL")
+    assert plan.exchange_ids == first[:2] and plan.session_ids == []
+    plan = plan_forget(store, matching="the")
+    assert plan.session_ids == [session.id] and plan.exchange_ids == []
 
 
 # -- 4: forgetting by text folds case and normalizes, over every kind that holds words -----------------
@@ -144,22 +140,18 @@ def test_a_forgotten_turn_takes_the_reply_to_it_and_nothing_else(tmp_path: Path)
     ("the STRASSE was closed", "straße"),
     ("ﬁnally home", "finally"),
 ])
-def test_forgetting_by_text_matches_every_case_and_unicode_form(tmp_path: Path, said: str, asked: str) -> None:
-    store = Store(tmp_path / "data")
-    try:
-        session = store.sessions.create("notes")
-        store.exchanges.add(NewExchange(session.id, "user", "hello"))
-        store.exchanges.add(NewExchange(session.id, "assistant", "hi"))
-        turn = store.exchanges.add(NewExchange(session.id, "user", said))
-        reply = store.exchanges.add(NewExchange(session.id, "assistant", "ok"))
-        store.derived.set_fact("pet", said)
-        plan = plan_forget(store, matching=asked)
-        assert plan.exchange_ids == [turn.id, reply.id] and plan.memories.get("fact")
-        forget(store, plan)
-        assert [e.content for e in store.exchanges.history(session.id)] == ["hello", "hi"]
-        assert store.derived.profile() == []
-    finally:
-        store.close()
+def test_forgetting_by_text_matches_every_case_and_unicode_form(store: Store, said: str, asked: str) -> None:
+    session = store.sessions.create("notes")
+    store.exchanges.add(NewExchange(session.id, "user", "hello"))
+    store.exchanges.add(NewExchange(session.id, "assistant", "hi"))
+    turn = store.exchanges.add(NewExchange(session.id, "user", said))
+    reply = store.exchanges.add(NewExchange(session.id, "assistant", "ok"))
+    store.derived.set_fact("pet", said)
+    plan = plan_forget(store, matching=asked)
+    assert plan.exchange_ids == [turn.id, reply.id] and plan.memories.get("fact")
+    forget(store, plan)
+    assert [e.content for e in store.exchanges.history(session.id)] == ["hello", "hi"]
+    assert store.derived.profile() == []
 
 
 # -- 5: a restore keeps nothing inside the data directory and forgets again what was forgotten -----------
@@ -258,28 +250,24 @@ def test_correcting_the_mood_keeps_the_dreams_words_forgettable(client, chat) ->
 # -- 8: a session reference names one conversation, or is refused -----------------------------------------
 
 
-def test_a_session_reference_is_never_taken_for_another_conversation(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
-    try:
-        mine = store.sessions.create("my diary")
-        import_conversations(store, FakeEmbedder(), [ImportedConversation(
-            "imported", "2024-01-01T00:00:00+00:00", [ImportedMessage("user", "hello", "2024-01-01T00:00:00+00:00")],
-            uid=str(mine.id))])
-        imported = store.sessions.find(uid=str(mine.id))
-        assert imported is not None and imported.id != mine.id
-        assert plan_forget(store, sessions=[str(mine.id)]).session_ids == [mine.id]  # the id shown, not the uid
-        assert plan_forget(store, sessions=[f"#{mine.id}"]).session_ids == [mine.id]
-        assert plan_forget(store, sessions=[mine.uid]).session_ids == [mine.id]  # an export's id, matching no other
-        store.sessions.create(str(imported.id))  # a conversation named like another's id
-        with pytest.raises(LyraError, match="names 2 conversations"):
-            plan_forget(store, sessions=[str(imported.id)])
-        assert plan_forget(store, sessions=["my diary"]).session_ids == [mine.id]
-        store.sessions.create("New chat")
-        store.sessions.create("New chat")
-        with pytest.raises(LyraError, match="names 2 conversations"):
-            plan_forget(store, sessions=["New chat"])
-    finally:
-        store.close()
+def test_a_session_reference_is_never_taken_for_another_conversation(store: Store) -> None:
+    mine = store.sessions.create("my diary")
+    import_conversations(store, FakeEmbedder(), [ImportedConversation(
+        "imported", "2024-01-01T00:00:00+00:00", [ImportedMessage("user", "hello", "2024-01-01T00:00:00+00:00")],
+        uid=str(mine.id))])
+    imported = store.sessions.find(uid=str(mine.id))
+    assert imported is not None and imported.id != mine.id
+    assert plan_forget(store, sessions=[str(mine.id)]).session_ids == [mine.id]  # the id shown, not the uid
+    assert plan_forget(store, sessions=[f"#{mine.id}"]).session_ids == [mine.id]
+    assert plan_forget(store, sessions=[mine.uid]).session_ids == [mine.id]  # an export's id, matching no other
+    store.sessions.create(str(imported.id))  # a conversation named like another's id
+    with pytest.raises(LyraError, match="names 2 conversations"):
+        plan_forget(store, sessions=[str(imported.id)])
+    assert plan_forget(store, sessions=["my diary"]).session_ids == [mine.id]
+    store.sessions.create("New chat")
+    store.sessions.create("New chat")
+    with pytest.raises(LyraError, match="names 2 conversations"):
+        plan_forget(store, sessions=["New chat"])
 
 
 def test_the_forget_route_takes_a_number_as_an_id_and_refuses_an_ambiguous_text(client, chat) -> None:

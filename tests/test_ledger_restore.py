@@ -45,55 +45,43 @@ def ledger_text(data_dir: Path) -> str:
     return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
-def test_an_agents_notes_are_each_known_by_an_id_of_their_own(tmp_path: Path, make_settings) -> None:
+def test_an_agents_notes_are_each_known_by_an_id_of_their_own(store: Store, tmp_path: Path, make_settings) -> None:
     """All of an agent's notes shared one portable id (its name): a note added after an export was taken for
     one already there, and forgetting one put the agent's name into the ledger and blocked every other."""
-    store = Store(tmp_path / "data")
-    try:
-        coordinator = Coordinator(store, make_settings(), memory=None)
-        from lyra_local.memory import Memory
-        coordinator.memory = Memory(store, FakeEmbedder())
-        first = coordinator.remember("agent:scoutwren", "the build is green")
-        folder = export(store, tmp_path / "export")
-        coordinator.remember("agent:scoutwren", "the deploy is done")
-        forget(store, plan_forget(store, exchange_ids=[first["id"]]))
-        report, _ = import_source(store, FakeEmbedder(), open_source(folder))
-        notes = [e.content for e in store.exchanges.history(first["session_id"])]
-        assert notes == ["the deploy is done"], (notes, report.summary())
-        assert "scoutwren" not in ledger_text(store.data_dir)
-    finally:
-        store.close()
+    coordinator = Coordinator(store, make_settings(), memory=None)
+    from lyra_local.memory import Memory
+    coordinator.memory = Memory(store, FakeEmbedder())
+    first = coordinator.remember("agent:scoutwren", "the build is green")
+    folder = export(store, tmp_path / "export")
+    coordinator.remember("agent:scoutwren", "the deploy is done")
+    forget(store, plan_forget(store, exchange_ids=[first["id"]]))
+    report, _ = import_source(store, FakeEmbedder(), open_source(folder))
+    notes = [e.content for e in store.exchanges.history(first["session_id"])]
+    assert notes == ["the deploy is done"], (notes, report.summary())
+    assert "scoutwren" not in ledger_text(store.data_dir)
 
 
-def test_a_conversation_with_the_name_of_a_forgotten_one_is_still_imported(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
-    try:
-        old = store.sessions.find_or_create("openai", "default", "default")
-        store.exchanges.add(NewExchange(old.id, "user", "hello from before"))
-        forget_sessions(store, [old.id])
-        new = ImportedConversation("default", AT, [ImportedMessage("user", "hello again", AT, "m1")],
-                                   source="openai", source_id="default", uid="a-new-uid")
-        report = import_conversations(store, FakeEmbedder(), [new])
-        assert report.sessions_new == 1 and report.messages == 1, report.summary()
-        assert "default" not in ledger_text(store.data_dir)  # names are hashed, never written
-    finally:
-        store.close()
+def test_a_conversation_with_the_name_of_a_forgotten_one_is_still_imported(store: Store) -> None:
+    old = store.sessions.find_or_create("openai", "default", "default")
+    store.exchanges.add(NewExchange(old.id, "user", "hello from before"))
+    forget_sessions(store, [old.id])
+    new = ImportedConversation("default", AT, [ImportedMessage("user", "hello again", AT, "m1")],
+                               source="openai", source_id="default", uid="a-new-uid")
+    report = import_conversations(store, FakeEmbedder(), [new])
+    assert report.sessions_new == 1 and report.messages == 1, report.summary()
+    assert "default" not in ledger_text(store.data_dir)  # names are hashed, never written
 
 
-def test_forgetting_a_text_clears_it_from_a_client_given_conversation_name(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
-    try:
-        session = store.sessions.find_or_create("openai", "Zorblax-bot", "Zorblax-bot")
-        store.exchanges.add(NewExchange(session.id, "user", "hi"))
-        store.exchanges.add(NewExchange(session.id, "assistant", "hello"))
-        forget(store, plan_forget(store, matching="zorblax"))
-        renamed = store.sessions.get(session.id)
-        assert "zorblax" not in f"{renamed.name} {renamed.source_id}".lower()
-        assert marker_places(tmp_path / "data", "zorblax") == []
-        # the next request by that name starts a conversation of its own
-        assert store.sessions.find_or_create("openai", "Zorblax-bot", "Zorblax-bot").id != session.id
-    finally:
-        store.close()
+def test_forgetting_a_text_clears_it_from_a_client_given_conversation_name(store: Store, tmp_path: Path) -> None:
+    session = store.sessions.find_or_create("openai", "Zorblax-bot", "Zorblax-bot")
+    store.exchanges.add(NewExchange(session.id, "user", "hi"))
+    store.exchanges.add(NewExchange(session.id, "assistant", "hello"))
+    forget(store, plan_forget(store, matching="zorblax"))
+    renamed = store.sessions.get(session.id)
+    assert "zorblax" not in f"{renamed.name} {renamed.source_id}".lower()
+    assert marker_places(tmp_path / "data", "zorblax") == []
+    # the next request by that name starts a conversation of its own
+    assert store.sessions.find_or_create("openai", "Zorblax-bot", "Zorblax-bot").id != session.id
 
 
 def test_a_restore_does_not_undo_what_the_person_did_after_the_backup_was_made(tmp_path: Path) -> None:
@@ -157,17 +145,14 @@ def test_a_restore_that_fails_leaves_the_memory_as_it_was(tmp_path: Path, monkey
         store.close()
 
 
-def test_an_export_that_holds_what_was_forgotten_does_not_bring_back_its_derived_memory(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
-    try:
-        session = store.sessions.create("secret")
-        turns = [store.exchanges.add(NewExchange(session.id, "user", "the vault code is 5521")).id]
-        store.derived.put_gist(session.id, "The vault code is 5521.", turns[-1], read=turns)
-        folder = export(store, tmp_path / "export")
-        forget_sessions(store, [session.id])
-        report, note = import_source(store, FakeEmbedder(), open_source(folder))
-        assert report.skipped["forgotten conversation"] == 1
-        assert note is not None and "not applied" in note
-        assert store.derived.gists() == []
-    finally:
-        store.close()
+def test_an_export_that_holds_what_was_forgotten_does_not_bring_back_its_derived_memory(store: Store,
+                                                                                         tmp_path: Path) -> None:
+    session = store.sessions.create("secret")
+    turns = [store.exchanges.add(NewExchange(session.id, "user", "the vault code is 5521")).id]
+    store.derived.put_gist(session.id, "The vault code is 5521.", turns[-1], read=turns)
+    folder = export(store, tmp_path / "export")
+    forget_sessions(store, [session.id])
+    report, note = import_source(store, FakeEmbedder(), open_source(folder))
+    assert report.skipped["forgotten conversation"] == 1
+    assert note is not None and "not applied" in note
+    assert store.derived.gists() == []

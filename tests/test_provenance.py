@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,36 +21,29 @@ def turns(store: Store, texts: list[str]) -> tuple[int, list[int]]:
     return session.id, [r.id for r in rows]
 
 
-def test_ids_are_never_reused(tmp_path: Path) -> None:
-    store = Store(tmp_path)
+def test_ids_are_never_reused(store: Store) -> None:
     _, ids = turns(store, ["one", "two"])
     forget_exchanges(store, [ids[-1]])
     _, again = turns(store, ["three"])
     assert again[0] > ids[-1]
-    store.close()
 
 
-def test_no_vector_is_stored_for_a_row_that_is_gone(tmp_path: Path) -> None:
-    store = Store(tmp_path)
+def test_no_vector_is_stored_for_a_row_that_is_gone(store: Store) -> None:
     _, ids = turns(store, ["hello"])
     forget_exchanges(store, ids)
     store.exchanges.set_vector(ids[0], VECTOR, "m")  # a background embedder finishing late
     assert store.conn().execute("SELECT count(*) FROM embeddings").fetchone()[0] == 0
-    store.close()
 
 
-def test_a_gist_drafted_from_a_forgotten_turn_is_not_written(tmp_path: Path) -> None:
-    store = Store(tmp_path)
+def test_a_gist_drafted_from_a_forgotten_turn_is_not_written(store: Store) -> None:
     session, ids = turns(store, ["my code is 4471", "and the bike is blue"])
     forget_exchanges(store, [ids[0]])
     with pytest.raises(StaleSources):
         store.derived.put_gist(session, "The code was 4471.", ids[-1], read=ids)
     assert store.derived.gist(session) is None
-    store.close()
 
 
-def test_forgetting_follows_the_chain_of_what_was_built_from_what(tmp_path: Path) -> None:
-    store = Store(tmp_path)
+def test_forgetting_follows_the_chain_of_what_was_built_from_what(store: Store) -> None:
     session, ids = turns(store, ["I moved to Lisbon", "nice"])
     gist = store.derived.put_gist(session, "Moved to Lisbon.", ids[-1], read=ids)
     [fact] = store.derived.apply_facts(gist, [("home city", "Lisbon", ids[0])], "2024-01-01T00:00:00+00:00")
@@ -71,4 +63,3 @@ def test_forgetting_follows_the_chain_of_what_was_built_from_what(tmp_path: Path
     assert store.derived.profile() == [] and store.derived.narrative() is None and store.derived.self_state() is None
     assert [w.id for w in store.coord.world_history()] == [user_world.id]  # the person's own version stays
     assert store.conn().execute("SELECT count(*) FROM provenance").fetchone()[0] == 0
-    store.close()

@@ -9,7 +9,6 @@ table or column the registry (``store/kinds.py``) does not describe.
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 from lyra_local.store import Store
 from lyra_local.store.kinds import BOOKKEEPING, FTS_TABLES, KINDS, NODES, ORDER, Kind
@@ -49,24 +48,16 @@ def undescribed(conn: sqlite3.Connection) -> list[str]:
     return problems
 
 
-def test_every_table_and_column_of_the_schema_is_in_the_registry(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
-    try:
-        assert undescribed(store.conn()) == []
-    finally:
-        store.close()
+def test_every_table_and_column_of_the_schema_is_in_the_registry(store: Store) -> None:
+    assert undescribed(store.conn()) == []
 
 
-def test_a_new_table_or_column_that_holds_words_is_caught(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
-    try:
-        conn = store.conn()
-        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
-        conn.execute("ALTER TABLE gists ADD COLUMN title TEXT")
-        assert undescribed(conn) == ["column gists.title is not described",
-                                     "table notes is in no kind and is not bookkeeping"]
-    finally:
-        store.close()
+def test_a_new_table_or_column_that_holds_words_is_caught(store: Store) -> None:
+    conn = store.conn()
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    conn.execute("ALTER TABLE gists ADD COLUMN title TEXT")
+    assert undescribed(conn) == ["column gists.title is not described",
+                                 "table notes is in no kind and is not bookkeeping"]
 
 
 def test_every_kind_says_how_it_is_forgotten_and_exported() -> None:

@@ -67,28 +67,24 @@ def ground(store: Store) -> Ground:
                   {"user": "Maya", "name": "Lyra"}, 400)
 
 
-def test_a_reply_lyra_wrote_after_an_imported_conversation_is_lyras_in_the_summary(tmp_path: Path) -> None:
-    store = Store(tmp_path)
-    try:
-        session = store.sessions.create("Interview prep", source="chatgpt", source_id="c1")
-        with store.write() as conn:
-            store.exchanges.insert(conn, [
-                NewExchange(session.id, "user", "I have an interview on 2 May for a ward manager job", AT.format(0),
-                            source_id="c1-m0"),
-                NewExchange(session.id, "assistant", ADVICE, AT.format(1), source_id="c1-m1", author="ChatGPT"),
-                NewExchange(session.id, "user", "i work night shifts as a nurse so im always tired", AT.format(2)),
-                NewExchange(session.id, "assistant", SUIT, AT.format(3))], None, None)
-        turns = store.exchanges.history(session.id)
-        said = ground(store).said(turns)
-        assert [(s.who, s.weight, s.when) for s in said] == [
-            ("Maya", 1.0, "2 January 2024"), ("ChatGPT", 0.5, "2 January 2024"), ("Maya", 1.0, "2 January 2024"),
-            ("Lyra", 0.5, "2 January 2024")]  # a reply weighs less than the person's own words
+def test_a_reply_lyra_wrote_after_an_imported_conversation_is_lyras_in_the_summary(store: Store) -> None:
+    session = store.sessions.create("Interview prep", source="chatgpt", source_id="c1")
+    with store.write() as conn:
+        store.exchanges.insert(conn, [
+            NewExchange(session.id, "user", "I have an interview on 2 May for a ward manager job", AT.format(0),
+                        source_id="c1-m0"),
+            NewExchange(session.id, "assistant", ADVICE, AT.format(1), source_id="c1-m1", author="ChatGPT"),
+            NewExchange(session.id, "user", "i work night shifts as a nurse so im always tired", AT.format(2)),
+            NewExchange(session.id, "assistant", SUIT, AT.format(3))], None, None)
+    turns = store.exchanges.history(session.id)
+    said = ground(store).said(turns)
+    assert [(s.who, s.weight, s.when) for s in said] == [
+        ("Maya", 1.0, "2 January 2024"), ("ChatGPT", 0.5, "2 January 2024"), ("Maya", 1.0, "2 January 2024"),
+        ("Lyra", 0.5, "2 January 2024")]  # a reply weighs less than the person's own words
 
-        floor = ground(store).gist(None, turns, "Interview prep")
-        assert floor.method == "extractive"
-        assert f"Lyra, 2 January 2024: “{SUIT}”" in floor.text and f"ChatGPT, 2 January 2024: “{SUIT}”" \
-            not in floor.text
-        assert f"ChatGPT, 2 January 2024: “{ADVICE.removeprefix('Of course. ')}”" in floor.text
-        assert "Lyra, 2 January 2024: “A good interview" not in floor.text  # ChatGPT's advice was never Lyra's
-    finally:
-        store.close()
+    floor = ground(store).gist(None, turns, "Interview prep")
+    assert floor.method == "extractive"
+    assert f"Lyra, 2 January 2024: “{SUIT}”" in floor.text and f"ChatGPT, 2 January 2024: “{SUIT}”" \
+        not in floor.text
+    assert f"ChatGPT, 2 January 2024: “{ADVICE.removeprefix('Of course. ')}”" in floor.text
+    assert "Lyra, 2 January 2024: “A good interview" not in floor.text  # ChatGPT's advice was never Lyra's

@@ -99,8 +99,7 @@ def test_two_processes_opening_a_new_store_migrate_once(tmp_path: Path) -> None:
     store.close()
 
 
-def test_round_trip_of_every_table(tmp_path: Path) -> None:
-    store = Store(tmp_path)
+def test_round_trip_of_every_table(store: Store) -> None:
     session = store.sessions.create("Trip planning", created_at="2024-03-01T10:00:00+00:00",
                                     source="chatgpt", source_id="conv-1")
     assert store.sessions.get(session.id) == session
@@ -139,11 +138,9 @@ def test_round_trip_of_every_table(tmp_path: Path) -> None:
     assert store.coord.events()[0]["id"] == event and store.coord.events()[0]["detail"] == {"turns": 1}
     store.set_meta("k", "v")
     assert store.get_meta("k") == "v"
-    store.close()
 
 
-def test_a_newer_fact_supersedes_and_keeps_history(tmp_path: Path) -> None:
-    store = Store(tmp_path)
+def test_a_newer_fact_supersedes_and_keeps_history(store: Store) -> None:
     berlin = store.derived.set_fact("home_city", "Berlin")
     lisbon = store.derived.set_fact("home_city", "Lisbon")
     assert [f.value for f in store.derived.profile()] == ["Lisbon"]
@@ -151,14 +148,11 @@ def test_a_newer_fact_supersedes_and_keeps_history(tmp_path: Path) -> None:
     assert [f.value for f in history] == ["Berlin", "Lisbon"] and history[0].superseded_by == lisbon.id
     assert store.derived.set_fact("home_city", "Lisbon") == lisbon  # no duplicate
     assert berlin.id != lisbon.id
-    store.close()
 
 
-def test_a_lease_is_refused_while_held_and_free_after_expiry(tmp_path: Path) -> None:
-    store = Store(tmp_path)
+def test_a_lease_is_refused_while_held_and_free_after_expiry(store: Store) -> None:
     assert store.coord.acquire("r", "a", ttl_s=0.2).ok
     refused = store.coord.acquire("r", "b", ttl_s=10)
     assert not refused.ok and refused.lease.holder == "a"
     time.sleep(0.3)
     assert store.coord.acquire("r", "b", ttl_s=10).ok
-    store.close()
