@@ -1,4 +1,5 @@
-"""Context assembly: the prompt in layers, each within a token budget. A pure function.
+"""Context assembly: the prompt in layers, each within a token budget. A pure function (its state lives
+in one ``_Prompt`` per call).
 
 Layers, in order: persona -> self-state and drives -> the household memory (what the people of the
 household chose to share with everyone) -> world state -> profile ->
@@ -119,107 +120,124 @@ def assemble(inputs: ContextInputs, *, count: Count, n_ctx: int, reply_tokens: i
     """Build the prompt; the total never exceeds ``n_ctx - reply_tokens``."""
     total = max(0, n_ctx - reply_tokens)
     # The new message comes first: it may take up to half the budget, truncated with a notice.
-    message_budget = max(16, total // 2) - MESSAGE_OVERHEAD
-    message = truncate_to(inputs.message, message_budget, count)
+    message = truncate_to(inputs.message, max(16, total // 2) - MESSAGE_OVERHEAD, count)
     truncated = message != inputs.message
     if truncated:
         message += "\n[the message was cut here to fit the model's context]"
     used = count(message) + MESSAGE_OVERHEAD
-    available = max(0, total - used - MESSAGE_OVERHEAD)  # the system message's own overhead
+    prompt = _Prompt(total, max(0, total - used - MESSAGE_OVERHEAD), count)  # less the system message's overhead
+    _add_memories(prompt, inputs, shares)
+    kept = prompt.add_session(inputs.recent, inputs.session_gist)
 
-    seen: set[tuple[str, int]] = set()
-    seen_text: set[str] = set()
-    trace: list[TraceEntry] = []
-    layer_tokens: dict[str, int] = {}
-    sections: list[str] = []
+    messages: list[Message] = [{"role": "system", "content": "\n\n".join(prompt.sections)}]
+    messages += [{"role": "assistant" if t.role == "assistant" else "user", "content": t.content} for t in kept]
+    messages.append({"role": "user", "content": message})
+    tokens = _fit(messages, prompt.trace, count, total)
+    return Context(messages, prompt.trace, tokens, prompt.layer_tokens, truncated)
 
-    def add_text(layer: str, text: str | None, share: float) -> None:
-        nonlocal available
-        if not text or available <= 0:
+
+def _add_memories(prompt: _Prompt, inputs: ContextInputs, shares: Shares) -> None:
+    """Every layer above the current session, in order, each within its share."""
+    prompt.add_text("persona", inputs.persona, shares.persona)
+    prompt.add_text("self_state", _self_state_text(inputs), shares.self_state)
+    prompt.add_text("household", inputs.household and "Shared by everyone in the household:\n" + inputs.household,
+                    shares.household)
+    prompt.add_text("world", inputs.world and "Core memory (the world as it stands):\n" + inputs.world,
+                    shares.world)
+    if inputs.profile:
+        who = inputs.user_name or "the user"
+        prompt.add_text("profile",
+                        f"What you know about {who}:\n" + "\n".join(f"- {k}: {v}" for k, v in inputs.profile),
+                        shares.profile)
+    prompt.add_text("narrative", inputs.narrative and "The current arc:\n" + inputs.narrative, shares.narrative)
+    title = "From your timeline:"
+    room = prompt.budget(shares.digests) - prompt.count(title) - 1
+    timeline = [Item("digest", e.id, e.text, 0.0, "timeline", e.period)
+                for e in render_timeline(inputs.timeline, room, prompt.count)] if room > 0 else []
+    prompt.add_items("digests", title, timeline, shares.digests)
+    prompt.add_items("gists", "Related past conversations:", inputs.gists, shares.gists)
+    prompt.add_items("recalled", "Moments you remember:", inputs.recalled, shares.recalled)
+
+
+class _Prompt:
+    """The system message as it is built: what is left of the budget, the memories already in it (none is
+    repeated), and the trace of why each is there. One per ``assemble`` call."""
+
+    def __init__(self, total: int, available: int, count: Count) -> None:
+        self.total = total
+        self.available = available
+        self.count = count
+        self.seen: set[tuple[str, int]] = set()
+        self.seen_text: set[str] = set()
+        self.trace: list[TraceEntry] = []
+        self.layer_tokens: dict[str, int] = {}
+        self.sections: list[str] = []
+
+    def budget(self, share: float) -> int:
+        """A layer's tokens: its share of the whole, or what is left if that is less."""
+        return min(self.available, int(self.total * share))
+
+    def add_text(self, layer: str, text: str | None, share: float) -> None:
+        if not text or self.available <= 0:
             return
-        body = truncate_to(text, min(available, int(total * share)), count)
+        body = truncate_to(text, self.budget(share), self.count)
         if body:
-            cost = count(body) + 1
-            sections.append(body)
-            layer_tokens[layer] = cost
-            available -= cost
+            cost = self.count(body) + 1
+            self.sections.append(body)
+            self.layer_tokens[layer] = cost
+            self.available -= cost
 
-    def add_items(layer: str, title: str, items: Sequence[Item], share: float) -> None:
-        nonlocal available
-        budget = min(available, int(total * share))
+    def add_items(self, layer: str, title: str, items: Sequence[Item], share: float) -> None:
+        budget = self.budget(share)
         lines = []
-        spent = count(title) + 1
+        spent = self.count(title) + 1
         for item in items:
             key = (item.kind, item.id)
             norm = " ".join(item.text.split()).lower()
-            if key in seen or norm in seen_text:
+            if key in self.seen or norm in self.seen_text:
                 continue
             line = f"- {item.when + ': ' if item.when else ''}{item.text}"
-            cost = count(line) + 1
+            cost = self.count(line) + 1
             if spent + cost > budget:
                 continue  # a shorter item further down may still fit
             lines.append(line)
             spent += cost
-            seen.add(key)
-            seen_text.add(norm)
-            trace.append(TraceEntry(layer, item.kind, item.id, item.score, item.stage))
+            self.seen.add(key)
+            self.seen_text.add(norm)
+            self.trace.append(TraceEntry(layer, item.kind, item.id, item.score, item.stage))
         if lines:
-            sections.append(title + "\n" + "\n".join(lines))
-            layer_tokens[layer] = spent
-            available -= spent
+            self.sections.append(title + "\n" + "\n".join(lines))
+            self.layer_tokens[layer] = spent
+            self.available -= spent
 
-    add_text("persona", inputs.persona, shares.persona)
-    add_text("self_state", _self_state_text(inputs), shares.self_state)
-    add_text("household", inputs.household and "Shared by everyone in the household:\n" + inputs.household,
-             shares.household)
-    add_text("world", inputs.world and "Core memory (the world as it stands):\n" + inputs.world, shares.world)
-    if inputs.profile:
-        who = inputs.user_name or "the user"
-        add_text("profile", f"What you know about {who}:\n" + "\n".join(f"- {k}: {v}" for k, v in inputs.profile),
-                 shares.profile)
-    add_text("narrative", inputs.narrative and "The current arc:\n" + inputs.narrative, shares.narrative)
-    title = "From your timeline:"
-    room = min(available, int(total * shares.digests)) - count(title) - 1
-    timeline = [Item("digest", e.id, e.text, 0.0, "timeline", e.period)
-                for e in render_timeline(inputs.timeline, room, count)] if room > 0 else []
-    add_items("digests", title, timeline, shares.digests)
-    add_items("gists", "Related past conversations:", inputs.gists, shares.gists)
-    add_items("recalled", "Moments you remember:", inputs.recalled, shares.recalled)
-
-    # The current session: its newest turns that fit, and its gist standing in for older ones.
-    recent_budget = available
-    kept: list[Turn] = []
-    spent = 0
-    for turn in reversed(inputs.recent):
-        cost = count(turn.content) + MESSAGE_OVERHEAD
-        if spent + cost > recent_budget:
-            break
-        kept.append(turn)
-        spent += cost
-    kept.reverse()
-    dropped = len(inputs.recent) - len(kept)
-    gist = inputs.session_gist
-    if dropped and gist is not None and (gist.kind, gist.id) not in seen:
-        gist_text = "Earlier in this conversation:\n" + gist.text
-        cost = count(gist_text) + 1
-        while kept and spent + cost > recent_budget:
-            spent -= count(kept[0].content) + MESSAGE_OVERHEAD
-            kept.pop(0)
-        if spent + cost <= recent_budget:
-            sections.append(gist_text)
-            layer_tokens["session_gist"] = cost
-            trace.append(TraceEntry("session_gist", gist.kind, gist.id, gist.score, gist.stage))
-            available -= cost
-    available -= spent
-    layer_tokens["recent"] = spent
-    for turn in kept:
-        trace.append(TraceEntry("recent", "exchange", turn.id, 0.0, "session"))
-
-    messages: list[Message] = [{"role": "system", "content": "\n\n".join(sections)}]
-    messages += [{"role": "assistant" if t.role == "assistant" else "user", "content": t.content} for t in kept]
-    messages.append({"role": "user", "content": message})
-    tokens = _fit(messages, trace, count, total)
-    return Context(messages, trace, tokens, layer_tokens, truncated)
+    def add_session(self, recent: Sequence[Turn], gist: Item | None) -> list[Turn]:
+        """The current session: its newest turns that fit what is left, and its gist standing in for the older
+        ones (when it fits, in place of the oldest kept turns); the turns kept, oldest first."""
+        room = self.available
+        kept: list[Turn] = []
+        spent = 0
+        for turn in reversed(recent):
+            cost = self.count(turn.content) + MESSAGE_OVERHEAD
+            if spent + cost > room:
+                break
+            kept.append(turn)
+            spent += cost
+        kept.reverse()
+        if len(recent) > len(kept) and gist is not None and (gist.kind, gist.id) not in self.seen:
+            gist_text = "Earlier in this conversation:\n" + gist.text
+            cost = self.count(gist_text) + 1
+            while kept and spent + cost > room:
+                spent -= self.count(kept[0].content) + MESSAGE_OVERHEAD
+                kept.pop(0)
+            if spent + cost <= room:
+                self.sections.append(gist_text)
+                self.layer_tokens["session_gist"] = cost
+                self.trace.append(TraceEntry("session_gist", gist.kind, gist.id, gist.score, gist.stage))
+                self.available -= cost
+        self.available -= spent
+        self.layer_tokens["recent"] = spent
+        self.trace.extend(TraceEntry("recent", "exchange", turn.id, 0.0, "session") for turn in kept)
+        return kept
 
 
 def _fit(messages: list[Message], trace: list[TraceEntry], count: Count, total: int) -> int:
