@@ -53,6 +53,7 @@ from messy_sets import origin  # noqa: E402
 from recall_sets import DATASETS, REPO, MemorySet, Question, categories, load  # noqa: E402
 
 KS = (5, 10, 25)
+SPREAD, SPREAD_NAME = 3, "3+ sessions"  # questions whose evidence is in this many sessions, also measured apart
 DEPTH = max(KS)
 Strategy = Callable[[Memory, Question, Any], list[int]]
 
@@ -156,22 +157,30 @@ def evaluate(dataset: str, sets: list[MemorySet], models: Models, base: Path,
         for source, exchange in store.exchanges.ids_by_source().items():
             messages_of[origin(source)].add(exchange)
         vectors = models.embed.embed([q.text for q in memory_set.questions]) if memory_set.questions else []
+        session_of = {i: e.session_id for i, e in store.exchanges.get_many(
+            [i for ids in messages_of.values() for i in ids]).items()}
         for question, vector in zip(memory_set.questions, vectors, strict=True):
             evidence = [messages_of[e] for e in question.evidence]
             count[question.category] += 1
+            groups = [question.category]
+            if len({session_of[i] for m in evidence for i in m if i in session_of}) >= SPREAD:
+                count[SPREAD_NAME] += 1  # also counted apart: evidence in three sessions or more
+                groups.append(SPREAD_NAME)
             for name, strategy in chosen.items():
                 t0 = time.perf_counter()
                 ranked = strategy(memory, question, np.asarray(vector, dtype=np.float32))
                 latency[name].append((time.perf_counter() - t0) * 1000)
                 for k in KS:
                     top = set(ranked[:k])
-                    found[name][question.category][k].append(sum(bool(m & top) for m in evidence) / len(evidence))
+                    for group in groups:
+                        found[name][group][k].append(sum(bool(m & top) for m in evidence) / len(evidence))
         store.close()
     cats = [c for c in categories(dataset) if count[c]]
     results: dict[str, Any] = {"dataset": dataset, "memories": len(sets), "turns": sum(s.turns for s in sets),
-                               "questions": dict(count), "import_s": round(import_s, 1), "strategies": {}}
+                               "questions": {c: count[c] for c in cats}, "spread": count[SPREAD_NAME],
+                               "import_s": round(import_s, 1), "strategies": {}}
     for name in chosen:
-        per = {c: {k: statistics.mean(found[name][c][k]) for k in KS} for c in cats}
+        per = {c: {k: statistics.mean(found[name][c][k]) for k in KS} for c in [*cats, SPREAD_NAME] if count[c]}
         overall = {k: statistics.mean(v for c in cats for v in found[name][c][k]) for k in KS}
         lat = sorted(latency[name])
         results["strategies"][name] = {"overall": overall, "per_category": per,
@@ -181,10 +190,10 @@ def evaluate(dataset: str, sets: list[MemorySet], models: Models, base: Path,
 
 def print_table(results: dict[str, Any]) -> None:
     cats = list(next(iter(results["strategies"].values()))["per_category"])
-    n = results["questions"]
+    n = {**results["questions"], SPREAD_NAME: results.get("spread", 0)}  # 3+ sessions: counted in its category too
     print(f"\n### {results['dataset']}: {results['memories']} memories, {results['turns']:,} turns, "
-          f"{sum(n.values())} questions ({', '.join(f'{c} {n[c]}' for c in cats)}); imported in "
-          f"{results['import_s']} s\n")
+          f"{sum(results['questions'].values())} questions ({', '.join(f'{c} {n[c]}' for c in cats)}); "
+          f"imported in {results['import_s']} s\n")
     print("| strategy | R@5 | R@10 | R@25 | " + " | ".join(f"{c} @10" for c in cats) + " | p50 ms | p95 ms |")
     print("|---|" + "---:|" * (len(cats) + 5))
     for name, r in results["strategies"].items():

@@ -37,7 +37,7 @@ class Tuning:
     candidates: int = 100  # per gathering stage; at least 3 x k
     weights: tuple[tuple[str, float], ...] = (
         ("dense", 1.0), ("bm25", 0.4), ("context", 0.4), ("rare", 0.2), ("date", 1.0), ("speaker", 0.3),
-        ("gists", 1.0), ("statement", 2.0))
+        ("gists", 1.0), ("statement", 2.0), ("expand", 0.5))
     neighbour_share: float = 0.8  # a turn's similarity gains this share of its closer neighbour's (sum, mean: less)
     session_weight: float = 0.3  # a turn gains this much of its session's strength (its best turn's score)
     session_top: int = 1
@@ -59,6 +59,8 @@ class Tuning:
     stated_min: float = 0.25  # a turn this close to the asked key's statements says it (a search shows it): a
     # tenth of LoCoMo's turns are this close to a given key's statements
     statement_candidates: int = 30  # per statement of the asked key
+    expand_from: int = 5  # the nearest turns whose meaning widens the query (``Expansion``)
+    expand_share: float = 0.5  # how far the query's vector moves towards theirs
 
     def weight(self, stage: str) -> float:
         return dict(self.weights).get(stage, 1.0)
@@ -87,6 +89,7 @@ class Search:
     reranker: Reranker | None = None  # the optional re-ranking model (Rerank)
     keys: KeyVectors | None = None  # the profile keys' sentences, embedded (Statements)
     key_question: KeyQuestion | None = None  # the profile key the question asks about (Statements)
+    widened: npt.NDArray[np.float32] | None = None  # the query's vector moved towards its nearest turns (Expansion)
     _rows: dict[int, dict[str, Any]] = field(default_factory=dict)
     _vectors: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
     _neighbours: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)

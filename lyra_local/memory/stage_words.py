@@ -24,6 +24,7 @@ STAGE_WORDS: Mapping[str, str] = MappingProxyType({
     "answer": "as the answer to a matching question",  # the turn after a matching turn that asks
     "gists": "through its conversation's summary",  # the optional stage: sessions whose gists match
     "statement": "as a statement of what your message asks about",  # "what is my job?" -> "i teach chemistry"
+    "expand": "by meaning, near what your message found first",  # the query widened by its nearest turns
     # stages that re-rank what was found (never named by a trace today; worded so a new use reads right)
     "neighbours": "by meaning, with the turns around it",
     "speaker": "as said by the one your message is about",

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .stage_base import KeyQuestion, Scaling, Search, Stage, Tuning, scale, when
-from .stages_find import Dates, Dense, DenseContext, FullText, GistSessions, LexicalTrust, RareWords
+from .stages_find import Dates, Dense, DenseContext, Expansion, FullText, GistSessions, LexicalTrust, RareWords
 from .stages_order import Answers, Bursts, Currentness, Diversity, Rerank, Sessions, repeat_key, split_repeats
 from .stages_who import Speaker, Statements, named_speakers
 
@@ -32,7 +32,7 @@ __all__ = ["ALWAYS", "OPTIONAL", "STAGES", "KeyQuestion", "Scaling", "Search", "
 STAGES: tuple[Stage, ...] = (Dense(), FullText("bm25", "turn"), FullText("context", "context"), RareWords(), Dates(),
                              Statements(), DenseContext(), Speaker(), LexicalTrust(), Sessions(), Answers(),
                              Currentness(), Rerank(), Bursts(), Diversity())
-OPTIONAL: tuple[Stage, ...] = (GistSessions(),)
+OPTIONAL: tuple[Stage, ...] = (GistSessions(), Expansion())
 ALWAYS = ("dense", "bm25")  # what the plain modes are made of
 
 

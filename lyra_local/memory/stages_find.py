@@ -1,7 +1,10 @@
 """Recall stages that find candidates: nearest vectors, full text, rare words, the days a question names, and
-matching sessions' gists (the optional stage). Registered in ``stages.STAGES``."""
+(measured, left off) matching sessions' gists and the query widened by what it finds first. Registered in
+``stages.STAGES`` and ``stages.OPTIONAL``."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..store.db import to_iso
 from ..store.recall_index import FULL_TEXT, Filters, filters
@@ -181,3 +184,31 @@ class GistSessions(Stage):
         s.raw[self.name] = {i: 1.0 for i, _ in found}
 
 
+class Expansion(Stage):
+    """A list or inference question ("what drinks does she like?") is answered by examples that share neither
+    its words nor much of its meaning (a soda brand, lemon tea): the query's vector moves towards its nearest
+    turns (pseudo-relevance feedback, by the embedding model alone, no list of words), and the turns near
+    the moved vector are candidates with their own signal.
+    """
+
+    name, scaling = "expand", "range"
+
+    def applies(self, s: Search) -> bool:
+        return is_turns(s) and s.query.mode == "hybrid" and s.vector is not None and s.model is not None
+
+    def gather(self, s: Search) -> None:
+        assert s.vector is not None and s.model is not None
+        query = s.vector
+        vectors = s.vectors([i for i, stages in s.pool.items() if "dense" in stages])
+        nearest = sorted(vectors, key=lambda i: -float(vectors[i] @ query))[:s.tuning.expand_from]
+        if not nearest:
+            return
+        centre = np.mean([vectors[i] for i in nearest], axis=0)
+        moved = query + s.tuning.expand_share * centre / max(float(np.linalg.norm(centre)), 1e-9)
+        s.widened = (moved / float(np.linalg.norm(moved))).astype(np.float32)
+        s.add(self.name, [i for i, _ in s.index.dense(s.model, s.widened, s.filters, s.tuning.candidates)])
+
+    def score(self, s: Search) -> None:
+        if s.widened is not None:
+            widened = s.widened
+            s.raw[self.name] = {i: float(v @ widened) for i, v in s.vectors(list(s.pool)).items()}
