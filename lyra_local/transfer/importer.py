@@ -10,6 +10,7 @@ again, and a newer export adds only what is new.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..llm.base import Embedder
+from ..llm.base import Embedder, Vectors
 from ..store import Session, Store, ledger
 from ..store.exchanges import NewExchange
 from ..store.portable import NewAside, add_asides, known_ids, origin, session_keys
@@ -63,88 +64,110 @@ def import_conversations(store: Store, embedder: Embedder, items: Iterable[Impor
                          *, progress: Progress | None = None, batch_messages: int = BATCH_MESSAGES) -> ImportReport:
     """Store what is new in ``items``; ``progress(done, total)`` counts the input's messages."""
     started = time.perf_counter()
-    report = ImportReport()
+    problems: list[ImportProblem] = []
     conversations: list[ImportedConversation] = []
     for item in items:
         if isinstance(item, ImportProblem):
-            report.problems.append(item)
+            problems.append(item)
         else:
             conversations.append(item)
-    total = sum(len(c.messages) for c in conversations)
-    processed = 0
-    forgotten = ledger.forgotten_portable(store.data_dir)
-    here = origin(store)
-    batch: list[_Pending] = []
-    seen: set[tuple[str, str]] = set()
-
-    def tick() -> None:
-        if progress:
-            progress(processed, total)
-
-    def flush() -> None:
-        nonlocal processed
-        t0 = time.perf_counter()
-        texts = [m.content for p in batch for m in p.messages]
-        # A batch of conversations with nothing left to store (images only) needs no model at all.
-        vectors = embedder.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
-        report.embed_s += time.perf_counter() - t0
-        row = 0
-        with store.write() as conn:  # whole conversations, or nothing of them
-            for p in batch:
-                c = p.conversation
-                if p.session is not None and not store.sessions.exists(p.session.id, conn=conn):
-                    # forgotten while we embedded: what it adds to must not come back
-                    report.problems.append(ImportProblem(f"\u201c{c.name}\u201d", "its session was forgotten "
-                                                         "while importing; its new messages were not imported"))
-                    row += len(p.messages)
-                    p.messages, p.asides = [], []
-                    continue
-                session = p.session or store.sessions.create(c.name, created_at=c.created_at, source=c.source,
-                                                             source_id=c.source_id, uid=c.uid, conn=conn)
-                news = [NewExchange(session.id, m.role, m.content, m.created_at, source_id=m.source_id,
-                                    author=m.author, ending=m.ending) for m in p.messages]
-                store.exchanges.insert(conn, news, vectors[row:row + len(news)], embedder.name)
-                add_asides(conn, here, session.id, p.asides)  # after the path: each follows a turn already there
-                row += len(news)
-        for p in batch:
-            report.messages += len(p.messages)
-            report.sessions_new += p.session is None
-            report.sessions_updated += p.session is not None
-            processed += len(p.conversation.messages)
-        batch.clear()
-        tick()
-
+    run = _Import(store, embedder, sum(len(c.messages) for c in conversations), progress, batch_messages)
+    run.report.problems.extend(problems)
     for c in conversations:
+        run.add(c)
+    if run.batch:
+        run.flush()
+    run.tick()
+    run.report.total_s = time.perf_counter() - started
+    return run.report
+
+
+class _Import:
+    """One import in progress: the report, how many of the input's messages are done, and the batch waiting to
+    be embedded and written. ``add`` takes a conversation, ``flush`` stores the batch."""
+
+    def __init__(self, store: Store, embedder: Embedder, total: int, progress: Progress | None,
+                 batch_messages: int) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.total = total
+        self.progress = progress
+        self.batch_messages = batch_messages
+        self.report = ImportReport()
+        self.processed = 0
+        self.forgotten = ledger.forgotten_portable(store.data_dir)
+        self.here = origin(store)
+        self.batch: list[_Pending] = []
+        self.seen: set[tuple[str, str]] = set()
+
+    def tick(self) -> None:
+        if self.progress:
+            self.progress(self.processed, self.total)
+
+    def add(self, c: ImportedConversation) -> None:
+        """Queue what ``c`` adds to the memory (a whole conversation, or its turns not stored yet)."""
         key = (c.source, c.source_id) if c.source_id else ("uid", c.uid or "")
-        if key[1] and key in seen:
-            report.problems.append(ImportProblem(f"\u201c{c.name}\u201d", "appears twice in the input; "
-                                                 "the first copy was imported"))
-            processed += len(c.messages)
-            continue
-        seen.add(key)
-        report.skipped.update(c.skipped)
+        if key[1] and key in self.seen:
+            self.report.problems.append(ImportProblem(f"\u201c{c.name}\u201d", "appears twice in the input; "
+                                                      "the first copy was imported"))
+            self.processed += len(c.messages)
+            return
+        self.seen.add(key)
+        self.report.skipped.update(c.skipped)
         given = len(c.messages)
-        whole = _drop_forgotten(c, forgotten, report)
-        processed += given - len(c.messages)  # what was left out counts as done
+        whole = _drop_forgotten(c, self.forgotten, self.report)
+        self.processed += given - len(c.messages)  # what was left out counts as done
         if whole:
-            continue
-        session = _existing(store, c)
-        new, asides, older = _new_turns(store, session, c)
+            return
+        session = _existing(self.store, c)
+        new, asides, older = _new_turns(self.store, session, c)
         if older:
-            report.skipped["messages older than the ones already imported"] += older
+            self.report.skipped["messages older than the ones already imported"] += older
         if session is not None and not new and not asides:
-            report.sessions_unchanged += 1
-            processed += len(c.messages)
-            tick()
-            continue
-        batch.append(_Pending(c, session, new, asides))
-        if sum(len(p.messages) for p in batch) >= batch_messages:
-            flush()
-    if batch:
-        flush()
-    tick()
-    report.total_s = time.perf_counter() - started
-    return report
+            self.report.sessions_unchanged += 1
+            self.processed += len(c.messages)
+            self.tick()
+            return
+        self.batch.append(_Pending(c, session, new, asides))
+        if sum(len(p.messages) for p in self.batch) >= self.batch_messages:
+            self.flush()
+
+    def flush(self) -> None:
+        """Embed the batch in one go, then write it in one transaction: whole conversations, or nothing of them."""
+        t0 = time.perf_counter()
+        texts = [m.content for p in self.batch for m in p.messages]
+        # A batch of conversations with nothing left to store (images only) needs no model at all.
+        vectors = self.embedder.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
+        self.report.embed_s += time.perf_counter() - t0
+        row = 0
+        with self.store.write() as conn:
+            for p in self.batch:
+                row += self._write(conn, p, vectors[row:row + len(p.messages)])
+        for p in self.batch:
+            self.report.messages += len(p.messages)
+            self.report.sessions_new += p.session is None
+            self.report.sessions_updated += p.session is not None
+            self.processed += len(p.conversation.messages)
+        self.batch.clear()
+        self.tick()
+
+    def _write(self, conn: sqlite3.Connection, p: _Pending, vectors: Vectors) -> int:
+        """Store one conversation's new turns and asides; how many of the batch's vectors were its own."""
+        c = p.conversation
+        given = len(p.messages)
+        if p.session is not None and not self.store.sessions.exists(p.session.id, conn=conn):
+            # forgotten while we embedded: what it adds to must not come back
+            self.report.problems.append(ImportProblem(f"\u201c{c.name}\u201d", "its session was forgotten "
+                                                      "while importing; its new messages were not imported"))
+            p.messages, p.asides = [], []
+            return given
+        session = p.session or self.store.sessions.create(c.name, created_at=c.created_at, source=c.source,
+                                                          source_id=c.source_id, uid=c.uid, conn=conn)
+        news = [NewExchange(session.id, m.role, m.content, m.created_at, source_id=m.source_id,
+                            author=m.author, ending=m.ending) for m in p.messages]
+        self.store.exchanges.insert(conn, news, vectors, self.embedder.name)
+        add_asides(conn, self.here, session.id, p.asides)  # after the path: each follows a turn already there
+        return given
 
 
 def _drop_forgotten(c: ImportedConversation, forgotten: frozenset[str], report: ImportReport) -> bool:
