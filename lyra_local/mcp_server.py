@@ -39,16 +39,30 @@ def build_server(coordinator: Coordinator, agent: str, person: str | None = None
     a removed person): the agent is refused from the next call on, not at its next start."""
     whose = f"\nThis is {person}'s memory and nobody else's: what you recall and remember is theirs." if person else ""
     mcp = FastMCP("lyra", instructions=INSTRUCTIONS + whose)
+    calls = _Calls(coordinator, agent, still_allowed)
+    _memory_tools(mcp, calls)
+    _instance_tools(mcp, calls)
+    _lock_tools(mcp, calls)
+    return mcp
 
-    def who(name: str | None) -> str:
-        return name or agent
 
-    def safe(call: Any, *args: Any) -> Any:
+class _Calls:
+    """What every tool shares: the coordinator, the agent a write is attributed to, and how one call runs."""
+
+    def __init__(self, coordinator: Coordinator, agent: str, still_allowed: Callable[[], None] | None) -> None:
+        self.coordinator = coordinator
+        self.agent = agent
+        self.still_allowed = still_allowed
+
+    def who(self, name: str | None) -> str:
+        return name or self.agent
+
+    def safe(self, call: Any, *args: Any) -> Any:
         """Run one tool call; whatever fails becomes that call's error result, and the server goes on."""
         args = tuple(well_formed(a) if isinstance(a, str) else a for a in args)  # "\ud800" from JSON
         try:
-            if still_allowed is not None:
-                still_allowed()
+            if self.still_allowed is not None:
+                self.still_allowed()
             return call(*args)
         except LyraError as exc:  # a tool error the agent can read and act on
             raise ValueError(str(exc)) from exc
@@ -58,68 +72,75 @@ def build_server(coordinator: Coordinator, agent: str, person: str | None = None
             raise ValueError(f"Lyra failed on this call ({type(exc).__name__}: {exc}); "
                              "the other tools still work") from exc
 
+
+def _memory_tools(mcp: FastMCP, calls: _Calls) -> None:
+    """The sitrep, recall and notes, and the world state (changes to it are proposals)."""
     @mcp.tool()
     def sitrep() -> str:
         """A short report: world state, running and stale instances, held locks, what changed recently."""
-        return str(safe(coordinator.sitrep_text))
+        return str(calls.safe(calls.coordinator.sitrep_text))
 
     @mcp.tool()
     def recall(query: str, k: int = 8) -> list[dict[str, Any]]:
         """Search the user's memory (vectors and full text fused); best first."""
-        return list(safe(coordinator.recall, query, k))
+        return list(calls.safe(calls.coordinator.recall, query, k))
 
     @mcp.tool()
     def remember(content: str, agent_name: str | None = None) -> dict[str, Any]:
         """Keep a note in the memory, attributed to this agent (its own session)."""
-        return dict(safe(coordinator.remember, who(agent_name), content))
+        return dict(calls.safe(calls.coordinator.remember, calls.who(agent_name), content))
 
     @mcp.tool()
     def world_read() -> dict[str, Any]:
         """The core memory (world state) as it stands, and the changes proposed for review."""
-        return dict(safe(coordinator.world))
+        return dict(calls.safe(calls.coordinator.world))
 
     @mcp.tool()
     def world_propose(content: str, reason: str, agent_name: str | None = None) -> dict[str, Any]:
         """Propose a new version of the whole world-state document; the user accepts or rejects it."""
-        return dict(safe(coordinator.propose_world, who(agent_name), content, reason))
+        return dict(calls.safe(calls.coordinator.propose_world, calls.who(agent_name), content, reason))
 
+
+def _instance_tools(mcp: FastMCP, calls: _Calls) -> None:
+    """Registering a task as a running instance, its heartbeats and its end."""
     @mcp.tool()
     def instance_register(summary: str, kind: str = "agent", instance_id: str | None = None) -> dict[str, Any]:
         """Register this task as a running instance; returns its id for heartbeats."""
-        return dict(safe(coordinator.register, kind, f"{who(None)}: {summary}", instance_id))
+        return dict(calls.safe(calls.coordinator.register, kind, f"{calls.who(None)}: {summary}", instance_id))
 
     @mcp.tool()
     def instance_heartbeat(instance_id: str, message: str | None = None) -> dict[str, Any]:
         """Say the instance is alive, optionally with a progress entry."""
-        return dict(safe(coordinator.heartbeat, instance_id, message))
+        return dict(calls.safe(calls.coordinator.heartbeat, instance_id, message))
 
     @mcp.tool()
     def instance_complete(instance_id: str, result: str, status: str = "done") -> dict[str, Any]:
         """Mark the instance finished with a one-line result (status done, failed or cancelled)."""
-        return dict(safe(coordinator.complete, instance_id, result, status))
+        return dict(calls.safe(calls.coordinator.complete, instance_id, result, status))
 
+
+def _lock_tools(mcp: FastMCP, calls: _Calls) -> None:
+    """Leases on shared resources, held by the agent (or a holder it names)."""
     @mcp.tool()
     def lock_acquire(resource: str, ttl_s: float = 300.0, note: str | None = None,
                      holder: str | None = None) -> dict[str, Any]:
         """Take a lease on a resource; if someone else holds it, ok is false and held_by says who."""
-        return dict(safe(coordinator.acquire, resource, who(holder), ttl_s, note))
+        return dict(calls.safe(calls.coordinator.acquire, resource, calls.who(holder), ttl_s, note))
 
     @mcp.tool()
     def lock_renew(resource: str, ttl_s: float = 300.0, holder: str | None = None) -> dict[str, Any]:
         """Extend a lease this agent holds."""
-        return dict(safe(coordinator.renew, resource, who(holder), ttl_s))
+        return dict(calls.safe(calls.coordinator.renew, resource, calls.who(holder), ttl_s))
 
     @mcp.tool()
     def lock_release(resource: str, holder: str | None = None) -> dict[str, Any]:
         """Give a lease back."""
-        return dict(safe(coordinator.release, resource, who(holder)))
+        return dict(calls.safe(calls.coordinator.release, resource, calls.who(holder)))
 
     @mcp.tool()
     def lock_check(resource: str) -> dict[str, Any]:
         """Whether a resource is leased, and by whom until when."""
-        return dict(safe(coordinator.check, resource))
-
-    return mcp
+        return dict(calls.safe(calls.coordinator.check, resource))
 
 
 def run_stdio(mcp: FastMCP) -> None:
