@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import mmap
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -236,46 +236,72 @@ def _summarize(h: _Header, size: int) -> GGUFSummary:
     alignment = _typed(h, meta, "general.alignment", 32)
     if alignment == 0 or alignment & (alignment - 1):
         raise h.invalid(f"its general.alignment {alignment:,} is not a power of two, which llama.cpp requires")
-    # One pass, keeping only sums (per layer: at most MOST_LAYERS of them) and the furthest end: a header of
-    # millions of tensors takes no memory.
-    parameters, furthest, reaches = 0, 0, ""
-    block_bytes, output_bytes, embeddings_bytes, tied = 0, 0, 0, True
-    per_layer: dict[int, int] = {}
-    for _ in range(tensor_count):
-        name, elements, block, offset = _tensor_info(h)
-        parameters += elements
-        length = elements * block[1] // block[0]
-        end = offset + length
-        if end > furthest:
-            furthest, reaches = end, name
-        if name.startswith("blk."):
-            block_bytes += length
-            index = name[4:].partition(".")[0]
-            if index.isascii() and index.isdigit() and int(index) < MOST_LAYERS:
-                per_layer[int(index)] = per_layer.get(int(index), 0) + length
-        elif name.startswith("output"):  # output.weight, output_norm.*
-            output_bytes += length
-            tied = tied and name != "output.weight"
-        elif name == "token_embd.weight":
-            embeddings_bytes = length
+    sums = _tensor_sums(h, tensor_count)
     start = -(-h.at // alignment) * alignment  # the tensor data starts after the header, aligned
-    if start + furthest > size:
-        raise h.incomplete(f"tensor {reaches!r} ends at byte {start + furthest:,} of a {size:,}-byte file")
+    if start + sums.furthest > size:
+        raise h.incomplete(f"tensor {sums.reaches!r} ends at byte {start + sums.furthest:,} of a {size:,}-byte file")
     shape = _shape(meta, arch)
-    layers = shape["block_count"] or 0
     return GGUFSummary(
         path=h.path, size=size, version=version, architecture=arch, name=_typed(h, meta, "general.name"),
-        parameters=parameters, quantization=_quantization(_typed(h, meta, "general.file_type")),
+        parameters=sums.parameters, quantization=_quantization(_typed(h, meta, "general.file_type")),
         context_length=_typed(h, meta, f"{arch}.context_length") or None,
         chat_template=bool(_typed(h, meta, "tokenizer.chat_template")),
         pooling=_pooling(_typed(h, meta, f"{arch}.pooling_type")), tensors=tensor_count,
-        **shape, vocabulary=_number(meta, _VOCABULARY), block_bytes=block_bytes,
-        # distinct indices, as many as the layers, none beyond: each of blk.0 … blk.(layers - 1)
-        layer_bytes=tuple(per_layer[i] for i in range(layers)) if 0 < layers == len(per_layer) and max(
-            per_layer) < layers else (),
-        # A decoder (it has an output norm) without output.weight ties its output to the token embeddings, and
-        # llama.cpp puts a copy of them on the output's device; an encoder has no output layer.
-        output_bytes=output_bytes + (embeddings_bytes if tied and output_bytes else 0))
+        **shape, vocabulary=_number(meta, _VOCABULARY), block_bytes=sums.block_bytes,
+        layer_bytes=sums.layer_bytes(shape["block_count"] or 0), output_bytes=sums.output())
+
+
+@dataclass
+class _TensorSums:
+    """What the tensor table adds up to, kept as sums (per layer: at most MOST_LAYERS of them) and the furthest
+    end, so that a header of millions of tensors takes no memory."""
+
+    parameters: int = 0
+    furthest: int = 0
+    reaches: str = ""  # the tensor that ends furthest
+    block_bytes: int = 0
+    output_bytes: int = 0
+    embeddings_bytes: int = 0
+    tied: bool = True
+    per_layer: dict[int, int] = field(default_factory=dict)
+
+    def add(self, name: str, elements: int, length: int, end: int) -> None:
+        self.parameters += elements
+        if end > self.furthest:
+            self.furthest, self.reaches = end, name
+        if name.startswith("blk."):
+            self.block_bytes += length
+            index = name[4:].partition(".")[0]
+            if index.isascii() and index.isdigit() and int(index) < MOST_LAYERS:
+                self.per_layer[int(index)] = self.per_layer.get(int(index), 0) + length
+        elif name.startswith("output"):  # output.weight, output_norm.*
+            self.output_bytes += length
+            self.tied = self.tied and name != "output.weight"
+        elif name == "token_embd.weight":
+            self.embeddings_bytes = length
+
+    def layer_bytes(self, layers: int) -> tuple[int, ...]:
+        """Each layer's bytes when the indices are distinct, as many as the layers, none beyond (each of blk.0 …
+        blk.(layers - 1)); else none."""
+        if 0 < layers == len(self.per_layer) and max(self.per_layer) < layers:
+            return tuple(self.per_layer[i] for i in range(layers))
+        return ()
+
+    def output(self) -> int:
+        """The output layer's bytes. A decoder (it has an output norm) without output.weight ties its output to
+        the token embeddings, and llama.cpp puts a copy of them on the output's device; an encoder has no output
+        layer."""
+        return self.output_bytes + (self.embeddings_bytes if self.tied and self.output_bytes else 0)
+
+
+def _tensor_sums(h: _Header, tensor_count: int) -> _TensorSums:
+    """One pass over the tensor table."""
+    sums = _TensorSums()
+    for _ in range(tensor_count):
+        name, elements, block, offset = _tensor_info(h)
+        length = elements * block[1] // block[0]
+        sums.add(name, elements, length, offset + length)
+    return sums
 
 
 def _shape(meta: dict[str, tuple[int, Any]], arch: str) -> dict[str, int | None]:
