@@ -248,28 +248,33 @@ def _edit_in_place(doc: tomlkit.TOMLDocument, before: dict[str, Any], after: dic
         doc.add("models", tomlkit.table(is_super_table=True))
     models: Any = doc["models"]
     for role, _ in choices.given():
-        prior, wanted = before.get(role), after.get(role)
-        present = role in models
-        if wanted is None:
-            if present:
-                del models[role]
-        elif present and isinstance(prior, dict) and backend_tag(prior) == backend_tag(wanted):
-            table = models[role]
-            for key, value in wanted.items():
-                if not isinstance(value, dict) and prior.get(key) != value:
-                    table[key] = value  # tomlkit keeps the comment after the old value
-        elif present and isinstance(prior, dict) and isinstance(models[role], (Table, InlineTable)):
-            table = models[role]  # another backend: emptied where it stands, so none of the old keys stays
-            for key in list(table.keys()):
-                del table[key]
-            for key, value in wanted.items():
-                table[key] = value
-            if isinstance(table, Table):
-                table.add(tomlkit.nl())
-        else:
-            if present:
-                del models[role]
-            models.add(role, _table(wanted))
+        _edit_role(models, role, before.get(role), after.get(role))
+
+
+def _edit_role(models: Any, role: str, prior: Any, wanted: dict[str, Any] | None) -> None:
+    """One role's table: dropped, its changed keys set (same backend), emptied and refilled where it stands
+    (another backend), or written anew."""
+    present = role in models
+    if wanted is None:
+        if present:
+            del models[role]
+    elif present and isinstance(prior, dict) and backend_tag(prior) == backend_tag(wanted):
+        table = models[role]
+        for key, value in wanted.items():
+            if not isinstance(value, dict) and prior.get(key) != value:
+                table[key] = value  # tomlkit keeps the comment after the old value
+    elif present and isinstance(prior, dict) and isinstance(models[role], (Table, InlineTable)):
+        table = models[role]  # another backend: emptied where it stands, so none of the old keys stays
+        for key in list(table.keys()):
+            del table[key]
+        for key, value in wanted.items():
+            table[key] = value
+        if isinstance(table, Table):
+            table.add(tomlkit.nl())
+    else:
+        if present:
+            del models[role]
+        models.add(role, _table(wanted))
 
 
 def _rewrite_models(doc: tomlkit.TOMLDocument, before: dict[str, Any], after: dict[str, Any],
