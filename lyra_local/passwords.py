@@ -4,7 +4,7 @@ scrypt (hashlib, no extra dependency) with N=2^15, r=8: about 32 MiB and a few
 tens of milliseconds per check on a home box, so a stolen ``household.db`` costs
 an attacker the same per guess. A child's PIN is short by nature; what keeps it
 from being guessed over the network is the login's rate limit
-(``web/people_api.py``), and the hash keeps it from a copied file only as well
+(``web/logins.py``), and the hash keeps it from a copied file only as well
 as four digits can be kept.
 """
 

@@ -8,7 +8,7 @@ the tests) a point costs one lookup in the environment. The points:
 * ``restore-staged``: ``lyra restore`` has made the backup ready in
   ``.restoring/`` and replaced nothing yet (``transfer/backup.py``);
 * ``import-batch``: a web import has committed its first batch
-  (``web/transfer_api.py``);
+  (``web/import_jobs.py``);
 * ``backup-written``: ``lyra backup`` (one memory's or ``--household``) has
   written its whole copy under its temporary name and not renamed it yet;
 * ``export-written``: ``lyra export`` has written both files under their

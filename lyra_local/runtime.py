@@ -13,7 +13,7 @@ runtime on fresh models over the same store, which borrows that store and
 never closes it. In a household each person's runtime borrows their store and
 shares one generation of models with everyone (``shares_models``): closing it
 closes that person's companion only. This module holds no lease and never decides when to reload:
-``web/runtime.py`` and ``web/app.py`` do.
+``web/leases.py`` and ``web/state.py`` do.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from lyra_local.config import Settings, load_settings
 from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.llm.registry import Models
 from lyra_local.web import create_app
-from lyra_local.web.people import COOKIE
+from lyra_local.web.auth import COOKIE
 
 from .conftest import MODELS_DIR
 from .fakes import FakeChatModel, FakeEmbedder

@@ -24,7 +24,7 @@ import yaml
 from lyra_local.cli import build_parser
 from lyra_local.config import DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE, ServerModel, load_settings
 from lyra_local.modelfiles.fetch import PARSER, tree_sha256
-from lyra_local.web.people import OPEN as OPEN_PATHS
+from lyra_local.web.auth import OPEN as OPEN_PATHS
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKER = REPO / "docker"

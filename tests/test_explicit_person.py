@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from lyra_local.llm.registry import Models
 from lyra_local.web import create_app
-from lyra_local.web.app import (
+from lyra_local.web.background import (
     _catch_up_embeddings,
     expire_off_the_record,
     heartbeat,

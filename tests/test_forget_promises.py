@@ -215,7 +215,7 @@ def test_a_backup_downloaded_from_the_server_leaves_no_copy_in_the_data_director
     session = client.post("/api/sessions", json={}).json()["id"]
     chat.enqueue("ok")
     say(client, session, "remember the gannetfold")
-    from lyra_local.web import transfer_api
+    from lyra_local.web.routes import transfer as transfer_api
     written: list[Path] = []
 
     def watched(store: Store) -> BinaryIO:

@@ -139,7 +139,7 @@ def test_a_second_person_brings_login_and_sees_none_of_the_old_memory(client: Te
     assert refused.status_code == 409 and "password" in refused.json()["error"]["message"], refused.text
     assert ok(client, "GET", "/api/auth/state")["people_count"] == 1
     ok(client, "PUT", "/api/me/secret", json={"secret": OWNER_SECRET})
-    # The browser that chose the password stays logged in (web/people.py: from then on a login is asked of others)
+    # The browser that chose the password stays logged in (web/auth.py: from then on a login is asked of others)
     assert len(ok(client, "GET", "/api/sessions")["sessions"]) == len(MANIFEST["sessions"])
     ok(client, "POST", "/api/people", json=SECOND)
 

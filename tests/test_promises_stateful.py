@@ -64,7 +64,7 @@ from lyra_local.store import Store
 from lyra_local.transfer.backup import restore
 from lyra_local.transfer.importer import import_source
 from lyra_local.transfer.sources import open_source
-from lyra_local.web.people import COOKIE
+from lyra_local.web.auth import COOKIE
 
 from .fakes import FakeChatModel, FakeEmbedder
 from .promises_people import (

@@ -36,7 +36,7 @@ from lyra_local.modelfiles.roles import ROLE_HINT
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 from lyra_local.web import create_app
-from lyra_local.web.app import retry_failed_re_embedding
+from lyra_local.web.background import retry_failed_re_embedding
 
 from .conftest import CHAT_GGUF, EMBED_GGUF
 from .fakes import FakeChatModel, FakeEmbedder

@@ -2,7 +2,7 @@
 
 The chat context shows the drives the last finished pass left (sensing the
 backlog again for every reply would cost the reply); the API and the web UI
-compute them from the backlog now (``web/mind_api.py``, ``sensed``).
+compute them from the backlog now (``web/routes/dream.py``, ``sensed``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 The store and models come from a ``lyra_local.runtime.Runtime`` made here (models
 load on first use, never at import time) and are closed in the lifespan.
 Errors from the ``LyraError`` family become JSON with their status code, in the
-OpenAI error shape so OpenAI clients show the message.
+OpenAI error shape so OpenAI clients show the message. The routes are in
+``routes/``, one module per URL family; what they share is ``state.AppState``;
+the server's background jobs are ``background.py``.
 """
 
 from __future__ import annotations
@@ -11,359 +13,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import shutil
 import signal
-import socket
-import sqlite3
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import AsyncContextManager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
-from ..companion import Companion
-from ..config import Settings, load_settings, model_file_problems
-from ..errors import LyraError, ReloadRefused
+from ..config import Settings
+from ..errors import LyraError
 from ..fsutil import loosened_note
 from ..llm.registry import Models
-from ..memory import Memory
-from ..memory.reembed import catch_up
-from ..mind import Dreamer
-from ..mind.backlog import sense
-from ..mind.drives import backlog_size
-from ..mind.scheduler import DreamScheduler
-from ..modelfiles.pull_jobs import PullJobs
-from ..people import as_person, first_person, shared_reader
-from ..person_removal import finish_opened, opened_alone, remove_opened
+from ..people import shared_reader
 from ..runtime import Runtime
-from ..store import Store, context_view, reembedding
-from ..store.dirlock import DataDirBusy
-from ..store.forget import forget_idle_off_the_record
-from ..store.held import Held, held
-from ..store.household import Household, Person, PersonNotFound
-from . import (
-    admin,
-    coord_api,
-    corrections_api,
-    failures,
-    forget_api,
-    household_api,
-    memory_api,
-    mind_api,
-    models_api,
-    openai_api,
-    people_api,
-    sessions_api,
-    transfer_api,
-    ui,
-)
+from ..store.household import Household
+from . import failures
+from .auth import PersonBinding
+from .background import start_background, start_catch_up
 from .guard import HostOriginGuard
-from .people import IN_REQUEST, PERSON, PersonBinding, Unbound, bound_person
-from .runtime import LEASED, LeasedDreamer, LeaseMiddleware, hold
+from .leases import LeaseMiddleware
+from .routes import ROUTERS
+from .state import AppState
 
 log = logging.getLogger(__name__)
-HEARTBEAT_S = 30.0  # `lyra restore` refuses while a server heartbeats
-OFF_THE_RECORD_CHECK_S = 300.0  # how often idle off-the-record conversations are looked for (and at start-up)
-CATCH_UP_WAIT_S = 600.0  # how long a new catch-up waits for the one it replaces to let go
-REEMBED_RETRY_S = 300.0  # how often a failed re-embedding is tried again (a model server may be back)
-REFUSED = "reload refused, still serving the running configuration"
-
-
-class AppState:
-    """What the routes share: settings, the household and the current ``Runtime`` (models, memory, companion).
-
-    Inside a request, ``runtime``, ``store``, ``memory`` and ``companion`` are the
-    bound person's (``web/people.py``) on the request's leased generation of
-    models (``runtime.LeaseMiddleware``): each person's runtime opens their own
-    store and shares the models. Outside a request nothing resolves without a
-    person: background work goes person by person (``store_of``, ``runtime_of``,
-    ``dreamer``) under a lease of its own (``lease``, ``hold``).
-    """
-
-    def __init__(self, runtime: Runtime, household: Household, config_path: Path | None = None,
-                 bind_host: str = "127.0.0.1") -> None:
-        """``runtime``: the first generation, over the first person's store (the data directory's own), which
-        it owns and every later generation borrows."""
-        self.settings = runtime.settings
-        self.household = household
-        self.bind_host = bind_host
-        self.owner_id = first_person(household, runtime.settings).id
-        self.config_path = config_path
-        self.reload_lock = threading.Lock()
-        self.dreams: DreamScheduler | None = None
-        self.imports = transfer_api.ImportJobs()
-        self.pulls = PullJobs()  # downloads a person started in Settings → Models; cancelled at shutdown
-        self.instance_id = f"server-{socket.gethostname()}-{os.getpid()}"
-        self.started = False  # the lifespan began: a store opened from now on registers this server in it
-        self._first = runtime
-        self._runtime = runtime
-        self._builder = threading.get_ident()  # the thread holding the app: see ``runtime``
-        self._earlier_chat: float | None = None  # the last turn on runtimes since retired
-        self._people_lock = threading.RLock()
-        self._stores: dict[str, Store] = {self.owner_id: runtime.store}
-        self._gone: set[str] = set()  # removed people: their folder is never opened (so made) again
-        self._sharing: dict[tuple[int, str], Runtime] = {}  # (generation, person) -> that person's runtime on it
-
-    @property
-    def runtime(self) -> Runtime:
-        """The bound person's runtime on this request's generation of models. Inside a request bound to nobody
-        it fails (``Unbound``); so it does on any thread but the one that built the app when no person is bound
-        there: a worker, a scheduled job, a thread a route started without the request's context must name
-        its person (``store_of``, ``runtime_of``), never be handed the owner's memory. Only the thread holding
-        the app (a test, a tool) reads the first person's without naming them."""
-        person = bound_person() if IN_REQUEST.get() else PERSON.get() or self._holders_person()
-        return self.runtime_of(person, LEASED.get() or self._runtime)
-
-    def _holders_person(self) -> Person:
-        if threading.get_ident() != self._builder:
-            raise Unbound("no person is bound here, so no memory is reached: whose is it?",
-                          hint="pass the person (AppState.store_of / runtime_of), or run the work in the "
-                               "request's context (contextvars.copy_context)")
-        return self.household.person(self.owner_id)
-
-    @property
-    def store(self) -> Store:
-        return self.runtime.store
-
-    @property
-    def models(self) -> Models:
-        return self.runtime.models
-
-    @property
-    def memory(self) -> Memory:
-        return self.runtime.memory
-
-    @property
-    def companion(self) -> Companion:
-        return self.runtime.companion
-
-    def store_of(self, person: Person) -> Store:
-        """The person's own store, opened on first use and kept open until shutdown or their removal.
-
-        Never for someone whose removal began, here or in another process (`lyra people remove`): that is read
-        from ``household.db`` before the store is opened and again once its folder's lock is held, so a request
-        already on its way when they were removed cannot bring their folder back (a removal takes that lock
-        exclusively before it marks them, so one of the two reads sees it)."""
-        with self._people_lock:
-            store = self._stores.get(person.id)
-            if store is None:
-                if person.id in self._gone:
-                    raise PersonNotFound("no such person in this household")
-                self.household.person(person.id)  # PersonNotFound once their removal began
-                folder = self.household.person_dir(person)
-                existed = folder.exists()
-                store = Store(folder)
-                try:
-                    self.household.person(person.id)
-                except PersonNotFound:
-                    store.close()
-                    if not existed:  # made just now, for no one: nothing of it may stay
-                        shutil.rmtree(folder, ignore_errors=True)
-                    self._gone.add(person.id)
-                    raise
-                self._stores[person.id] = store
-                if self.started:
-                    store.coord.register(self.instance_id, "server", "web UI and API (lyra serve)")
-            return store
-
-    def open_stores(self) -> list[Store]:
-        with self._people_lock:
-            return list(self._stores.values())
-
-    def runtime_of(self, person: Person, generation: Runtime) -> Runtime:
-        """``person``'s runtime on ``generation``'s models: the generation itself for the first person, whose
-        store it holds; for anyone else a runtime over their own store, sharing those models."""
-        if person.id == self.owner_id:
-            return generation
-        key = (id(generation), person.id)
-        with self._people_lock:
-            runtime = self._sharing.get(key)
-            if runtime is None:
-                runtime = generation.sharing(as_person(generation.settings, person), self.store_of(person))
-                self._sharing[key] = runtime
-            return runtime
-
-    def acquire_current(self) -> Runtime:
-        """The current generation with one lease taken on it (release with ``runtime.models.release()``)."""
-        with self.reload_lock:
-            runtime = self._runtime
-            runtime.models.acquire()
-        return runtime
-
-    @contextlib.contextmanager
-    def lease(self) -> Iterator[Runtime]:
-        """Hold the current generation open for a piece of work that runs outside a request."""
-        runtime = self.acquire_current()
-        token = LEASED.set(runtime)
-        try:
-            yield runtime
-        finally:
-            LEASED.reset(token)
-            runtime.models.release()
-
-    def hold(self) -> Callable[[], None]:
-        """A lease on this request's runtime for work that outlives the request; call the result when done."""
-        return hold(self.runtime)
-
-    def dreamer(self, person_id: str, stop: threading.Event) -> Dreamer:
-        """A dreamer over one person's memory on the current models, holding them until it is closed."""
-        person = self.household.person(person_id)
-        generation = self.acquire_current()
-        try:
-            runtime = self.runtime_of(person, generation)
-            return LeasedDreamer(runtime, generation.models.release, stop=stop,
-                                 instance_id=f"dream-{socket.gethostname()}-{os.getpid()}")
-        except BaseException:
-            generation.models.release()
-            raise
-
-    def backlogs(self) -> dict[str, int]:
-        """How much each person's memory waits for the dream (the scheduler visits people by it)."""
-        out = {}
-        for person in self.household.people():
-            backlog = sense(self.store_of(person), self.settings.dream, zone=self.settings.companion.zone)
-            out[person.id] = backlog_size(backlog)
-        return out
-
-    def held(self, person: Person) -> Held:
-        return held(self.store_of(person))
-
-    def remove_person(self, person_id: str) -> None:
-        """Forget everything the person said and everything built from it (the same forget as everywhere), close
-        their memory and delete its folder, then their row: they can no longer log in from the first step, and
-        a removal cut short is finished at the next start (``finish_removals``). The sequence is
-        ``person_removal.py``'s, which `lyra people remove` runs too."""
-        person = self.household.removable(person_id)  # never the owner: nothing of theirs is closed below
-        with self.lease():  # held, so that a shutdown waits for the forget before closing the store under it
-            self._close_person(person)  # let go here first: another process shows only through the flock
-            try:
-                with opened_alone(self.household, person,
-                                  "stop that `lyra mcp`, `lyra chat --person` or `lyra dream` first") as store:
-                    remove_opened(self.household, person, store)
-            except DataDirBusy:
-                with self._people_lock:
-                    self._gone.discard(person.id)
-                raise
-
-    def finish_removals(self) -> None:
-        """Finish every removal begun and not finished, by this server or another process (a `lyra people
-        remove` cut short): at start, and every ``HEARTBEAT_S``. One whose memory another process still holds
-        open is left for a later round, and said."""
-        for person in self.household.people(removing=True):
-            log.info("finishing the removal of a person cut short earlier")
-            with self.lease():
-                self._close_person(person)
-                try:
-                    with opened_alone(self.household, person, "it is finished once that process lets go") as store:
-                        finish_opened(self.household, person, store)
-                except DataDirBusy as exc:
-                    log.warning("cannot finish a removal yet: %s", exc)
-
-    def _close_person(self, person: Person) -> None:
-        """Close the person's runtimes (their companions only: the models are everyone's) and their store."""
-        with self._people_lock:
-            self._gone.add(person.id)
-            gone = [key for key in self._sharing if key[1] == person.id]
-            runtimes = [self._sharing.pop(key) for key in gone]
-            store = self._stores.pop(person.id, None)
-        for runtime in runtimes:
-            runtime.close()  # its companion only: the models are everyone's
-        if store is not None:
-            store.close()
-
-    def last_chat(self) -> float | None:
-        with self._people_lock:
-            runtimes = [self._runtime, *self._sharing.values()]
-        times = [t for t in (self._earlier_chat, *(r.last_chat() for r in runtimes)) if t is not None]
-        return max(times, default=None)
-
-    def reload(self, settings: Settings | None = None, commit: Callable[[], None] | None = None) -> None:
-        """Re-read the config (or take ``settings``, a candidate) and swap in fresh models; work in flight
-        finishes on the old ones, which close when the last of it ends.
-
-        The new models are checked first (files whole, changed ones loaded and doing their role's work once:
-        ``Models.check``): if one fails,
-        ``ReloadRefused`` says why and the running configuration keeps serving. ``commit`` runs only once
-        they passed, just before the swap (Settings → Models writes lyra.toml there, so a refused choice
-        leaves the file as it was); if it raises, nothing is swapped. With ``settings``, later reloads read
-        ``settings.config_file``.
-        """
-        with self.reload_lock:
-            given = settings is not None
-            settings = load_settings(self.config_path) if settings is None else settings
-            problems = model_file_problems(settings)
-            if problems:
-                raise ReloadRefused(f"{REFUSED}:\n  " + "\n  ".join(problems), reason="; ".join(problems))
-            old = self._runtime
-            new = old.renewed(settings)
-            try:
-                new.models.check(changed_roles(old.settings, settings))  # each does its role's work once
-            except LyraError as exc:
-                new.close()
-                raise ReloadRefused(f"{REFUSED}: {exc.message}", reason=exc.message, hint=exc.hint) from exc
-            try:
-                if commit is not None:
-                    commit()
-            except BaseException:
-                new.close()
-                raise
-            self._earlier_chat = self.last_chat()
-            self._runtime = new
-            self.settings = settings
-            if given and settings.config_file is not None:
-                self.config_path = settings.config_file
-            with self._people_lock:  # the old generation's runtimes serve their work and close with its models
-                for key in [k for k in self._sharing if k[0] != id(new)]:
-                    del self._sharing[key]
-        old.retire()
-        if settings.data_dir != self.household.data_dir:
-            log.warning("data_dir changed to %s: that takes a restart; still using %s",
-                        settings.data_dir, self.household.data_dir)
-        start_catch_up(self, after=old.built_models)  # a new embedding model: every tier gets its vectors
-        log.info("configuration reloaded; models will load on next use")
-
-    def close(self, wait_s: float = 10.0) -> None:
-        """At shutdown: let the work still leasing the models end (briefly), then close the companions, the
-        models and the stores: the first person's with the first runtime (whose models a reload may have
-        retired), everyone else's after. Imports stop first (after the batch they are writing) and their uploads
-        go at once (``store/uploads.py``); downloads stop too, keeping their partial files for a pull to resume."""
-        self.pulls.stop_all(wait_s)
-        for store in self.open_stores():
-            store.uploads.stop_all("the server stopped", wait_s)
-        with self._people_lock:
-            sharing = list(self._sharing.values())
-            others = [s for pid, s in self._stores.items() if pid != self.owner_id]
-        for runtime in sharing:
-            runtime.close()
-        self._runtime.close(wait_s)
-        self._first.close()  # after a reload: work still on its retired models has had its time
-        for store in others:
-            store.close()
-        self.household.close()
-
-
-def changed_roles(old: Settings, new: Settings) -> list[str]:
-    """The roles whose model a new configuration changes (or adds)."""
-    return [role for role in new.roles() if role not in old.roles() or new.role_spec(role) != old.role_spec(role)]
-
-
-def expire_off_the_record(state: AppState) -> None:
-    """Delete everyone's off-the-record conversations idle for ``companion.off_the_record_hours``."""
-    hours = state.settings.companion.off_the_record_hours
-    for person in state.household.people():
-        gone = forget_idle_off_the_record(state.store_of(person), hours)
-        if gone.sessions:
-            log.info("deleted %d off-the-record conversation(s) idle for %g h", gone.sessions, hours)
-
-
-def heartbeat(state: AppState) -> None:
-    for store in state.open_stores():
-        store.coord.heartbeat(state.instance_id)
-    state.finish_removals()  # one begun by another process and cut short: nobody else would finish it
 
 
 def create_app(
@@ -381,54 +56,10 @@ def create_app(
     except BaseException:
         household.close()
         raise
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if handle_sighup:
-            _install_sighup(state)
-        await run_in_threadpool(state.finish_removals)  # a removal cut short: finished before anything runs
-        loose = await run_in_threadpool(loosened_note, state.household.data_dir)
-        if loose is not None:
-            log.warning("%s", loose)
-        for store in state.open_stores():
-            store.coord.register(state.instance_id, "server", "web UI and API (lyra serve)")
-        state.started = True
-        start_catch_up(state)
-        state.dreams = DreamScheduler(state.dreamer, state.settings.dream, state.last_chat, state.backlogs)
-        state.dreams.every(HEARTBEAT_S, lambda: heartbeat(state))
-        state.dreams.every(OFF_THE_RECORD_CHECK_S, lambda: expire_off_the_record(state))
-        state.dreams.every(REEMBED_RETRY_S, lambda: retry_failed_re_embedding(state), at_once=False)
-        state.dreams.start()
-        try:
-            yield
-        finally:
-            await run_in_threadpool(state.dreams.shutdown)
-            try:
-                for store in state.open_stores():
-                    await run_in_threadpool(store.coord.complete, state.instance_id, "stopped")
-            except LyraError as exc:  # a full disk: the instance reads as running until its heartbeat is stale
-                log.error("could not record that this server stopped: %s", exc)
-            finally:
-                try:
-                    await run_in_threadpool(state.close)
-                except LyraError as exc:  # an index snapshot a full disk refused: rebuilt from SQLite next time
-                    log.error("closing the memory: %s", exc)
-
-    app = FastAPI(title="Lyra", version=__version__, lifespan=lifespan)
+    app = FastAPI(title="Lyra", version=__version__, lifespan=lifespan(state, handle_sighup))
     app.state.lyra = state
-    app.include_router(admin.router)
-    app.include_router(openai_api.router)
-    app.include_router(memory_api.router)
-    app.include_router(forget_api.router)
-    app.include_router(corrections_api.router)
-    app.include_router(sessions_api.router)
-    app.include_router(mind_api.router)
-    app.include_router(transfer_api.router)
-    app.include_router(coord_api.router)
-    app.include_router(models_api.router)
-    app.include_router(people_api.router)
-    app.include_router(household_api.router)
-    app.include_router(ui.router)
+    for router in ROUTERS:
+        app.include_router(router)
 
     @app.exception_handler(LyraError)
     async def lyra_error(request: Request, exc: LyraError) -> JSONResponse:
@@ -447,56 +78,44 @@ def create_app(
     return app
 
 
-def start_catch_up(state: AppState, *, after: Models | None = None) -> None:
-    """Re-embed in the background what lacks a vector of the configured model (once ``after`` has closed)."""
-    threading.Thread(target=_catch_up_embeddings, args=(state, after), name="reembed", daemon=True).start()
+def lifespan(state: AppState, handle_sighup: bool) -> Callable[[FastAPI], AsyncContextManager[None]]:
+    """The app's lifespan: removals cut short finished, the background jobs started; at the end, everything
+    stopped and closed in order (the scheduler, this server's record in each store, the memories and models)."""
 
-
-def retry_failed_re_embedding(state: AppState) -> None:
-    """Start the re-embedding again if the current models' last run failed for anyone (it resumes where it
-    stopped)."""
-    with state.lease() as generation:
-        failed = any(state.runtime_of(p, generation).memory.reembedding.state == "failed"
-                     for p in state.household.people())
-    if failed:
+    @contextlib.asynccontextmanager
+    async def run(app: FastAPI) -> AsyncIterator[None]:
+        if handle_sighup:
+            _install_sighup(state)
+        await run_in_threadpool(state.finish_removals)  # a removal cut short: finished before anything runs
+        loose = await run_in_threadpool(loosened_note, state.household.data_dir)
+        if loose is not None:
+            log.warning("%s", loose)
+        for store in state.open_stores():
+            store.coord.register(state.instance_id, "server", "web UI and API (lyra serve)")
+        state.started = True
         start_catch_up(state)
+        start_background(state)
+        try:
+            yield
+        finally:
+            await _stop(state)
+
+    return run
 
 
-def _catch_up_embeddings(state: AppState, after: Models | None) -> None:
-    """Embed turns, gists and digests that lack a vector of the configured model (a new model, a crash mid-turn).
-
-    After a reload, the previous catch-up (on the old models) stops at its next
-    batch and its models close first: two catch-ups would race to switch the active model.
-    """
-    if after is not None and not after.wait_closed(CATCH_UP_WAIT_S):
-        log.warning("the previous models are still in use; re-embedding starts anyway")
+async def _stop(state: AppState) -> None:
+    if state.dreams is not None:
+        await run_in_threadpool(state.dreams.shutdown)
     try:
-        with state.lease() as generation:  # held, so that shutdown waits for it before closing a store under it
-            for person in state.household.people():  # one person after another: they share the embedder
-                runtime = state.runtime_of(person, generation)
-                _build_context_view(runtime.store)
-                memory = runtime.memory
-                if memory.switching_model or reembedding.any_missing(runtime.store, memory.embedder.name):
-                    log.info("re-embedding a memory with %s in the background", memory.embedder.name)
-                    catch_up(memory, stop=lambda: generation.models.retired)  # never raises: a failure is recorded
-    except (LyraError, sqlite3.Error) as exc:  # shutdown closing the store or the models under it
-        log.error("background re-embedding stopped: %s", exc)
-
-
-def _build_context_view(store: Store) -> None:
-    """Turns stored before the context view existed get their rows; recall uses the view meanwhile."""
-    pending = context_view.pending(store)
-    if not pending:
-        return
-    log.info("building the context view of %d stored turns in the background", pending)
-    reported = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        if done / total >= reported[0] + 0.1 or done == total:
-            reported[0] = done / total
-            log.info("context view: %d of %d turns", done, total)
-
-    context_view.backfill(store, progress)
+        for store in state.open_stores():
+            await run_in_threadpool(store.coord.complete, state.instance_id, "stopped")
+    except LyraError as exc:  # a full disk: the instance reads as running until its heartbeat is stale
+        log.error("could not record that this server stopped: %s", exc)
+    finally:
+        try:
+            await run_in_threadpool(state.close)
+        except LyraError as exc:  # an index snapshot a full disk refused: rebuilt from SQLite next time
+            log.error("closing the memory: %s", exc)
 
 
 def _install_sighup(state: AppState) -> None:

@@ -42,7 +42,7 @@ from .guard import refusal
 from .while_logged_in import serve_while
 
 if TYPE_CHECKING:
-    from .app import AppState
+    from .state import AppState
 
 COOKIE = SESSION  # the login cookie's name on a plain-http page (web/cookies.py: ``__Host-`` where it can be)
 # Whose page sent a request (static/api.js): a tab opened for Ada must not act as Ben because Ben logged in on
@@ -90,7 +90,7 @@ def identify(state: AppState, headers: Mapping[str, str]) -> Person | None:
         if is_api_token(state, auth):
             return household.owner()
         given = auth.removeprefix("Bearer ").strip()
-        person = household.token_person(given)
+        person = household.tokens.person_of(given)
         if person is None and login_free(state):
             return household.owner()  # alone on loopback: an OpenAI client's placeholder key asks for no one
         if person is None:
@@ -100,7 +100,7 @@ def identify(state: AppState, headers: Mapping[str, str]) -> Person | None:
         return person
     session = read_cookie(headers, SESSION)  # TwoCookies: one was planted (web/cookies.py)
     if session:
-        person = household.session_person(session)
+        person = household.logins.person_of(session)
         if person is not None:
             return person
         # A login that ended (logged out everywhere, a reset, a removal) is said so even when alone, so that a
@@ -196,7 +196,7 @@ def bound_person() -> Person:
     person = PERSON.get()
     if person is None:
         raise Unbound("this request is bound to no person, so it reaches no memory",
-                      hint="a route that reads or writes memory must not be an open path (web/people.py OPEN)")
+                      hint="a route that reads or writes memory must not be an open path (web/auth.py OPEN)")
     return person
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from fastapi import Request
 
 if TYPE_CHECKING:
-    from .app import AppState
+    from .state import AppState
 
 
 def app_state(request: Request) -> AppState:

@@ -23,7 +23,7 @@ from ..mind import Dreamer
 from ..runtime import Runtime
 
 if TYPE_CHECKING:
-    from .app import AppState
+    from .state import AppState
 
 LEASED: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar("lyra_leased_runtime", default=None)
 UNLEASED_PATHS = ("/health", "/static/")  # answered without a model

@@ -23,7 +23,7 @@ from ..errors import BadRequest, ConfigError, Conflict, ReloadRefused
 from ..fsutil import replace_text
 
 if TYPE_CHECKING:
-    from .app import AppState
+    from .state import AppState
 
 FILES_HINT = "GET /api/models/files lists the GGUF files in models_dir"
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from annotated_types import Interval
+from pydantic import BaseModel, Field
 
 from ..store.db import MAX_INTEGER
 
@@ -38,3 +39,9 @@ Tokens = Annotated[int, Interval(ge=1, le=MAX_TOKENS)]
 
 Seed = Annotated[int, Interval(ge=-(2**63), le=2**63 - 1)]
 """A sampling seed: any 64-bit integer, as OpenAI's API takes it."""
+
+
+class TextEdit(BaseModel):
+    """A derived memory's text as the person rewrote it (a gist, a digest, the narrative)."""
+
+    content: str = Field(min_length=1, max_length=20_000)

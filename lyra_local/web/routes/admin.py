@@ -7,9 +7,9 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from .. import __version__
-from .deps import app_state
-from .people import owner_only
+from ... import __version__
+from ..auth import owner_only
+from ..deps import app_state
 
 router = APIRouter()
 

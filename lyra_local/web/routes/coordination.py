@@ -1,4 +1,5 @@
-"""Coordination over HTTP: sitrep, world-state proposals, instances, locks, and agent recall/remember.
+"""Coordination over HTTP for local agents: ``/api/sitrep``, ``/api/instances``, ``/api/locks`` and
+``/api/remember`` (world-state proposals are ``/api/world``'s: ``routes/world.py``).
 
 The same operations as the MCP server (both call ``coord.Coordinator``);
 protected by the API token like the rest of the API when it is set.
@@ -14,21 +15,10 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from ..coord import Coordinator, render_sitrep
-from .deps import app_state
-from .params import RowId
+from ...coord import Coordinator, render_sitrep
+from ..deps import app_state
 
 router = APIRouter(prefix="/api")
-
-
-class Proposal(BaseModel):
-    agent: str = Field(min_length=1, max_length=60)
-    content: str = Field(max_length=100_000)
-    reason: str = Field(min_length=1, max_length=1000)
-
-
-class Decision(BaseModel):
-    by: str = Field("user", min_length=1, max_length=60)
 
 
 class NewInstance(BaseModel):
@@ -70,24 +60,6 @@ async def sitrep(request: Request, format: str = "json") -> Any:
         return PlainTextResponse(await run_in_threadpool(c.sitrep_text))
     data = await run_in_threadpool(c.sitrep)
     return {**data, "text": render_sitrep(data, c.settings.coordination.sitrep_chars)}
-
-
-@router.get("/world/proposals")
-async def proposals(request: Request) -> dict[str, Any]:
-    return await run_in_threadpool(coordinator(request).world)
-
-
-@router.post("/world/proposals", status_code=201)
-async def propose(body: Proposal, request: Request) -> dict[str, Any]:
-    return await run_in_threadpool(coordinator(request).propose_world, body.agent, body.content, body.reason)
-
-
-@router.post("/world/proposals/{version_id}/{decision}")
-async def decide(version_id: RowId, decision: Literal["accept", "reject"], body: Decision,
-                 request: Request) -> dict[str, Any]:
-    version = await run_in_threadpool(app_state(request).store.coord.decide, version_id, decision == "accept",
-                                      body.by)
-    return dataclasses.asdict(version)
 
 
 @router.get("/instances")

@@ -14,11 +14,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from ..errors import BadRequest
-from ..store.forget_plan import ForgetPlan, plan_forget
-from ..transfer.timestamps import time_bound
-from .deps import app_state
-from .params import RowId
+from ...errors import BadRequest
+from ...store.forget_plan import ForgetPlan, plan_forget
+from ...transfer.timestamps import time_bound
+from ..deps import app_state
+from ..params import RowId
 
 router = APIRouter(prefix="/api")
 FORGETTABLE = ("fact",)  # memories named by id (turns: exchange_ids; a summary or digest: its DELETE, which also

@@ -18,20 +18,20 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from ..config import Settings, uses_demo_chat_model
-from ..config_edit import ModelChoices
-from ..errors import BadRequest
-from ..llm.backends import backend_of
-from ..llm.registry import catalog_fits, describe_offload, suggest_chat
-from ..modelfiles.catalog import CatalogModel, resolve, title_of_file
-from ..modelfiles.devices import Machine, probe
-from ..modelfiles.fit import RECOMMEND_CTX, Placement
-from ..modelfiles.on_disk import model_files as files_on_disk
-from ..modelfiles.pull import partial_bytes
-from ..store import reembedding
-from .deps import app_state
-from .model_choice import apply_choice
-from .people import owner_only
+from ...config import Settings, uses_demo_chat_model
+from ...config_edit import ModelChoices
+from ...errors import BadRequest
+from ...llm.backends import backend_of
+from ...llm.registry import catalog_fits, describe_offload, suggest_chat
+from ...modelfiles.catalog import CatalogModel, resolve, title_of_file
+from ...modelfiles.devices import Machine, probe
+from ...modelfiles.fit import RECOMMEND_CTX, Placement
+from ...modelfiles.on_disk import model_files as files_on_disk
+from ...modelfiles.pull import partial_bytes
+from ...store import reembedding
+from ..auth import owner_only
+from ..deps import app_state
+from ..model_choice import apply_choice
 
 router = APIRouter()
 

@@ -1,4 +1,5 @@
-"""Sessions and chat for the web UI: list, create, rename, forget, history, a streamed turn, the trace;
+"""``/api/sessions`` and ``/api/exchanges``: conversations and their turns for the web UI: list, create,
+rename, forget, history, a streamed turn, a conversation's gist (read, edited, deleted), the trace;
 regenerating a reply, editing a message, and choosing among the versions of a turn."""
 
 from __future__ import annotations
@@ -13,16 +14,16 @@ from pydantic import BaseModel, Field, field_validator
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
-from ..authors import imported_author, imported_from
-from ..companion import TurnEvent
-from ..store import Store
-from ..store.branches import TurnNotFound
-from ..store.sessions import SessionNotFound
-from ..textsafe import well_formed
-from .deps import app_state
-from .failures import describe_failure
-from .params import Limit, Offset, RowId
-from .streaming import stream_in_thread
+from ...authors import imported_author, imported_from
+from ...companion import TurnEvent
+from ...store import Store
+from ...store.branches import TurnNotFound
+from ...store.sessions import SessionNotFound
+from ...textsafe import well_formed
+from ..deps import app_state
+from ..failures import describe_failure
+from ..params import Limit, Offset, RowId, TextEdit
+from ..streaming import stream_in_thread
 
 router = APIRouter(prefix="/api")
 
@@ -102,6 +103,29 @@ def messages_of(store: Store, session_id: int, limit: int | None = None) -> dict
 @router.get("/sessions/{session_id}/messages")
 async def history(session_id: RowId, request: Request, limit: Limit | None = None) -> dict[str, Any]:
     return await run_in_threadpool(messages_of, app_state(request).store, session_id, limit)
+
+
+@router.get("/sessions/{session_id}/gist")
+async def session_gist(session_id: RowId, request: Request) -> dict[str, Any]:
+    store = app_state(request).store
+    await run_in_threadpool(store.sessions.get, session_id)  # 404 for an unknown session
+    gist = await run_in_threadpool(store.derived.gist, session_id)
+    return {"gist": None if gist is None else dataclasses.asdict(gist)}
+
+
+@router.put("/sessions/{session_id}/gist")
+def edit_gist(session_id: RowId, body: TextEdit, request: Request) -> dict[str, Any]:
+    """The person's own gist of the conversation: the dream never overwrites it."""
+    state = app_state(request)
+    state.store.sessions.get(session_id)  # 404 for an unknown session
+    vector = state.memory.embedder.embed([body.content])[0]
+    gist = state.store.corrections.edit_gist(session_id, body.content.strip(), vector, state.memory.embedder.name)
+    return {"gist": dataclasses.asdict(gist)}
+
+
+@router.delete("/sessions/{session_id}/gist")
+def delete_gist(session_id: RowId, request: Request) -> dict[str, Any]:
+    return {"deleted": app_state(request).store.corrections.delete_gist(session_id)}
 
 
 def streamed(make_stream: Callable[[], Iterator[TurnEvent]], what: str) -> EventSourceResponse:

@@ -1,4 +1,4 @@
-"""Import (upload with progress), export and backup over HTTP, for the web UI.
+"""``/api/import`` (upload with progress), ``/api/export`` and ``/api/backup``: one's memory in and out.
 
 An upload is streamed to ``<data_dir>/imports/`` (never a path the request
 names: ``store/uploads.py``), imported in a background thread, and deleted
@@ -14,12 +14,9 @@ import asyncio
 import io
 import json
 import os
-import threading
-import time
-import uuid
 import zipfile
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any, Literal
 
@@ -28,83 +25,19 @@ from fastapi.responses import Response, StreamingResponse
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import BadRequest, LyraError, NotFound
-from ..llm.base import Embedder
-from ..pause_points import pause_point
-from ..store import Store
-from ..store.uploads import Upload
-from ..transfer.backup import backup_file
-from ..transfer.importer import import_source
-from ..transfer.lyra_format import write_sessions
-from ..transfer.memory_file import memory_json
-from ..transfer.sources import MEMORY_FILE, SESSIONS_FILE, open_source
-from .deps import app_state
-from .people import bound_person
+from ...errors import BadRequest, NotFound
+from ...transfer.backup import backup_file
+from ...transfer.lyra_format import write_sessions
+from ...transfer.memory_file import memory_json
+from ...transfer.sources import MEMORY_FILE, SESSIONS_FILE
+from ..auth import bound_person
+from ..deps import app_state
+from ..import_jobs import ImportJob, Into
 
 router = APIRouter(prefix="/api")
 MAX_UPLOAD = 2 * 1024**3
 CHUNK = 1024 * 1024
 POLL_S = 0.25
-
-
-@dataclass
-class ImportJob:
-    id: str
-    filename: str
-    person: str = ""  # whose import (jobs of others read as not found)
-    status: str = "running"
-    done: int = 0
-    total: int = 0
-    report: dict[str, Any] | None = None
-    error: str | None = None
-    started_at: float = field(default_factory=time.time)
-
-
-class ImportJobs:
-    """Imports running in this server, by id; one at a time per person, in the order they came. Each person has
-    a queue of their own, so one person's large import never leaves another's waiting at "0 of 0" (the
-    embedder's own lock takes their batches in turn)."""
-
-    def __init__(self) -> None:
-        self.jobs: dict[str, ImportJob] = {}
-        self._guard = threading.Lock()
-        self._queues: dict[str, threading.Lock] = {}
-
-    def _queue(self, person: str) -> threading.Lock:
-        with self._guard:
-            return self._queues.setdefault(person, threading.Lock())
-
-    def start(self, upload: Upload, filename: str, fmt: str, store: Store, embedder: Embedder,
-              release: Callable[[], None] = lambda: None, *, person: str = "") -> ImportJob:
-        """Import in a thread; ``release`` (the lease on the embedder's models) is called when it ends.
-        ``person``: whose store it is: only they see the job."""
-        job = ImportJob(uuid.uuid4().hex[:12], filename, person)
-        self.jobs[job.id] = job
-        threading.Thread(target=self._run, args=(job, upload, fmt, store, embedder, release),
-                         name=f"import-{job.id}", daemon=True).start()
-        return job
-
-    def _run(self, job: ImportJob, upload: Upload, fmt: str, store: Store, embedder: Embedder,
-             release: Callable[[], None]) -> None:
-        def progress(done: int, total: int) -> None:
-            job.done, job.total = done, total
-            if done:
-                pause_point("import-batch")
-            upload.check()  # stopped (a forget, the server stopping): end after the batch just committed
-
-        try:
-            with self._queue(job.person):
-                upload.check()
-                source = open_source(upload.path, fmt)  # type: ignore[arg-type]
-                report, memory_note = import_source(store, embedder, source, progress=progress)
-            job.report, job.status = {**report.summary(), "memory": memory_note}, "done"
-        except Exception as exc:  # the thread must report, not vanish
-            why = upload.stopped() or exc  # whatever a stopped import ran into (its file gone), the stop is why
-            job.error = str(why) if isinstance(why, LyraError) else f"{type(why).__name__}: {why}"
-            job.status = "failed"
-        finally:
-            store.uploads.end(upload)  # the upload is not kept: the memory is
-            release()
 
 
 @router.put("/import", status_code=202)
@@ -126,8 +59,8 @@ async def upload(request: Request, filename: str = Query(min_length=1, max_lengt
         if size == 0:
             raise BadRequest("the upload is empty", hint="choose the export file again")
         uploads.begin_import(received)  # refused if a forget stopped it while it was uploading
-        job = state.imports.start(received, filename, format, state.store, state.models.embed,
-                                  release=state.hold(), person=bound_person().id)
+        into = Into(bound_person().id, state.store, state.models.embed, release=state.hold())
+        job = state.imports.start(received, filename, format, into)
     except BaseException:
         uploads.end(received)
         raise

@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from fastapi import APIRouter, Request
@@ -20,16 +21,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
-from ..companion import TurnEvent
-from ..errors import BadRequest, LyraError, ModelUnavailable
-from ..llm.base import GenerationOptions, Message
-from ..oserrors import storage_error
-from ..textsafe import well_formed
-from .deps import app_state
-from .failures import describe_failure
-from .params import Seed, Tokens
-from .people import bound_person
-from .streaming import stream_in_thread
+from ...companion import TurnEvent
+from ...errors import BadRequest, LyraError, ModelUnavailable
+from ...llm.base import ChatModel, GenerationOptions, Message
+from ...oserrors import storage_error
+from ...textsafe import well_formed
+from ..auth import bound_person
+from ..deps import app_state
+from ..failures import describe_failure
+from ..params import Seed, Tokens
+from ..streaming import stream_in_thread
 
 router = APIRouter(prefix="/v1")
 MODEL_ID = "lyra"
@@ -201,59 +202,73 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> dic
     person_id = bound_person().id
     turns = session_turns(request)
     options = body.options()
-    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
-    created = int(time.time())
 
     def turn() -> Iterator[TurnEvent]:
         with turns.one(person_id, session_id):  # released once the turn is closed, its (partial) reply stored
             yield from companion.turn(session_id, message["content"], options)
 
     if not body.stream:
-        events = await answered(lambda: list(turn()), "this chat completion")
-        text = "".join(e.text for e in events if e.type == "delta")
-        errors = [e for e in events if e.type == "error"]
-        done = next((e for e in events if e.type == "done"), None)
-        if errors and (not text or done is None):
-            status = int(errors[0].data.get("status", 503))
-            raise ModelUnavailable(errors[0].text) if status == 503 else _status_error(errors[0].text, status)
-        assert done is not None, "a turn without an error ends with done"
-        completion_tokens = await run_in_threadpool(companion.chat.count_tokens, text)
-        prompt_tokens = int(done.data.get("context_tokens", 0))
-        return {
-            "id": completion_id, "object": "chat.completion", "created": created, "model": MODEL_ID,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": done.data.get("finish_reason", "stop")}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
-        }
+        return await _answer(turn, companion.chat, Completion())
+    return EventSourceResponse(_chunks(turn, Completion()), ping=15)
 
-    async def chunks() -> AsyncIterator[str]:
-        def chunk(delta: dict[str, str], finish: str | None = None) -> str:
-            return json.dumps({
-                "id": completion_id, "object": "chat.completion.chunk", "created": created, "model": MODEL_ID,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-            })
 
-        yield chunk({"role": "assistant", "content": ""})
-        failed = False
-        try:
-            async for event in stream_in_thread(turn):
-                assert isinstance(event, TurnEvent)
-                if event.type == "delta":
-                    yield chunk({"content": event.text})
-                elif event.type == "error":
-                    failed = True
-                    yield json.dumps({"error": {"message": event.text, "type": "ModelUnavailable",
-                                                "code": event.data.get("status", 503)}})
-                elif event.type == "done" and not failed:
-                    yield chunk({}, event.data.get("finish_reason", "stop"))
-        except Exception as exc:  # the stream still ends with an error and [DONE]
-            failure, status = describe_failure(exc, "this chat completion")
-            yield json.dumps({"error": {"message": failure, "type": type(exc).__name__ if isinstance(
-                exc, LyraError) else "InternalError", "code": status}})
-        yield "[DONE]"
+@dataclass(frozen=True)
+class Completion:
+    """One completion's identity, which its answer, or each of its chunks, carries."""
 
-    return EventSourceResponse(chunks(), ping=15)
+    id: str = field(default_factory=lambda: f"chatcmpl-{uuid.uuid4().hex}")
+    created: int = field(default_factory=lambda: int(time.time()))
+
+    def chunk(self, delta: dict[str, str], finish: str | None = None) -> str:
+        return json.dumps({
+            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": MODEL_ID,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        })
+
+
+async def _answer(turn: Callable[[], Iterator[TurnEvent]], chat: ChatModel,
+                  completion: Completion) -> dict[str, Any]:
+    """The whole turn as one ``chat.completion``; a turn that failed before any text is the error it gave."""
+    events = await answered(lambda: list(turn()), "this chat completion")
+    text = "".join(e.text for e in events if e.type == "delta")
+    errors = [e for e in events if e.type == "error"]
+    done = next((e for e in events if e.type == "done"), None)
+    if errors and (not text or done is None):
+        status = int(errors[0].data.get("status", 503))
+        raise ModelUnavailable(errors[0].text) if status == 503 else _status_error(errors[0].text, status)
+    assert done is not None, "a turn without an error ends with done"
+    completion_tokens = await run_in_threadpool(chat.count_tokens, text)
+    prompt_tokens = int(done.data.get("context_tokens", 0))
+    return {
+        "id": completion.id, "object": "chat.completion", "created": completion.created, "model": MODEL_ID,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                     "finish_reason": done.data.get("finish_reason", "stop")}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+async def _chunks(turn: Callable[[], Iterator[TurnEvent]], completion: Completion) -> AsyncIterator[str]:
+    """The turn as OpenAI's chunks: role first, content deltas, the finish; an error as an error chunk; then
+    ``[DONE]``, whatever happened."""
+    yield completion.chunk({"role": "assistant", "content": ""})
+    failed = False
+    try:
+        async for event in stream_in_thread(turn):
+            assert isinstance(event, TurnEvent)
+            if event.type == "delta":
+                yield completion.chunk({"content": event.text})
+            elif event.type == "error":
+                failed = True
+                yield json.dumps({"error": {"message": event.text, "type": "ModelUnavailable",
+                                            "code": event.data.get("status", 503)}})
+            elif event.type == "done" and not failed:
+                yield completion.chunk({}, event.data.get("finish_reason", "stop"))
+    except Exception as exc:  # the stream still ends with an error and [DONE]
+        failure, status = describe_failure(exc, "this chat completion")
+        yield json.dumps({"error": {"message": failure, "type": type(exc).__name__ if isinstance(
+            exc, LyraError) else "InternalError", "code": status}})
+    yield "[DONE]"
 
 
 def _status_error(message: str, status: int) -> LyraError:
