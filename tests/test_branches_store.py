@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-
 from lyra_local.store import Store, provenance
 from lyra_local.store.branches import set_aside
+from lyra_local.store.derived import Made
 from lyra_local.store.exchanges import NewExchange
 
 
@@ -22,9 +22,9 @@ def test_setting_turns_aside_makes_the_dreams_memories_stale_and_keeps_the_rest(
     gist = store.derived.put_gist(session.id, "Flying to Lisbon; told to pack light.", ids[-1], read=ids)
     kept_gist = store.derived.put_gist(other.id, "A busy week.", elsewhere[0].id, read=[elsewhere[0].id])
     day = store.derived.put_digest("day", "2024-03-04", "Lisbon plans; a busy week.", 2,
-                                   sources=[("gist", gist.id), ("gist", kept_gist.id)])
-    theirs = store.derived.put_digest("week", "2024-W10", "My Lisbon week.", 1, sources=[("gist", gist.id)],
-                                      method="user")
+                                   made=Made(sources=[("gist", gist.id), ("gist", kept_gist.id)]))
+    theirs = store.derived.put_digest("week", "2024-W10", "My Lisbon week.", 1,
+                                      made=Made(sources=[("gist", gist.id)], method="user"))
     legacy = store.derived.set_narrative("An arc from before provenance.")  # built from who knows what (ANY)
     said = store.derived.set_fact("home city", "Lisbon", source_session_id=session.id)
     with store.write() as conn:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
 from lyra_local.store import Store
+from lyra_local.store.derived import Made
 from lyra_local.store.exchanges import NewExchange
 from lyra_local.store.forget import forget_exchanges
 from lyra_local.store.provenance import StaleSources, dependents
@@ -47,7 +47,7 @@ def test_forgetting_follows_the_chain_of_what_was_built_from_what(store: Store) 
     session, ids = turns(store, ["I moved to Lisbon", "nice"])
     gist = store.derived.put_gist(session, "Moved to Lisbon.", ids[-1], read=ids)
     [fact] = store.derived.apply_facts(gist, [("home city", "Lisbon", ids[0])], "2024-01-01T00:00:00+00:00")
-    digest = store.derived.put_digest("day", "2024-01-01", "Moved.", 1, sources=[("gist", gist.id)])
+    digest = store.derived.put_digest("day", "2024-01-01", "Moved.", 1, made=Made(sources=[("gist", gist.id)]))
     narrative = store.derived.set_narrative("A move.", sources=[("fact", fact.id), ("digest", digest.id)])
     state = store.derived.set_self_state({"mood": "glad"}, sources=[("narrative", narrative)])
     world = store.coord.write_world("# Now\n- Lisbon", "dream", status="proposed", sources=[("narrative", narrative)])

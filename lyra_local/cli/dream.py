@@ -22,6 +22,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -76,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
         instance = f"dream-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         what = "lyra dream" + (" --all" if args.all else "") + (f" --loop {args.loop:g}" if args.loop is not None
                                                                  else "")
-        workers = [opened.enter_context(_worker(first, chosen, person, household, instance, what, stop, args,
-                                                console)) for person in people]
+        shift = _Shift(first, chosen, household, instance, what, stop, args.quiet, console)
+        workers = [opened.enter_context(_worker(shift, person)) for person in people]
         beating = threading.Thread(target=_heartbeat, args=([w.store for w in workers], instance,
                                                              heartbeat_s(settings), stop),
                                    name="dream-heartbeat", daemon=True)
@@ -110,23 +111,38 @@ class Worker:
         self.report: PassReport | None = None
 
 
+@dataclass(frozen=True)
+class _Shift:
+    """What every worker of one ``lyra dream`` shares: the chosen person's runtime (its models serve everyone),
+    the household, the instance all of them register as, and how it stops and reports."""
+
+    first: Runtime
+    chosen: Person
+    household: Household
+    instance: str
+    what: str  # the command, as `lyra sitrep` shows the instance
+    stop: threading.Event
+    quiet: bool
+    console: Console
+
+
 @contextlib.contextmanager
-def _worker(first: Runtime, chosen: Person, person: Person, household: Household, instance: str, what: str,
-            stop: threading.Event, args: argparse.Namespace, console: Console) -> Iterator[Worker]:
-    """A dreamer over ``person``'s memory: ``first`` (the chosen person's runtime) for them, a runtime over
-    their own store on ``first``'s models for anyone else (one summary model serves everyone, in turn)."""
+def _worker(shift: _Shift, person: Person) -> Iterator[Worker]:
+    """A dreamer over ``person``'s memory: ``shift.first`` (the chosen person's runtime) for them, a runtime over
+    their own store on its models for anyone else (one summary model serves everyone, in turn)."""
+    first, console, instance = shift.first, shift.console, shift.instance
     settings = as_person(first.settings, person)
     with contextlib.ExitStack() as closing:
-        if person.id == chosen.id:
+        if person.id == shift.chosen.id:
             runtime = first
         else:
-            store = closing.enter_context(contextlib.closing(Store(household.person_dir(person))))
+            store = closing.enter_context(contextlib.closing(Store(shift.household.person_dir(person))))
             runtime = first.sharing(settings, store)
             closing.callback(runtime.close)
         store, models = runtime.store, runtime.models
-        store.coord.register(instance, "dream", what)  # `lyra sitrep` and `lyra restore` see it from the start
-        dreamer = Dreamer(store, models.summary, models.embed, settings, stop=stop, instance_id=instance,
-                          on_event=None if args.quiet else lambda e: _print_event(console, store, e))
+        store.coord.register(instance, "dream", shift.what)  # `lyra sitrep` and `lyra restore` see it from the start
+        dreamer = Dreamer(store, models.summary, models.embed, settings, stop=shift.stop, instance_id=instance,
+                          on_event=None if shift.quiet else lambda e: _print_event(console, store, e))
         worker = Worker(person, store, dreamer)
         try:
             yield worker

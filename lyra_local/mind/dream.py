@@ -36,6 +36,7 @@ from ..llm.retry import backoff_delays
 from ..memory.gather import user_name
 from ..parser import load_parser
 from ..store import Store
+from ..store.derived import Made
 from ..store.provenance import Ref, StaleSources
 from ..store.sessions import SessionNotFound
 from . import digests, prompts, voice, world
@@ -225,8 +226,8 @@ class Dreamer:
                       written.verdict)
         vector = self._embed(written.text)
         digest = self.store.derived.put_digest(job.granularity, job.period, written.text, len(job.sources), vector,
-                                               self.embedder.name, basis=job.basis, sources=sources,
-                                               method=written.method)
+                                               self.embedder.name,
+                                               made=Made(basis=job.basis, sources=sources, method=written.method))
         self._act(DreamEvent.DIGEST, f"{job.granularity}:{job.period}", digest_id=digest.id, sources=len(job.sources),
                   basis=job.basis, method=written.method)
 

@@ -97,15 +97,26 @@ class Need:
         return self.output_bytes + weights + blocks * self.kv_layer_bytes + self.compute_bytes
 
 
-def need(shape: Shape, weights: int, n_ctx: int, *, n_ubatch: int = 512, vocabulary: int | None = None,
-         generates: bool = True, encoder: bool = False, flash_attn: bool = True,
-         split: tuple[int, int] | None = None, layer_sizes: tuple[int, ...] = ()) -> Need:
+@dataclass(frozen=True)
+class Layout:
+    """What a GGUF's header says of its bytes beyond the shape; a catalog entry, whose file is not here yet, has
+    none of it. ``encoder``: a BERT-like model (no KV cache, no output layer); ``split``: (bytes of all repeating
+    layers, bytes of the output layer), else the file is taken as ``layers + 2`` equal parts; ``layer_sizes``:
+    each repeating layer's bytes, where they differ (used when there is one per layer)."""
+
+    vocabulary: int | None = None
+    encoder: bool = False
+    split: tuple[int, int] | None = None
+    layer_sizes: tuple[int, ...] = ()
+
+
+def need(shape: Shape, weights: int, n_ctx: int, *, n_ubatch: int = 512, generates: bool = True,
+         flash_attn: bool = True, layout: Layout = Layout()) -> Need:
     """The memory of a model of ``shape`` whose file is ``weights`` bytes, at ``n_ctx`` tokens of context.
 
-    ``generates``: it computes logits (chat, summary), not pooled vectors; ``encoder``: a BERT-like model
-    (no KV cache, no output layer); ``split``: the header's (bytes of all repeating layers, bytes of the
-    output layer), else the file is taken as ``layers + 2`` equal parts; ``layer_sizes``: the header's bytes of each
-    repeating layer, where they differ (used when there is one per layer)."""
+    ``generates``: it computes logits (chat, summary), not pooled vectors; ``layout``: what its header says of
+    its bytes, when it was read."""
+    vocabulary, encoder, split, layer_sizes = layout.vocabulary, layout.encoder, layout.split, layout.layer_sizes
     layers = max(shape.layers, 1)
     if split is not None:
         layer_bytes, output_bytes = split[0] // layers, split[1]
@@ -139,10 +150,10 @@ def need_of_file(summary: GGUFSummary, n_ctx: int, *, role: str, n_ubatch: int =
     if shape is None:
         return None
     encoder = summary.architecture in ENCODERS
-    return need(shape, summary.size, n_ctx, n_ubatch=n_ubatch, vocabulary=summary.vocabulary,
-                generates=role in ("chat", "summary"), encoder=encoder, flash_attn=flash_attn,
-                split=(summary.block_bytes, summary.output_bytes) if summary.block_bytes else None,
-                layer_sizes=summary.layer_bytes)
+    layout = Layout(vocabulary=summary.vocabulary, encoder=encoder, layer_sizes=summary.layer_bytes,
+                    split=(summary.block_bytes, summary.output_bytes) if summary.block_bytes else None)
+    return need(shape, summary.size, n_ctx, n_ubatch=n_ubatch, generates=role in ("chat", "summary"),
+                flash_attn=flash_attn, layout=layout)
 
 
 def need_of_entry(entry: CatalogModel, n_ctx: int) -> Need:

@@ -36,6 +36,17 @@ PROFILE_SEEN = "profile_seen_at"  # meta: when the person last looked at their f
 
 
 @dataclass(frozen=True)
+class Made:
+    """How a digest was made: ``basis``, the fingerprint of its sources the dream compares to know it is
+    current; ``sources``, what it was built from (provenance); ``method``: abstractive (the summary model),
+    extractive (the sources' own sentences) or user (the person's words)."""
+
+    basis: str = ""
+    sources: Sequence[Ref] = ()
+    method: str = "abstractive"
+
+
+@dataclass(frozen=True)
 class Gist:
     id: int
     session_id: int
@@ -189,10 +200,11 @@ class Derived:
     # -- digests ------------------------------------------------------------------
 
     def put_digest(self, granularity: str, period: str, content: str, source_count: int,
-                   vector: npt.NDArray[np.float32] | None = None, model: str | None = None,
-                   basis: str = "", sources: Sequence[Ref] = (), method: str = "abstractive") -> Digest:
+                   vector: npt.NDArray[np.float32] | None = None, model: str | None = None, *,
+                   made: Made = Made()) -> Digest:
         """Create or replace a period's digest, its embedding and what it was built from, atomically."""
         now = utc_now()
+        basis, sources, method = made.basis, made.sources, made.method
         with self.store.write() as conn:
             provenance.require(conn, sources)
             row = conn.execute(

@@ -93,9 +93,10 @@ def note(store: Store, *, session_ids: Sequence[int] = (), turn_ids: Sequence[in
     if remembered or turn_ids or memories or renamed or unsourced or dismissed or by_text:
         store.uploads.settle()
     on_path, aside = _doomed(store.conn(), turn_ids)
-    ledger.record(store, sessions=store.sessions.uids(remembered), turns=turn_ids, memories=memories,
-                  renamed=store.sessions.uids(renamed), unsourced=store.sessions.uids(unsourced),
-                  dismissed=dismissed, portable=forgotten_keys(store, remembered, [*on_path, *aside]), by_text=by_text)
+    ledger.record(store, ledger.Named(
+        sessions=store.sessions.uids(remembered), turns=turn_ids, memories=memories,
+        renamed=store.sessions.uids(renamed), unsourced=store.sessions.uids(unsourced), dismissed=dismissed,
+        portable=forgotten_keys(store, remembered, [*on_path, *aside]), by_text=by_text))
 
 
 def forget_sessions(store: Store, session_ids: Sequence[int], *, scrubbing: bool = True,

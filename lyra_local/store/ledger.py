@@ -74,16 +74,28 @@ def path(data_dir: Path) -> Path:
     return data_dir / LEDGER_FILENAME
 
 
-def record(store: Store, *, sessions: Sequence[str] = (), turns: Sequence[int] = (),
-           memories: Mapping[str, Sequence[int]] | None = None, renamed: Sequence[str] = (),
-           unsourced: Sequence[str] = (), dismissed: Sequence[tuple[str, str, str]] = (),
-           portable: Sequence[str] = (), by_text: bool = False) -> None:
+@dataclass(frozen=True)
+class Named:
+    """What one forget names, as ``record`` is given it (``Entry``'s fields but its lineage and time, in any
+    order and with repeats: ``record`` sorts them and drops the repeats)."""
+
+    sessions: Sequence[str] = ()
+    turns: Sequence[int] = ()
+    memories: Mapping[str, Sequence[int]] | None = None
+    renamed: Sequence[str] = ()
+    unsourced: Sequence[str] = ()
+    dismissed: Sequence[tuple[str, str, str]] = ()
+    portable: Sequence[str] = ()
+    by_text: bool = False
+
+
+def record(store: Store, named: Named) -> None:
     """Append what is about to be forgotten, durably (a crash after this still leaves the line) and whole: one
     write on an append-only descriptor under an exclusive lock, so lines from two processes never interleave."""
-    entry = Entry(store.lineage(), utc_now(), tuple(sessions), tuple(sorted(set(turns))),
-                  {k: tuple(sorted(set(v))) for k, v in (memories or {}).items() if v}, tuple(renamed),
-                  tuple(unsourced), tuple((d[0], d[1], d[2]) for d in dismissed), tuple(sorted(set(portable))),
-                  by_text)
+    entry = Entry(store.lineage(), utc_now(), tuple(named.sessions), tuple(sorted(set(named.turns))),
+                  {k: tuple(sorted(set(v))) for k, v in (named.memories or {}).items() if v}, tuple(named.renamed),
+                  tuple(named.unsourced), tuple((d[0], d[1], d[2]) for d in named.dismissed),
+                  tuple(sorted(set(named.portable))), named.by_text)
     if entry.empty:
         return
     raw = {k: v for k, v in asdict(entry).items() if k != "index"}
