@@ -58,7 +58,7 @@ PARSER_DIR = MODELS_DIR / PARSER.filename
 # when their folder is given (`make test-real-data`), so a bare clone passes `make test`.
 collect_ignore = [] if os.environ.get("LYRA_REAL_DATA") else ["real_data"]
 
-# Property-based tests (hypothesis, issue 16): no example database in the tree, no deadline (the
+# Property-based tests (hypothesis): no example database in the tree, no deadline (the
 # machine is shared), and in CI the same examples on every run, so a red build can be reproduced.
 hypothesis_settings.register_profile(
     "lyra", database=None, deadline=None,
@@ -203,12 +203,18 @@ def memory(store: Store) -> Memory:
     return Memory(store, FakeEmbedder())
 
 
-@pytest.fixture(scope="session")
-def chat_model() -> Iterator[LocalChatModel]:
+def default_spec(role: str) -> LocalModel:
+    """The default settings' local model for ``role`` ("chat", "embed"), with the GPU switch applied."""
     settings = offloaded(load_settings(None, env={"LYRA_MODELS_DIR": str(MODELS_DIR),
                                                   "LYRA_DATA_DIR": "/tmp/lyra-unused"}))
-    spec = settings.models.chat
-    assert spec.backend == "local"
+    spec = getattr(settings.models, role)
+    assert isinstance(spec, LocalModel)
+    return spec
+
+
+@pytest.fixture(scope="session")
+def chat_model() -> Iterator[LocalChatModel]:
+    spec = default_spec("chat")
     model = LocalChatModel(require_file(CHAT_GGUF), spec.model_copy(update={"sampling": spec.sampling.model_copy(
         update={"seed": 42, "temperature": 0.0})}))
     yield model
@@ -217,11 +223,7 @@ def chat_model() -> Iterator[LocalChatModel]:
 
 @pytest.fixture(scope="session")
 def embedder() -> Iterator[LocalEmbedder]:
-    settings = offloaded(load_settings(None, env={"LYRA_MODELS_DIR": str(MODELS_DIR),
-                                                  "LYRA_DATA_DIR": "/tmp/lyra-unused"}))
-    spec = settings.models.embed
-    assert spec.backend == "local"
-    model = LocalEmbedder(require_file(EMBED_GGUF), spec)
+    model = LocalEmbedder(require_file(EMBED_GGUF), default_spec("embed"))
     yield model
     model.close()
 
@@ -231,6 +233,14 @@ def parser() -> Parser:
     """spaCy's English pipeline from models/ (fetched and verified like the GGUF models), loaded once."""
     require_file(PARSER_DIR / "config.cfg")
     return load_parser(MODELS_DIR)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Until ``condition()`` holds, asked every 2 ms; the test fails after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not so after {timeout} s"
+        time.sleep(0.002)
 
 
 def wait_until_up(proc: subprocess.Popen[bytes], url: str, log_path: Path, timeout: float = 60.0) -> None:

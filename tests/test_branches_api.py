@@ -21,16 +21,12 @@ from lyra_local.store.forget import forget_idle_off_the_record
 
 from .fakes import FakeChatModel
 from .sse import sse_events
+from .web_fixtures import SAM, AppParts
 
 
 @pytest.fixture
-def chat() -> FakeChatModel:
-    return FakeChatModel(n_ctx=2048)
-
-
-@pytest.fixture
-def app_toml() -> str:
-    return '[companion]\nuser_name = "Sam"\n'
+def app_parts() -> AppParts:
+    return AppParts(SAM, FakeChatModel(n_ctx=2048))
 
 
 def say(client: TestClient, session_id: int, message: str) -> list[tuple[str, dict]]:
@@ -176,7 +172,7 @@ def test_an_idle_off_the_record_conversation_is_deleted_after_its_hours(client, 
     chat.enqueue("ok", "ok")
     say(client, off, "hello")
     say(client, recent, "hello")
-    store = client.app.state.lyra.store
+    store = client.app.state.lyra.owner_runtime().store
     with store.write() as conn:
         conn.execute("UPDATE sessions SET updated_at = '2020-01-01T00:00:00+00:00' WHERE id IN (?, ?)", (off, kept))
     gone = forget_idle_off_the_record(store, 24, now=datetime.now(timezone.utc) + timedelta(hours=1))
@@ -188,7 +184,7 @@ def test_search_finds_each_kind_with_its_date_and_place(client, chat) -> None:
     session = client.post("/api/sessions", json={"name": "pottery"}).json()["id"]
     chat.enqueue("A kiln sounds fun!")
     say(client, session, "I bought a secondhand kiln for my pottery.")
-    store = client.app.state.lyra.store
+    store = client.app.state.lyra.owner_runtime().store
     turn = messages(client, session)[0]
     store.derived.set_fact("hobby", "pottery with a kiln", source_session_id=session)
     found = client.get("/api/search", params={"q": "kiln pottery"}).json()["results"]
@@ -249,7 +245,7 @@ def test_a_regenerate_drops_the_dreams_summary_but_not_the_persons(client, chat)
     session = client.post("/api/sessions", json={}).json()["id"]
     chat.enqueue("Take the 8:15 train.", "Take the bus.")
     say(client, session, "How do I get to work tomorrow?")
-    store = client.app.state.lyra.store
+    store = client.app.state.lyra.owner_runtime().store
     turns = [m["id"] for m in messages(client, session)]
     store.derived.put_gist(session, "Asked how to get to work; told to take the 8:15 train.", turns[-1], read=turns)
     regenerate(client, turns[-1])
@@ -264,7 +260,7 @@ def test_a_regenerate_drops_the_dreams_summary_but_not_the_persons(client, chat)
 def test_a_reply_to_a_message_forgotten_while_it_was_written_is_not_kept(client, chat) -> None:
     session = client.post("/api/sessions", json={}).json()["id"]
     chat.enqueue("You told me about your secret.")
-    companion = client.app.state.lyra.companion
+    companion = client.app.state.lyra.owner_runtime().companion
     turn = companion.turn(session, "my secret is tapirlantern")
     stored = next(turn)
     assert stored.type == "stored"

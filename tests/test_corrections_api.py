@@ -10,35 +10,26 @@ from lyra_local.mind import Dreamer
 
 from .fakes import FakeChatModel
 from .test_dream import add_session, respond
+from .web_fixtures import SAM, AppParts
 
 TURNS = ["I live in Berlin with my cat Miso, we moved here in spring.", "How lovely!",
          "The flat has a balcony where Miso sleeps all afternoon.", "Sounds perfect."]
 
 
-# `client`: the app on the scripted chat model and the real embedder: the profile's gate fits keys by meaning.
 @pytest.fixture
-def app_toml() -> str:
-    return '[companion]\nuser_name = "Sam"\n[dream]\nsession_idle_s = 0\n'
-
-
-@pytest.fixture
-def chat() -> FakeChatModel:
-    return FakeChatModel(respond=respond)
-
-
-@pytest.fixture
-def app_embedder(embedder: LocalEmbedder) -> LocalEmbedder:
-    return embedder
+def app_parts(embedder: LocalEmbedder) -> AppParts:
+    """The scripted chat model and the real embedder: the profile's gate fits keys by meaning."""
+    return AppParts(SAM + "[dream]\nsession_idle_s = 0\n", FakeChatModel(respond=respond), embedder)
 
 
 def dream(client: TestClient) -> None:
     state = client.app.state.lyra  # type: ignore[attr-defined]
-    Dreamer(state.store, FakeChatModel(respond=respond), state.models.embed, state.settings).run_pass(force=True)
+    Dreamer(state.owner_runtime().store, FakeChatModel(respond=respond), state.models.embed, state.settings).run_pass(force=True)
 
 
 @pytest.fixture
 def dreamt(client: TestClient) -> tuple[TestClient, int]:
-    session = add_session(client.app.state.lyra.store, "moving", "2024-03-04", TURNS)  # type: ignore[attr-defined]
+    session = add_session(client.app.state.lyra.owner_runtime().store, "moving", "2024-03-04", TURNS)  # type: ignore[attr-defined]
     dream(client)
     return client, session
 
@@ -76,7 +67,7 @@ def test_an_edited_gist_survives_a_forced_dream_and_a_deleted_one_stays_deleted(
     assert client.delete(f"/api/sessions/{session}/gist").status_code == 200
     dream(client)
     assert client.get(f"/api/sessions/{session}/gist").json()["gist"] is None
-    store = client.app.state.lyra.store  # type: ignore[attr-defined]
+    store = client.app.state.lyra.owner_runtime().store  # type: ignore[attr-defined]
     with store.write() as conn:  # new turns: the session has changed, a gist is due again
         from lyra_local.store.exchanges import NewExchange
         store.exchanges.insert(conn, [NewExchange(session, "user", "Miso learnt to open the balcony door.",
@@ -96,7 +87,7 @@ def add_turn(client: TestClient, session: int, text: str, at: str) -> None:
     """A later turn of the person's in a session: its gist is redrafted and read for facts again."""
     from lyra_local.store.exchanges import NewExchange
 
-    store = client.app.state.lyra.store  # type: ignore[attr-defined]
+    store = client.app.state.lyra.owner_runtime().store  # type: ignore[attr-defined]
     with store.write() as conn:
         store.exchanges.insert(conn, [NewExchange(session, "user", text, at)], None, None)
 
@@ -126,7 +117,7 @@ def test_a_confirmed_fact_is_the_persons_and_a_dream_does_not_change_it(dreamt: 
     card = facts(client)["home city"]
     confirmed = client.post(f"/api/profile/facts/{card['id']}/confirm").json()["fact"]
     assert confirmed["author"] == "user" and facts(client)["home city"]["confirmed"] is True
-    later = add_session(client.app.state.lyra.store, "later", "2024-05-01",  # type: ignore[attr-defined]
+    later = add_session(client.app.state.lyra.owner_runtime().store, "later", "2024-05-01",  # type: ignore[attr-defined]
                         ["I live in Hamburg now, since May.", "Oh, nice!"])
     dream(client)
     now = facts(client)["home city"]
@@ -158,7 +149,7 @@ def test_the_arc_and_digests_corrected_by_the_person_stay(dreamt: tuple[TestClie
     digest = client.get("/api/digests").json()["digests"][0]
     client.put(f"/api/digests/{digest['id']}", json={"content": "Moved to Berlin."})
     client.patch("/api/self", json={"self_narrative": "I am learning about Sam's new home."})
-    store = client.app.state.lyra.store  # type: ignore[attr-defined]
+    store = client.app.state.lyra.owner_runtime().store  # type: ignore[attr-defined]
     add_session(store, "later", "2024-03-09", ["We bought a sofa for the balcony room.", "Nice."])
     dream(client)
     assert client.get("/api/narrative").json() | {"id": None} == {"narrative": "Sam is settling into Berlin.",

@@ -18,22 +18,13 @@ from lyra_local.web import create_app
 
 from .fakes import FakeChatModel, FakeEmbedder
 from .test_dream import add_session, respond
-
-
-# `client`: the app on the scripted chat model and the real embedder: the profile's gate fits keys by meaning.
-@pytest.fixture
-def app_toml() -> str:
-    return '[companion]\nuser_name = "Sam"\n'
+from .web_fixtures import SAM, AppParts
 
 
 @pytest.fixture
-def chat() -> FakeChatModel:
-    return FakeChatModel(respond=respond)
-
-
-@pytest.fixture
-def app_embedder(embedder: LocalEmbedder) -> LocalEmbedder:
-    return embedder
+def app_parts(embedder: LocalEmbedder) -> AppParts:
+    """The scripted chat model and the real embedder: the profile's gate fits keys by meaning."""
+    return AppParts(SAM, FakeChatModel(respond=respond), embedder)
 
 
 def wait_for_pass(client: TestClient, timeout: float = 20.0) -> list[dict]:
@@ -47,7 +38,7 @@ def wait_for_pass(client: TestClient, timeout: float = 20.0) -> list[dict]:
 
 
 def test_dream_now_then_status_and_the_consolidated_memory(client: TestClient) -> None:
-    store = client.app.state.lyra.store  # type: ignore[attr-defined]
+    store = client.app.state.lyra.owner_runtime().store  # type: ignore[attr-defined]
     sid = add_session(store, "home", "2024-01-10", ["I live in Berlin with my cat Miso", "Lovely"])
     before = client.get("/api/dream").json()
     assert before["backlog"]["sessions_pending"] == 1 and before["drives"]["continuity"] > 0
@@ -71,7 +62,7 @@ def test_dream_now_then_status_and_the_consolidated_memory(client: TestClient) -
 
 
 def test_the_live_log_streams_over_sse(client: TestClient) -> None:
-    store = client.app.state.lyra.store  # type: ignore[attr-defined]
+    store = client.app.state.lyra.owner_runtime().store  # type: ignore[attr-defined]
     add_session(store, "home", "2024-01-10", ["I live in Berlin", "Nice"])
     client.post("/api/dream")
     kinds = []
@@ -103,7 +94,7 @@ def test_the_scheduler_dreams_on_its_own_when_nobody_talks(make_settings: Callab
                              LYRA_DREAM__ENABLED="true")
     app = create_app(settings, models=Models(settings, chat=FakeChatModel(respond=respond), embed=FakeEmbedder()))
     with TestClient(app, base_url="http://127.0.0.1") as client:
-        sid = add_session(app.state.lyra.store, "home", "2024-01-10", ["I live in Berlin", "Nice"])
+        sid = add_session(app.state.lyra.owner_runtime().store, "home", "2024-01-10", ["I live in Berlin", "Nice"])
         events = wait_for_pass(client, timeout=30)
         assert events[0]["detail"]["forced"] is False
         assert client.get(f"/api/sessions/{sid}/gist").json()["gist"] is not None

@@ -19,14 +19,10 @@ from lyra_local.llm.fair import ASKER
 from lyra_local.mind.dream import PassReport
 from lyra_local.mind.scheduler import DreamScheduler, visit_order
 
-WAIT_S = 10.0
+from .conftest import wait_until
 
+WAIT_S = 10.0  # how long a thread or an event is waited for (conftest.wait_until too)
 
-def wait_until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < deadline, "never happened"
-        time.sleep(0.005)
 
 
 class FakeDreamer:

@@ -128,14 +128,19 @@ def test_a_backup_taken_while_a_writer_runs_restores_to_a_consistent_store(
         store.close()
 
 
+def backed_up(data: Path, name: str, backup: Path) -> None:
+    """A memory of one conversation, ``name``, backed up by `lyra backup` to ``backup`` (the store closed)."""
+    store = Store(data)
+    store.sessions.create(name)
+    store.close()
+    assert main(["backup", str(backup)]) == 0
+
+
 def test_restore_refuses_while_a_server_runs_and_keeps_what_it_replaces(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "data"
     use(monkeypatch, data)
-    store = Store(data)
-    store.sessions.create("old")
-    store.close()
-    assert main(["backup", str(tmp_path / "b.db")]) == 0
+    backed_up(data, "old", tmp_path / "b.db")
     store = Store(data)
     store.sessions.create("newer")
     store.coord.register("server-x", "server", "lyra serve")

@@ -7,7 +7,6 @@ comes), then the holder lets go and the order they were admitted in is read back
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,14 +18,10 @@ from lyra_local.llm.base import Message
 from lyra_local.llm.fair import ASKER, FairGate, asking_for
 from lyra_local.llm.local import LocalChatModel
 
-WAIT_S = 10.0
+from .conftest import wait_until
 
+WAIT_S = 10.0  # how long a thread or an event is waited for (conftest.wait_until too)
 
-def wait_until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < deadline, "the gate never got there"
-        time.sleep(0.002)
 
 
 class Queue:

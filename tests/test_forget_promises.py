@@ -1,4 +1,4 @@
-"""Regression tests for ways forgetting, restores and corrections broke their promise (issue 23's probe).
+"""Regression tests for ways forgetting, restores and corrections broke their promise.
 
 Each test plants a word, walks the path the probe found, and looks for the
 word where a person would find it: the database file, the API, a backup.
@@ -29,16 +29,12 @@ from lyra_local.transfer.records import ImportedConversation, ImportedMessage
 from .fakes import FakeChatModel, FakeEmbedder
 from .sse import sse_events
 from .test_forget_everywhere import marker_places
+from .web_fixtures import SAM, AppParts
 
 
 @pytest.fixture
-def chat() -> FakeChatModel:
-    return FakeChatModel(n_ctx=2048)
-
-
-@pytest.fixture
-def app_toml() -> str:
-    return '[companion]\nuser_name = "Sam"\n'
+def app_parts() -> AppParts:
+    return AppParts(SAM, FakeChatModel(n_ctx=2048))
 
 
 def say(client: TestClient, session_id: int, message: str) -> list[tuple[str, dict]]:
@@ -50,7 +46,7 @@ def messages(client: TestClient, session_id: int) -> list[dict]:
 
 
 def data_dir(client: TestClient) -> Path:
-    return Path(client.app.state.lyra.store.data_dir)
+    return Path(client.app.state.lyra.owner_runtime().store.data_dir)
 
 
 # -- 2: forgetting a turn set aside reaches what was built from it ---------------------------------------
@@ -61,7 +57,7 @@ def test_forgetting_a_turn_set_aside_forgets_the_summary_built_from_it(client, c
     session = client.post("/api/sessions", json={"name": "trip"}).json()["id"]
     chat.enqueue("Noted.", "Noted again.")
     say(client, session, "We landed in quokkavale at noon.")
-    store = client.app.state.lyra.store
+    store = client.app.state.lyra.owner_runtime().store
     turns = [m["id"] for m in messages(client, session)]
     if edited_by_the_person:
         client.put(f"/api/sessions/{session}/gist", json={"content": "Our quokkavale landing."})
@@ -210,8 +206,8 @@ def test_a_restore_refuses_to_keep_the_replaced_memory_inside_the_data_directory
 def test_a_backup_downloaded_from_the_server_leaves_no_copy_in_the_data_directory(
         client, chat, monkeypatch: pytest.MonkeyPatch) -> None:
     """The copy is written as a declared temporary (``.backup-*``, store/files.py: swept after a crash) and is
-    gone from the data directory once the download has it open (issue 35 moved it there from the system's
-    temporary folder, where a crash left it for good)."""
+    gone from the data directory once the download has it open (in the system's temporary folder, a crash would
+    leave it where no recovery step looks)."""
     session = client.post("/api/sessions", json={}).json()["id"]
     chat.enqueue("ok")
     say(client, session, "remember the gannetfold")
@@ -236,7 +232,7 @@ def test_correcting_the_mood_keeps_the_dreams_words_forgettable(client, chat) ->
     session = client.post("/api/sessions", json={}).json()["id"]
     chat.enqueue("ok")
     say(client, session, "I adopted a ferret called Lynxquill.")
-    store = client.app.state.lyra.store
+    store = client.app.state.lyra.owner_runtime().store
     turns = [m["id"] for m in messages(client, session)]
     gist = store.derived.put_gist(session, "Sam adopted a ferret called Lynxquill.", turns[-1], read=turns)
     store.derived.set_self_state({"mood": "curious", "self_narrative": "Thinking about Lynxquill.",
@@ -271,7 +267,7 @@ def test_a_session_reference_is_never_taken_for_another_conversation(store: Stor
 
 
 def test_the_forget_route_takes_a_number_as_an_id_and_refuses_an_ambiguous_text(client, chat) -> None:
-    store = client.app.state.lyra.store
+    store = client.app.state.lyra.owner_runtime().store
     mine = store.sessions.create("diary")
     import_conversations(store, FakeEmbedder(), [ImportedConversation(
         "imported", "2024-01-01T00:00:00+00:00", [ImportedMessage("user", "hello", "2024-01-01T00:00:00+00:00")],

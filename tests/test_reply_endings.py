@@ -23,6 +23,7 @@ from .chatgpt_export import conversation, write_export
 from .conftest import fake_client
 from .fakes import FakeChatModel
 from .sse import sse_events
+from .web_fixtures import SAM, AppParts
 
 
 class LimitedChat(FakeChatModel):
@@ -45,13 +46,8 @@ class LimitedChat(FakeChatModel):
 
 
 @pytest.fixture
-def chat() -> LimitedChat:
-    return LimitedChat()
-
-
-@pytest.fixture
-def app_toml() -> str:
-    return '[companion]\nuser_name = "Sam"\n'
+def app_parts() -> AppParts:
+    return AppParts(SAM, LimitedChat())
 
 
 def turn(client: TestClient, session_id: int, text: str) -> list[tuple[str, dict]]:
@@ -165,7 +161,7 @@ def test_a_reply_the_model_broke_off_is_stored_as_an_error(client: TestClient, c
 def test_a_reply_stopped_by_its_reader_is_stored_as_stopped(client: TestClient, chat: LimitedChat) -> None:
     session = client.post("/api/sessions", json={"name": "story"}).json()["id"]
     chat.enqueue("one two three four")
-    companion = client.app.state.lyra.companion
+    companion = client.app.state.lyra.owner_runtime().companion
     stream = companion.turn(session, "Count slowly")
     assert [next(stream).type, next(stream).type, next(stream).type] == ["stored", "delta", "delta"]
     stream.close()  # what a client hanging up does (web/streaming.py)
@@ -264,7 +260,7 @@ def test_a_reply_of_lyras_in_an_imported_conversation_stays_lyras_after_export_a
 
 
 def test_why_dates_a_summary_by_the_days_it_speaks_of_and_says_how_it_was_found(client: TestClient) -> None:
-    store: Store = client.app.state.lyra.store
+    store: Store = client.app.state.lyra.owner_runtime().store
     old = store.sessions.create("Moving", created_at="2024-03-10T09:00:00+00:00")
     first = store.exchanges.add(NewExchange(old.id, "user", "I'm moving to Edinburgh", "2024-03-10T09:00:00+00:00"))
     last = store.exchanges.add(NewExchange(old.id, "assistant", "Exciting!", "2024-03-12T09:01:00+00:00"))

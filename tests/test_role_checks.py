@@ -1,4 +1,4 @@
-"""Each role's model is checked for its role's work before Apply writes anything (issue 35, defect 5).
+"""Each role's model is checked for its role's work before Apply writes anything.
 
 A file that loads is not yet a model for its role: the chat GGUF loads as an
 embedder and then returns one vector per token, never one per text. These tests
@@ -147,9 +147,9 @@ def client(home: Path) -> Iterator[TestClient]:
     """The real app on ``home``'s lyra.toml, its models built as `lyra serve` builds them, three turns stored."""
     with TestClient(create_app(load_settings(home / "lyra.toml")), base_url="http://127.0.0.1") as served:
         state = served.app.state.lyra  # type: ignore[attr-defined]
-        session = state.store.sessions.create("chat")
+        session = state.owner_runtime().store.sessions.create("chat")
         for turn in TURNS:
-            state.memory.remember(session.id, "user", turn)
+            state.owner_runtime().memory.remember(session.id, "user", turn)
         yield served
 
 
@@ -296,6 +296,15 @@ def raises(exc: Exception) -> Callable[[int, int], Vectors]:
     return fail
 
 
+def remembered_by_old_embed(settings: Settings, texts: list[str]) -> None:
+    """``texts`` as the person's turns of one conversation, embedded by "old-embed", the store closed again: the
+    app then starts on another embedder and re-embeds them."""
+    store = Store(settings.data_dir)
+    session = store.sessions.create("chat")
+    Memory(store, FakeEmbedder(name="old-embed")).remember_many([NewExchange(session.id, "user", t) for t in texts])
+    store.close()
+
+
 @pytest.mark.parametrize("fail, says", [
     (raises(ModelUnavailable("embedding model server http://gpu-box:8081 failed 3 times")), "failed 3 times"),
     (lambda n, d: np.ones((n - 1, d), np.float32), "failed after 64 vector(s): it returned 63 vectors for a batch "
@@ -306,11 +315,7 @@ def test_an_embedder_failing_part_way_is_reported_and_no_thread_dies(
         make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture, fail: Callable[[int, int], Vectors], says: str) -> None:
     settings = make_settings()
-    store = Store(settings.data_dir)
-    old = Memory(store, FakeEmbedder(name="old-embed"))
-    session = store.sessions.create("chat")
-    old.remember_many([NewExchange(session.id, "user", f"turn {n} about hiking and carrots") for n in range(200)])
-    store.close()
+    remembered_by_old_embed(settings, [f"turn {n} about hiking and carrots" for n in range(200)])
     died: list[BaseException | None] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: died.append(args.exc_value))
     embedder = FailsAfter(good=1, fail=fail)
@@ -334,10 +339,7 @@ def test_the_chat_gguf_configured_by_hand_as_embedder_fails_the_re_embedding_wit
         make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch) -> None:
     """The defect as found: the server starts on a lyra.toml naming the chat GGUF as embedder (no Apply ran)."""
     settings = make_settings(f'[models.embed]\npath = "{CHAT}"\nn_ctx = 512\n[models.chat]\npath = "{CHAT}"\n')
-    store = Store(settings.data_dir)
-    session = store.sessions.create("chat")
-    Memory(store, FakeEmbedder(name="old-embed")).remember_many([NewExchange(session.id, "user", t) for t in TURNS])
-    store.close()
+    remembered_by_old_embed(settings, TURNS)
     died: list[BaseException | None] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: died.append(args.exc_value))
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
@@ -364,11 +366,7 @@ class Outage(FakeEmbedder):
 def test_a_failed_re_embedding_is_tried_again_said_once_and_switches_once_the_model_is_back(
         make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture) -> None:
     settings = make_settings()
-    store = Store(settings.data_dir)
-    session = store.sessions.create("chat")
-    Memory(store, FakeEmbedder(name="old-embed")).remember_many(
-        [NewExchange(session.id, "user", f"turn {n} about hiking") for n in range(100)])
-    store.close()
+    remembered_by_old_embed(settings, [f"turn {n} about hiking" for n in range(100)])
     embedder = Outage()
     models = Models(settings, chat=FakeChatModel(), embed=embedder)  # type: ignore[arg-type]
 
@@ -402,11 +400,7 @@ def test_settings_says_a_failed_re_embedding_and_its_reason_in_the_browser(
     from .threaded_server import serve_in_thread
 
     settings = make_settings()
-    store = Store(settings.data_dir)
-    session = store.sessions.create("chat")
-    Memory(store, FakeEmbedder(name="old-embed")).remember_many(
-        [NewExchange(session.id, "user", f"turn {n} about hiking and carrots") for n in range(100)])
-    store.close()
+    remembered_by_old_embed(settings, [f"turn {n} about hiking and carrots" for n in range(100)])
     failing = FailsAfter(good=0, fail=raises(ModelUnavailable("embedding model server http://gpu-box:8081 failed "
                                                               "3 times")))
     models = Models(settings, chat=FakeChatModel(), embed=failing)  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ from lyra_local.config import Settings
 from .conftest import Served, fake_client
 from .test_web_chat_features import CONFIG, replied
 from .test_web_ui import send
+from .web_fixtures import Serving
 
 FIRST = "a" * 47 + "\U0001f600"  # the emoji's first UTF-16 unit is the 48th
 
@@ -45,13 +46,8 @@ def test_a_name_with_a_lone_surrogate_creates_and_renames_a_session(make_setting
 
 
 @pytest.fixture(scope="module")
-def serve_toml() -> str:
-    return CONFIG  # a server of its own, with no conversation yet: the UI names one
-
-
-@pytest.fixture
-def page_settled() -> bool:
-    return True
+def serving() -> Serving:
+    return Serving(CONFIG, settled=True)  # a server of its own, with no conversation yet: the UI names one
 
 
 @pytest.mark.slow

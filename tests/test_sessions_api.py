@@ -9,16 +9,12 @@ from lyra_local.errors import ModelUnavailable
 
 from .fakes import FakeChatModel
 from .sse import sse_events
+from .web_fixtures import SAM, AppParts
 
 
 @pytest.fixture
-def chat() -> FakeChatModel:
-    return FakeChatModel(n_ctx=2048)
-
-
-@pytest.fixture
-def app_toml() -> str:
-    return '[companion]\nuser_name = "Sam"\n'
+def app_parts() -> AppParts:
+    return AppParts(SAM, FakeChatModel(n_ctx=2048))
 
 
 def events(text: str) -> list[tuple[str, dict]]:

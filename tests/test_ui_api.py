@@ -11,11 +11,12 @@ from lyra_local.config import Settings
 from lyra_local.store.exchanges import NewExchange
 
 from .conftest import fake_client
+from .web_fixtures import AppParts
 
 
 @pytest.fixture
-def app_toml() -> str:
-    return '[companion]\nname = "Vega"\nuser_name = "Sam"\n'
+def app_parts() -> AppParts:
+    return AppParts('[companion]\nname = "Vega"\nuser_name = "Sam"\n')
 
 
 def test_the_page_is_served_with_a_strict_content_security_policy(client: TestClient) -> None:
@@ -74,9 +75,9 @@ def test_settings_warn_of_gpu_layers_a_cpu_build_ignores(make_settings) -> None:
 def test_settings_say_the_demo_model_and_how_far_re_embedding_has_come(client: TestClient) -> None:
     assert client.get("/api/settings").json()["demo_chat_model"] is True  # the default chat file
     state = client.app.state.lyra  # type: ignore[attr-defined]
-    model = state.memory.embedder.name
+    model = state.owner_runtime().memory.embedder.name
     assert client.get("/api/models/embedding").json() == {"model": model, "in_use": model, "missing": 0,
                                                           "state": "idle", "error": None, "embedded": 0}
-    session = state.store.sessions.create("unembedded")
-    state.store.exchanges.add(NewExchange(session.id, "user", "a turn stored without its vector"))
+    session = state.owner_runtime().store.sessions.create("unembedded")
+    state.owner_runtime().store.exchanges.add(NewExchange(session.id, "user", "a turn stored without its vector"))
     assert client.get("/api/models/embedding").json()["missing"] == 1

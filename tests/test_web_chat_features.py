@@ -15,6 +15,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from .conftest import Served
 from .test_web_ui import send, shot
+from .web_fixtures import Serving
 
 CONFIG = """
 [companion]
@@ -29,13 +30,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.models]
 
 
 @pytest.fixture(scope="module")
-def serve_toml() -> str:
-    return CONFIG
-
-
-@pytest.fixture
-def page_settled() -> bool:
-    return True
+def serving() -> Serving:
+    return Serving(CONFIG, settled=True)
 
 
 def replied(page: Page, replies: int) -> None:

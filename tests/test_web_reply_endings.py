@@ -15,17 +15,12 @@ from playwright.sync_api import Browser, Page, expect
 
 from .chatgpt_export import conversation, write_export
 from .conftest import Served
+from .test_web_chat_features import CONFIG as FEATURES_CONFIG
 from .test_web_chat_features import replied
 from .test_web_ui import opened, send, shot, start
+from .web_fixtures import Serving
 
-CONFIG = """
-[companion]
-user_name = "Sam"
-[dream]
-enabled = false
-[models.chat.sampling]
-max_tokens = {max_tokens}
-"""
+CONFIG = FEATURES_CONFIG.replace("max_tokens = 32", "max_tokens = {max_tokens}")  # the same server, another length
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
@@ -33,14 +28,9 @@ STORY = "Tell me a long story about a lighthouse keeper and her cat, with many d
 
 
 @pytest.fixture(scope="module")
-def serve_toml() -> str:
+def serving() -> Serving:
     """Replies of 8 tokens at most: a story is cut at the limit."""
-    return CONFIG.format(max_tokens=8)
-
-
-@pytest.fixture
-def page_settled() -> bool:
-    return True
+    return Serving(CONFIG.format(max_tokens=8), settled=True)
 
 
 def reopened(page: Page, url: str, session_id: str) -> None:

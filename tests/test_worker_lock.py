@@ -16,6 +16,7 @@ from lyra_local.cli import main
 from lyra_local.store import Store
 
 from .conftest import MODELS_DIR, REPO, base_env
+from .test_export_backup import backed_up
 
 
 def use(monkeypatch: pytest.MonkeyPatch, data: Path) -> dict[str, str]:
@@ -39,10 +40,7 @@ def test_a_sleeping_dream_worker_heartbeats_and_stops_a_restore_until_it_exits(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "data"
     env = {**base_env(tmp_path), **use(monkeypatch, data)}
-    store = Store(data)
-    store.sessions.create("before the backup")
-    store.close()
-    assert main(["backup", str(tmp_path / "b.db")]) == 0
+    backed_up(data, "before the backup", tmp_path / "b.db")
     store = Store(data)
     store.sessions.create("after the backup")
     store.close()

@@ -1,14 +1,13 @@
 """The web fixtures every test module shares (conftest.py loads this module as a plugin).
 
-- ``client``: the real app on scripted fake models, through FastAPI's test client. Its lyra.toml is the
-  ``app_toml`` fixture, its chat model the ``chat`` fixture and its embedder ``app_embedder``: a module that
-  needs another overrides that one fixture, never ``client`` itself.
+- ``client``: the real app on scripted fake models, through FastAPI's test client, built from the ``app_parts``
+  fixture (its lyra.toml, chat model and embedder); ``chat`` is that chat model, for a test to script. A module
+  that needs other parts overrides ``app_parts``, never ``client`` itself.
 - ``served``: a `lyra serve` process with the real tiny model, one per module, configured by the module-scoped
-  ``serve_toml`` fixture (``CONFIG`` below unless a module overrides it). A test using it carries the ``slow``
+  ``serving`` fixture (``CONFIG`` below unless a module overrides it). A test using it carries the ``slow``
   and ``models`` marks in its own module (tests/test_markers.py holds it to that).
 - ``browser`` (Debian's Chromium, driven by playwright, one per module) and ``page``: a fresh desktop-size page
-  on ``served``, recording dialogs and page errors; ``page_settled`` (False unless overridden) waits for the
-  network to be idle before the test starts.
+  on ``served``, recording dialogs and page errors (``serving.settled``: after the network is idle).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -40,29 +40,33 @@ seed = 42
 """
 
 
-@pytest.fixture
-def app_toml() -> str:
-    """The lyra.toml of ``client``'s app."""
-    return ""
+SAM = '[companion]\nuser_name = "Sam"\n'
+
+
+@dataclass
+class AppParts:
+    """What ``client``'s app is built from: its lyra.toml, its chat model and its embedding model."""
+
+    toml: str = ""
+    chat: FakeChatModel = field(default_factory=FakeChatModel)
+    embed: object = field(default_factory=FakeEmbedder)  # the deterministic fake unless a module needs the real one
 
 
 @pytest.fixture
-def chat() -> FakeChatModel:
+def app_parts() -> AppParts:
+    return AppParts()
+
+
+@pytest.fixture
+def chat(app_parts: AppParts) -> FakeChatModel:
     """The scripted chat model of ``client``'s app: ``chat.enqueue(...)`` scripts it, ``chat.history`` is what it
     was asked."""
-    return FakeChatModel()
+    return app_parts.chat
 
 
 @pytest.fixture
-def app_embedder() -> object:
-    """The embedding model of ``client``'s app: the deterministic fake unless a module needs the real one."""
-    return FakeEmbedder()
-
-
-@pytest.fixture
-def client(make_settings: Callable[..., Settings], app_toml: str, chat: FakeChatModel,
-           app_embedder: object) -> Iterator[TestClient]:
-    with fake_client(make_settings(app_toml), chat=chat, embed=app_embedder) as test_client:
+def client(make_settings: Callable[..., Settings], app_parts: AppParts) -> Iterator[TestClient]:
+    with fake_client(make_settings(app_parts.toml), chat=app_parts.chat, embed=app_parts.embed) as test_client:
         yield test_client
 
 
@@ -87,16 +91,24 @@ def start(tmp_path: Path, config: str = CONFIG) -> Iterator[Served]:
         yield served
 
 
+@dataclass(frozen=True)
+class Serving:
+    """How a module's ``served`` and ``page`` are set up: the server's lyra.toml, and whether a page waits for
+    the network to be idle before its test starts."""
+
+    toml: str = CONFIG
+    settled: bool = False
+
+
 @pytest.fixture(scope="module")
-def serve_toml() -> str:
-    """The lyra.toml of the module's ``served``."""
-    return CONFIG
+def serving() -> Serving:
+    return Serving()
 
 
 @pytest.fixture(scope="module")
 def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-           serve_toml: str) -> Iterator[Served]:
-    yield from start(tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2]), serve_toml)
+           serving: Serving) -> Iterator[Served]:
+    yield from start(tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2]), serving.toml)
 
 
 @contextlib.contextmanager
@@ -118,12 +130,6 @@ def opened(browser: Browser, url: str, *, settled: bool = False) -> Iterator[Pag
 
 
 @pytest.fixture
-def page_settled() -> bool:
-    """Whether ``page`` waits for the network to be idle before the test starts."""
-    return False
-
-
-@pytest.fixture
-def page(browser: Browser, served: Served, page_settled: bool) -> Iterator[Page]:
-    with opened(browser, served.url, settled=page_settled) as fresh:
+def page(browser: Browser, served: Served, serving: Serving) -> Iterator[Page]:
+    with opened(browser, served.url, settled=serving.settled) as fresh:
         yield fresh
