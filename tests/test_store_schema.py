@@ -49,6 +49,7 @@ SEED = {
          "'2023-05-13T00:00:00+00:00')"],
     15: ["UPDATE exchanges SET ending = 'length' WHERE id = 2"],
     16: ["UPDATE exchanges SET author = 'ChatGPT' WHERE id = 2"],
+    17: ["UPDATE exchanges SET caption = 'a photo of a lake at dusk' WHERE id = 1"],
 }
 
 

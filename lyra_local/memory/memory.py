@@ -62,18 +62,19 @@ class Memory:
         return self.active_model != self.embedder.name
 
     def remember(self, session_id: int, role: str, content: str, *, created_at: str | None = None,
-                 tokens: int | None = None) -> Exchange:
-        """Embed and insert one exchange in one transaction."""
-        vector = self.embedder.embed([content])[0]
-        return self.store.exchanges.add(NewExchange(session_id, role, content, created_at, tokens),
-                                        vector=vector, model=self.embedder.name)
+                 tokens: int | None = None, caption: str | None = None) -> Exchange:
+        """Embed and insert one exchange in one transaction; ``caption``: what a photo it carries shows (found
+        with it, never shown as its sender's words)."""
+        new = NewExchange(session_id, role, content, created_at, tokens, caption=caption)
+        vector = self.embedder.embed([new.embedded])[0]
+        return self.store.exchanges.add(new, vector=vector, model=self.embedder.name)
 
     def remember_many(self, items: Sequence[NewExchange], progress: Progress | None = None) -> list[Exchange]:
         """The bulk path: embeddings in batches, one transaction per batch."""
         out: list[Exchange] = []
         for start in range(0, len(items), EMBED_BATCH):
             batch = items[start:start + EMBED_BATCH]
-            vectors = self.embedder.embed([item.content for item in batch])
+            vectors = self.embedder.embed([item.embedded for item in batch])
             with self.store.write() as conn:
                 out.extend(self.store.exchanges.insert(conn, batch, vectors, self.embedder.name))
             if progress:

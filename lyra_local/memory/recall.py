@@ -145,7 +145,7 @@ class Recall:
                 score *= 1.0 + q.recency_weight * recency_factor(when(row), s.now)
             hits.append(Hit(q.tier, item_id, row.get("session_id"), row.get("role"), row["content"],
                             row["created_at"], score, tuple(sorted(s.pool.get(item_id, ()))),
-                            author=row.get("author")))
+                            author=row.get("author"), caption=row.get("caption")))
         hits.sort(key=lambda h: (-h.score, -h.id))
         return hits
 

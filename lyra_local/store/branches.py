@@ -73,11 +73,11 @@ def set_aside(conn: sqlite3.Connection, session_id: int, from_id: int) -> list[i
     parent = parent_of(conn, session_id, rows[0]["id"])
     for row in rows:
         conn.execute("INSERT INTO asides (id, session_id, parent_id, role, content, created_at, tokens, source_id, "
-                     "ending, author, trace, trace_tokens, trace_created_at, vector, vector_model, set_aside_seq) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "ending, author, caption, trace, trace_tokens, trace_created_at, vector, vector_model, "
+                     "set_aside_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      (row["id"], session_id, parent, row["role"], row["content"], row["created_at"], row["tokens"],
-                      row["source_id"], row["ending"], row["author"], row["trace"], row["trace_tokens"],
-                      row["trace_created_at"], row["vector"], row["vector_model"], seq))
+                      row["source_id"], row["ending"], row["author"], row["caption"], row["trace"],
+                      row["trace_tokens"], row["trace_created_at"], row["vector"], row["vector_model"], seq))
         parent = row["id"]
     ids = [int(r["id"]) for r in rows]
     _unbuilt(conn, ids)
@@ -119,10 +119,10 @@ def restore(conn: sqlite3.Connection, session_id: int, chain: list[int]) -> list
     for turn_id in path:
         row = conn.execute("SELECT * FROM asides WHERE id = ?", (turn_id,)).fetchone()
         conn.execute("INSERT INTO exchanges (id, session_id, role, content, created_at, tokens, source_id, ending, "
-                     "author, remembered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                     "author, caption, remembered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                      "(SELECT remember FROM sessions WHERE id = ?))",
                      (row["id"], session_id, row["role"], row["content"], row["created_at"], row["tokens"],
-                      row["source_id"], row["ending"], row["author"], session_id))
+                      row["source_id"], row["ending"], row["author"], row["caption"], session_id))
         if row["trace"] is not None:
             conn.execute("INSERT INTO context_traces (exchange_id, trace, tokens, created_at) VALUES (?, ?, ?, ?)",
                          (row["id"], row["trace"], row["trace_tokens"], row["trace_created_at"]))

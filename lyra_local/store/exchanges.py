@@ -35,6 +35,18 @@ class NewExchange:
     source_id: str | None = None
     ending: Ending | None = None
     author: str | None = None  # an imported reply's assistant (``authors``); None: the person's or the companion's
+    caption: str | None = None  # a photo's caption, kept apart from the words (a photo with no text: empty words)
+
+    @property
+    def embedded(self) -> str:
+        """The text its vector is made of: its words, then its photo's caption (``embedded_text``)."""
+        return embedded_text(self.content, self.caption)
+
+
+def embedded_text(content: str, caption: str | None) -> str:
+    """A turn's words and its photo's caption, as its vector and full text read them: the exchange kind's
+    ``indexed`` (``kinds.py``) says the same in SQL, so a photo with no text is found by what it shows."""
+    return content if caption is None else f"{content}\n{caption}"
 
 
 def _dated(kind: Kind) -> str:
@@ -51,7 +63,7 @@ def _dated(kind: Kind) -> str:
 
 def row_to_exchange(row: sqlite3.Row) -> Exchange:
     return Exchange(row["id"], row["session_id"], row["role"], row["content"], row["created_at"], row["tokens"],
-                    row["source_id"], row["ending"], row["author"])
+                    row["source_id"], row["ending"], row["author"], row["caption"])
 
 
 class Exchanges:
@@ -87,9 +99,9 @@ class Exchanges:
             at = canonical(item.created_at) if item.created_at else utc_now()
             row = conn.execute(  # an off-the-record session's turns are not remembered (m013)
                 "INSERT INTO exchanges (session_id, role, content, created_at, tokens, source_id, ending, author, "
-                "remembered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT remember FROM sessions WHERE id = ?)) RETURNING *",
-                (item.session_id, item.role, item.content, at, item.tokens, item.source_id, item.ending, item.author,
-                 item.session_id)).fetchone()
+                "caption, remembered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT remember FROM sessions WHERE id = ?)) "
+                "RETURNING *", (item.session_id, item.role, item.content, at, item.tokens, item.source_id, item.ending,
+                                item.author, item.caption, item.session_id)).fetchone()
             if vectors is not None and model is not None:
                 put_vector(conn, "exchange", model, row["id"], vectors[i])
             latest[item.session_id] = max(at, latest.get(item.session_id, at))

@@ -86,6 +86,9 @@ class Kind:
     goes_stale: bool = False  # a regenerate or an edit marks it stale for the dream to write again
     json_words: bool = False  # its words column holds JSON: the words are its string values
     searchable: bool = False  # a tier of memory search
+    # SQL (alias ``t``) of the text its vector and full text are made of, when more than its main text: a turn's
+    # words and its photo's caption (``exchanges.embedded_text`` says the same in Python)
+    indexed: str = ""
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -95,6 +98,11 @@ class Kind:
     def text(self) -> str:
         """The column that holds its main text (what is embedded, searched and shown)."""
         return self.words[0]
+
+    @property
+    def indexed_text(self) -> str:
+        """``indexed``, or its main text's column."""
+        return self.indexed or f"t.{self.text}"
 
     def where_current(self, alias: str = "t") -> str:
         """``current`` written for the table alias ``alias`` ("1" when every row counts)."""
@@ -167,17 +175,18 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
                        MappingProxyType({"uid": "id"}), ("id", "updated_at", "remember")),
          on_text="rename", time_column="updated_at", current="t.remember = 1"),
     Kind("exchange", "exchanges", ("turn", "turns"),
-         words=("content",), plain=(*_TURN, "remembered"),
-         export=Export(SESSIONS_FILE, "messages", ("role", "content", "created_at", "author", "ending"),
+         words=("content", "caption"), plain=(*_TURN, "remembered"),
+         export=Export(SESSIONS_FILE, "messages", ("role", "content", "caption", "created_at", "author", "ending"),
                        MappingProxyType({"source_id": "source_id", "session_id": "session"}),
                        ("id", "tokens", "remembered")),
          node=True, remove=delete_rows("exchanges"), on_text="forget", vector_tier="exchange",
          fts=MappingProxyType({"turn": "exchanges_fts", "context": "exchange_context_fts"}),
-         time_column="created_at", session_column="session_id", current="t.remembered = 1", searchable=True),
+         time_column="created_at", session_column="session_id", current="t.remembered = 1", searchable=True,
+         indexed="t.content || coalesce(char(10) || t.caption, '')"),
     Kind("aside", "asides", ("version set aside", "versions set aside"),
-         words=("content",), plain=(*_TURN, "parent_id", "trace", "trace_tokens", "trace_created_at", "vector",
-                                    "vector_model", "set_aside_seq"),
-         export=Export(SESSIONS_FILE, "asides", ("role", "content", "created_at", "author", "ending",
+         words=("content", "caption"), plain=(*_TURN, "parent_id", "trace", "trace_tokens", "trace_created_at",
+                                              "vector", "vector_model", "set_aside_seq"),
+         export=Export(SESSIONS_FILE, "asides", ("role", "content", "caption", "created_at", "author", "ending",
                                                  "set_aside_seq"),
                        MappingProxyType({"source_id": "source_id", "parent_id": "parent", "session_id": "session"}),
                        ("id", "tokens", "trace", "trace_tokens", "trace_created_at", "vector", "vector_model")),

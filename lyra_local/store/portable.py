@@ -73,6 +73,7 @@ class NewAside:
     set_aside_seq: int
     author: str | None = None  # the assistant an imported reply came from (``authors``); None: the companion's
     ending: Ending | None = None  # how a reply that did not end by itself ended (``records.ENDINGS``)
+    caption: str | None = None  # a photo's caption, apart from the words
 
 
 def conversations(store: Store) -> Iterator[PortableConversation]:
@@ -126,9 +127,9 @@ def add_asides(conn: sqlite3.Connection, here: str, session_id: int, asides: Seq
             continue
         turn_id = _next_turn_id(conn)
         conn.execute("INSERT INTO asides (id, session_id, parent_id, role, content, created_at, source_id, "
-                     "author, ending, set_aside_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "author, ending, caption, set_aside_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      (turn_id, session_id, parent, aside.role, aside.content, canonical(aside.created_at),
-                      aside.source_id, aside.author, aside.ending, aside.set_aside_seq))
+                      aside.source_id, aside.author, aside.ending, aside.caption, aside.set_aside_seq))
         local[aside.source_id] = turn_id
         stored += 1
     return stored

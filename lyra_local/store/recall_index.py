@@ -145,11 +145,11 @@ class RecallIndex:
 
     def rows(self, tier: str, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Rows by id, with ``session_id``, ``role``, ``author``, ``content`` and ``created_at`` for every tier (a
-        digest's ``granularity`` and ``period`` too)."""
+        turn's ``caption``, a digest's ``granularity`` and ``period`` too)."""
         if not ids:
             return {}
         if tier == "exchange":
-            sql = "SELECT id, session_id, role, author, content, created_at FROM exchanges"
+            sql = "SELECT id, session_id, role, author, content, caption, created_at FROM exchanges"
         elif tier == "gist":
             sql = ("SELECT id, session_id, NULL AS role, NULL AS author, content, updated_at AS created_at "
                    f"FROM gists t WHERE {of_tier(tier).where_current()}")

@@ -37,6 +37,7 @@ class Exchange:
     source_id: str | None = None
     ending: Ending | None = None  # a reply that did not end by itself: how it ended (``ENDINGS``)
     author: str | None = None  # the assistant an imported reply came from ("ChatGPT"); None: the companion's
+    caption: str | None = None  # a photo's caption: what the photo shows, never the sender's words
 
 
 @dataclass(frozen=True)
@@ -53,3 +54,4 @@ class Hit:
     stages: tuple[str, ...] = ()
     context: tuple[Exchange, ...] = field(default=())
     author: str | None = None  # who wrote a turn an import brought, by the name it gave ("Melanie", "ChatGPT")
+    caption: str | None = None  # a turn's photo's caption, apart from its words (``content``: what was said)

@@ -44,7 +44,8 @@ def _lacking(tier: str) -> str:
 
 def missing(store: Store, tier: str, model: str, limit: int = 1000) -> list[Unembedded]:
     """Rows of ``tier`` with no vector of ``model``, oldest first."""
-    rows = store.conn().execute(f"SELECT t.id, t.content {_lacking(tier)} ORDER BY t.id LIMIT ?", (tier, model, limit))
+    text = of_tier(tier).indexed_text  # a turn's words with its photo's caption
+    rows = store.conn().execute(f"SELECT t.id, {text} {_lacking(tier)} ORDER BY t.id LIMIT ?", (tier, model, limit))
     return [Unembedded(tier, int(r[0]), str(r[1])) for r in rows]
 
 
@@ -65,7 +66,8 @@ def put_current(store: Store, model: str, items: Sequence[Unembedded],
     written = 0
     with store.write() as conn:
         for item, vector in zip(items, vectors, strict=True):
-            row = conn.execute(f"SELECT content FROM {_table(item.tier)} WHERE id = ?", (item.id,)).fetchone()
+            row = conn.execute(f"SELECT {of_tier(item.tier).indexed_text} FROM {_table(item.tier)} t WHERE id = ?",
+                               (item.id,)).fetchone()
             if row is not None and row[0] == item.text:
                 put_vector(conn, item.tier, model, item.id, vector)
                 written += 1

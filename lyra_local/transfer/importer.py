@@ -20,7 +20,7 @@ import numpy as np
 
 from ..llm.base import Embedder, Vectors
 from ..store import Session, Store, ledger
-from ..store.exchanges import NewExchange
+from ..store.exchanges import NewExchange, embedded_text
 from ..store.portable import NewAside, add_asides, known_ids, origin, session_keys
 from .memory_file import has_derived_memory, restore_memory
 from .records import ImportedConversation, ImportedMessage, ImportFormatError, ImportProblem
@@ -135,7 +135,7 @@ class _Import:
     def flush(self) -> None:
         """Embed the batch in one go, then write it in one transaction: whole conversations, or nothing of them."""
         t0 = time.perf_counter()
-        texts = [m.content for p in self.batch for m in p.messages]
+        texts = [embedded_text(m.content, m.caption) for p in self.batch for m in p.messages]
         # A batch of conversations with nothing left to store (images only) needs no model at all.
         vectors = self.embedder.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
         self.report.embed_s += time.perf_counter() - t0
@@ -164,7 +164,7 @@ class _Import:
         session = p.session or self.store.sessions.create(c.name, created_at=c.created_at, source=c.source,
                                                           source_id=c.source_id, uid=c.uid, conn=conn)
         news = [NewExchange(session.id, m.role, m.content, m.created_at, source_id=m.source_id,
-                            author=m.author, ending=m.ending) for m in p.messages]
+                            author=m.author, ending=m.ending, caption=m.caption) for m in p.messages]
         self.store.exchanges.insert(conn, news, vectors, self.embedder.name)
         add_asides(conn, self.here, session.id, p.asides)  # after the path: each follows a turn already there
         return given

@@ -8,7 +8,9 @@ Optional keys keep a round trip lossless: the session's ``created_at``,
 ``source_id`` (an export writes one for every turn: ``store/portable.py``),
 its ``author`` (the assistant an imported reply came from, ``null`` for the
 companion's: ``authors``) and ``ending`` (how a reply that did not end by
-itself ended: ``length``, ``stopped``, ``error``), and ``asides``: the
+itself ended: ``length``, ``stopped``, ``error``), its ``caption`` (what a
+photo it carries shows: found by recall, shown as a caption and never as its
+sender's words; a photo with no text has empty ``content``), and ``asides``: the
 versions set aside by a regenerate or an edit, each with the ``parent`` it
 follows (a message's ``source_id``) and its ``set_aside_seq``. Ids are kept,
 so importing the same file again adds nothing, whatever was edited,
@@ -86,7 +88,8 @@ def parse_session(raw: Any) -> ImportedConversation:
         at = utc_timestamp(m.get("created_at"), f"message {i}: created_at")
         source_id = _optional_id(m.get("source_id"))
         author, ending = _author_and_ending(m, source, source_id, f"message {i}")
-        out.append(ImportedMessage(m["role"], well_formed(m["content"]), at, source_id, author, ending))
+        out.append(ImportedMessage(m["role"], well_formed(m["content"]), at, source_id, author, ending,
+                                   _caption(m, f"message {i}")))
     asides = [_parse_aside(a, i, source) for i, a in enumerate(raw.get("asides") or [], 1)]
     created = raw.get("created_at")
     created = utc_timestamp(created, "the session's created_at") if created else (out[0].created_at if out else "")
@@ -125,7 +128,16 @@ def _parse_aside(raw: Any, i: int, source: str) -> NewAside:
         raise ValueError(f"aside {i} needs a source_id and a whole set_aside_seq (of at most 63 bits)")
     author, ending = _author_and_ending(raw, source, source_id, f"aside {i}")
     return NewAside(raw["role"], well_formed(raw["content"]), utc_timestamp(raw.get("created_at"),
-                    f"aside {i}: created_at"), source_id, _optional_id(raw.get("parent")), seq, author, ending)
+                    f"aside {i}: created_at"), source_id, _optional_id(raw.get("parent")), seq, author, ending,
+                    _caption(raw, f"aside {i}"))
+
+
+def _caption(raw: dict[str, Any], what: str) -> str | None:
+    """A photo's caption (``caption``: what the photo shows, kept apart from the words), or ``None``."""
+    caption = raw.get("caption")
+    if caption is not None and not isinstance(caption, str):
+        raise ValueError(f"{what}: caption must be text or null")
+    return well_formed(caption) if caption and caption.strip() else None
 
 
 def _optional_id(value: Any) -> str | None:

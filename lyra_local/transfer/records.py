@@ -24,6 +24,7 @@ class ImportedMessage:
     source_id: str | None = None
     author: str | None = None  # the assistant an imported reply came from ("ChatGPT"); None: the companion's
     ending: Ending | None = None  # how a reply that did not end by itself ended (a Lyra export says)
+    caption: str | None = None  # a photo's caption (a Lyra export or a chat's photo description): not the words
 
 
 @dataclass

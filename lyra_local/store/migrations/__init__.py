@@ -36,6 +36,7 @@ from .m010_m016 import (
     m015_reply_endings,
     m016_reply_authors,
 )
+from .m017_captions import m017_photo_captions
 from .script import Migration, script
 
 __all__ = ["MIGRATIONS", "NEVER_REUSED", "Migration", "applied", "migrate", "script"]
@@ -57,6 +58,7 @@ MIGRATIONS: list[Migration] = [
     m014_rejected_facts,
     m015_reply_endings,
     m016_reply_authors,
+    m017_photo_captions,
 ]
 
 
