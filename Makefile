@@ -47,13 +47,15 @@ test-real-data: setup browser
 	@test -f "$(REAL_DATA)/locomo-dev.json" || { echo "error: $(REAL_DATA)/locomo-dev.json is not there: set REAL_DATA to the folder holding LoCoMo's dev half"; exit 1; }
 	LYRA_REAL_DATA="$(abspath $(REAL_DATA))" $(BIN)/python -m pytest tests/real_data $(PYTEST_ARGS)
 
-# Lint (ruff.toml: pycodestyle, pyflakes, import order, bugbear), strict types with
-# pydantic's plugin (mypy.ini), no SQL outside lyra_local/store/, and every import from a locked
-# distribution; `make test` runs them before the tests.
+# Lint (ruff.toml: pycodestyle, pyflakes, import order, bugbear, and the complexity, argument and statement
+# limits), strict types with pydantic's plugin (mypy.ini), no SQL outside lyra_local/store/, no file over 450 lines
+# and no function over 60 (scripts/check_sizes.py), and every import from a locked distribution; `make test`
+# runs them before the tests.
 lint: $(STAMP)
 	$(BIN)/ruff check lyra_local
 	$(BIN)/mypy lyra_local
 	$(BIN)/python scripts/check_sql_in_store.py
+	$(BIN)/python scripts/check_sizes.py
 	$(BIN)/python scripts/lock.py imports
 
 # The web UI tests drive Debian's chromium (through playwright, no browser download).
