@@ -91,7 +91,7 @@ def private_file(path: Path) -> Path:
 
 def loosened(folder: Path, most: int = 100_000) -> list[Path]:
     """Everything in ``folder`` (itself included) that another account on the machine may read or enter: what
-    Lyra makes is 0700/0600, so these were opened by hand (or made by a Lyra from before issue 45)."""
+    Lyra makes is 0700/0600, so these were opened by hand (or made by an older Lyra)."""
     found: list[Path] = []
     seen = 0
     for root, dirs, files in os.walk(folder):

@@ -13,7 +13,7 @@ The 100k exchanges carry synthetic vectors (embedding them for real would take
 this CPU a quarter of an hour and does not change what is timed). Prints markdown
 tables; writes only to a temp dir. Usage: ``python scripts/bench_chat.py [--exchanges N]``
 
-``--people N`` (issue 38) measures a household instead: the same exchanges split
+``--people N`` measures a household instead: the same exchanges split
 across N people, each in a Store of their own (the owner's in the data directory,
 the others' in ``people/<id>/``), against one person holding them all, in the same
 run. Each layout is opened in a fresh process (so its RSS is its own) twice,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark a household (issue 38): how long a login takes, and how the dream shares the model across people.
+"""Benchmark a household: how long a login takes, and how the dream shares the model across people.
 
 - ``login``: the password check alone (``lyra_local.passwords``: scrypt N=2^15,
   r=8, p=1) right and wrong, then the whole ``POST /api/auth/login`` through the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fuzz the GGUF header reader or the import parsers for a given time (issue 35).
+"""Fuzz the GGUF header reader or the import parsers for a given time.
 
 The same properties as ``tests/test_gguf_fuzz.py`` and ``tests/test_import_fuzz.py``
 (``tests/gguf_mutations.py``, ``tests/import_mutations.py``), run by hypothesis

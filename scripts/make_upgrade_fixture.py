@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build the upgrade fixture: a populated single-person data directory written by the PREVIOUS release's code.
 
-The household (issue 38) must open a data directory of the schema before it and keep every conversation and
+The household must open a data directory of the schema before it and keep every conversation and
 memory of it, asking no login until a second person is added. A directory written by the current code would
 prove nothing about that, so this script is run with the previous release's own code on the import path: it
 drives that release's real app (``create_app`` through FastAPI's test client, on the scripted fakes of that

@@ -1,4 +1,4 @@
-"""LoCoMo's dev half as people write to each other: a dev set for knowing who is who (issue 44).
+"""LoCoMo's dev half as people write to each other: a dev set for knowing who is who.
 
 A regression set built by rule from ``locomo-dev`` (``recall_sets.locomo``),
 every evidence label kept, so its figures are comparable run to run:

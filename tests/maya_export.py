@@ -1,6 +1,6 @@
 """A person's ChatGPT history, written for this project: four conversations in which Maya says who she is.
 
-The new user of issue 37: a nurse in Leeds with a rescue greyhound, a sister in Edinburgh, a pottery class
+A new user as she would come: a nurse in Leeds with a rescue greyhound, a sister in Edinburgh, a pottery class
 and a move planned, told to ChatGPT in her own messy spelling between long, list-like answers. ``PLANTED``
 is what a careful reader learns about her; ``TRUE`` is everything true that may be learnt (a fact outside
 it is false); ``HER_WORDS`` is every message of hers, for the checks that Lyra's own voice never copies them.

@@ -6,7 +6,7 @@ snapshot was removed) never lands in the conversation but in the chat's log file
 text typed while a reply streams must neither be echoed into it nor be lost: a
 finished line is sent after the reply, an unfinished one fills the next prompt,
 where the person finishes it. Once a person saw the warning printed inside a reply
-and what they typed echoed there and dropped (issue 35).
+and what they typed echoed there and dropped.
 """
 
 from __future__ import annotations

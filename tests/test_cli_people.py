@@ -1,4 +1,4 @@
-"""The `lyra` command acts as one person of the household (issue 38): `--person`, the default rule, `lyra people`
+"""The `lyra` command acts as one person of the household: `--person`, the default rule, `lyra people`
 (the owner adds, resets and removes; anyone sets their own password), `lyra tokens`, and `lyra dream --all`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`lyra --person NAME` proves it acts for NAME once the household has several people (issue 45, 13): one of
+"""`lyra --person NAME` proves it acts for NAME once the household has several people: one of
 their API tokens in ``$LYRA_TOKEN``, or their password typed on a terminal; otherwise it opens nothing, so
 ``sessions`` and ``recall`` print nobody's memory to whoever types the command. The real commands in this
 process, on real SQLite and FAISS."""

@@ -1,4 +1,4 @@
-"""No other page on the same host can plant a login into Lyra's (issue 45, 12, "cookie tossing"): a request with
+"""No other page on the same host can plant a login into Lyra's ("cookie tossing"): a request with
 two login cookies is refused, and on http://localhost (a secure context) the cookies carry the ``__Host-``
 prefix, which no page can set with another path.
 

@@ -1,10 +1,10 @@
 """Every number ``memory/dates.py`` reads is bounded: no form of date, with any number in it, can raise.
 
-One message ("Last year, <4,400 nines> days before May 5, I planted roses")
-used to end its own turn with an error, and since recall's ``date`` stage reads
-stored turns again (``spoken_of``), every later question naming a recent period
-failed too, and ``/api/recall`` and ``/api/search`` answered 500. The "N days
-before" form called ``int()`` on digits of any length (``int()`` refuses over
+Why: one message ("Last year, <4,400 nines> days before May 5, I planted roses")
+that ends its own turn with an error breaks more than that turn: recall's ``date`` stage reads
+stored turns again (``spoken_of``), so every later question naming a recent period
+would fail too, and ``/api/recall`` and ``/api/search`` answer 500. The "N days
+before" form must not call ``int()`` on digits of any length (``int()`` refuses over
 4,300). Here each form the module reads is driven with huge numbers, zeros,
 4,400-digit numbers and odd spacing; and the message itself goes through the
 real app, after which recall, search and a chat turn about yesterday work.

@@ -1,4 +1,4 @@
-"""Issues 37 and 43, the dream's side of "imported replies in their source's mouth" and "summaries that read well
+"""The dream's side of "imported replies in their source's mouth" and "summaries that read well
 with any model".
 
 With scripted fakes: a ChatGPT conversation's gist (the floor's extract of

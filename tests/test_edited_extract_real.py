@@ -1,6 +1,7 @@
-"""Issues 37 and 43 with the real default models: the gist of an imported ChatGPT conversation never puts ChatGPT's
-replies in the companion's mouth, whether the 135M model's draft passed the checks or the floor wrote it; what the
-floor writes is quotes, verbatim, under who said them and when, and a roll-up of it quotes the same again."""
+"""Imported replies in their source's mouth, with the real default models: the gist of an imported ChatGPT
+conversation never puts ChatGPT's replies in the companion's mouth, whether the 135M model's draft passed the
+checks or the floor wrote it; what the floor writes is quotes, verbatim, under who said them and when, and a
+roll-up of it quotes the same again."""
 
 from __future__ import annotations
 

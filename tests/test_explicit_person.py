@@ -1,4 +1,4 @@
-"""Whose memory a piece of code reaches is explicit (issue 45, 11): a thread that lost the request's context (a
+"""Whose memory a piece of code reaches is explicit: a thread that lost the request's context (a
 worker a route started without ``copy_context``) reaches no memory instead of being handed the owner's, and
 the server's background jobs (the heartbeat that also finishes removals, the off-the-record sweep, the
 dream's backlogs, the re-embedding retry and catch-up) run on a thread with no person bound, so each reaches

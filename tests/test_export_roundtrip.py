@@ -1,5 +1,5 @@
 """An export is the memory, whole: importing it elsewhere gives the same export, and importing it again here
-adds nothing, whatever was edited, regenerated, corrected or forgotten in between (issue 23: 9 and 15).
+adds nothing, whatever was edited, regenerated, corrected or forgotten in between.
 
 The real store (SQLite file, FAISS index) with the scripted fake models; the dream is ``test_dream.py``'s
 scripted summary model, so a pass that could overwrite the person's words really runs.
@@ -180,7 +180,7 @@ def test_a_summary_the_person_edited_or_deleted_stays_so_after_export_and_import
         two.close()
 
 
-# -- who wrote a reply, and how it ended (issue 37: 2 and 8) ---------------------------------------------------
+# -- who wrote a reply, and how it ended ---------------------------------------------------
 
 
 def chatgpt_then_lyra(store: Store, tmp_path: Path) -> int:

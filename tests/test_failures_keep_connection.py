@@ -5,8 +5,8 @@ and uvicorn closes the connection on it: the client's next request on that
 connection failed. ``failures.AnswerUnexpected`` answers instead (a stream
 already started is ended where it stands) and the exception goes no further.
 The routes added here fail on purpose, and a real route fails when its
-embedder breaks as no one foresaw. (An id too big for SQLite used to be such a
-failure any client could cause; it is a 422 now: tests/test_bounded_ids.py.)
+embedder breaks as no one foresaw. (An id too big for SQLite would be such a
+failure any client could cause; it is a 422: tests/test_bounded_ids.py.)
 """
 
 from __future__ import annotations

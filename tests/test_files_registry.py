@@ -1,4 +1,4 @@
-"""Files are memory too (issue 35): every file of a data directory is declared (``store/files.py``), what a dead
+"""Files are memory too: every file of a data directory is declared (``store/files.py``), what a dead
 process left goes at the next open, and a forget reaches an upload waiting to be imported.
 
 The everyday scenarios run on the real app with scripted models; the crashes kill a real ``lyra serve`` and a

@@ -1,4 +1,4 @@
-"""An odd GGUF header is refused with the reader's own error, everywhere a model file is listed (issue 35).
+"""An odd GGUF header is refused with the reader's own error, everywhere a model file is listed.
 
 One file in ``models_dir`` with arrays nested thousands deep, a string for
 ``general.alignment`` or +inf for ``general.file_type`` made the header reader

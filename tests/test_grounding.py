@@ -129,10 +129,10 @@ def test_a_roll_up_reads_quotes_back_unchanged_and_the_former_forms_as_they_were
     mixed = "Maya planned a move to Leeds. Maya, 8 May 2023: “it's a big step for me”"  # a roll-up of both kinds
     assert [(q.quoted, q.render()) for q in g.quotes_of(mixed, 0)] == [
         (False, "Maya planned a move to Leeds."), (True, "Maya, 8 May 2023: “it's a big step for me”")]
-    edited = "Maya is thinking of moving to Leeds. In Maya's words: “we adopted a greyhound!”"  # issue 37's floor
+    edited = "Maya is thinking of moving to Leeds. In Maya's words: “we adopted a greyhound!”"  # an edited gist's form
     assert [(q.who, q.render()) for q in g.quotes_of(edited, 0)] == [
         (None, "Maya is thinking of moving to Leeds."), ("Maya", "Maya: “we adopted a greyhound!”")]
-    former = "The user said, “I adopted a puppy.” Lyra said, “What is its name?”"  # the floor's form until issue 37
+    former = "The user said, “I adopted a puppy.” Lyra said, “What is its name?”"  # the oldest form, in stores
     assert [(q.who, q.render()) for q in g.quotes_of(former, 0)] == [
         ("The user", "The user: “I adopted a puppy.”"), ("Lyra", "Lyra: “What is its name?”")]
 

@@ -1,4 +1,4 @@
-"""The loopback server answers only to this machine's own pages (issue 16, point 4).
+"""The loopback server answers only to this machine's own pages.
 
 A foreign ``Host`` (DNS rebinding), a cross-site ``Origin`` on a write and an
 empty or short API token are each refused against a real ``lyra serve`` on

@@ -1,4 +1,4 @@
-"""Import files no exporter wrote (issue 16): mutated Lyra JSON Lines and ChatGPT exports, zip bombs.
+"""Import files no exporter wrote: mutated Lyra JSON Lines and ChatGPT exports, zip bombs.
 
 Property-based (hypothesis), on the real importer, store and readers with the
 fake embedder. Whatever a file holds, the import either refuses the whole file

@@ -1,8 +1,8 @@
-"""No user text breaks a turn (issue 16): chat, the OpenAI route, recall and MCP on any text.
+"""No user text breaks a turn: chat, the OpenAI route, recall and MCP on any text.
 
 Property-based (hypothesis) against the real app — store, recall, routes,
 streams — on the scripted fake models, so hundreds of turns take seconds. The
-texts mix dates that used to overflow ("Rome, 2000 years ago"), huge numbers,
+texts mix dates that overflow a calendar ("Rome, 2000 years ago"), huge numbers,
 any Unicode, control characters, NUL and lone surrogates (which JSON allows).
 A turn must stream to ``done``, the user's message must be stored, and recall
 must answer 200. Where something does fail (a model that raises what no one

@@ -1,5 +1,5 @@
 """The issue's hostile cases against the real components: a real `lyra serve` with the real tiny models,
-a real `lyra mcp` process, and a real llama.cpp embedding server (issue 16).
+a real `lyra mcp` process, and a real llama.cpp embedding server.
 
 The property-based tests (tests/test_hostile_input.py, tests/test_hostile_imports.py)
 run the same inputs on the fakes by the hundred; these prove that the real

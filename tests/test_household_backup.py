@@ -1,4 +1,4 @@
-"""The household backup (issue 38): the owner's whole-box backup, plainly marked as everyone's memory, refused
+"""The household backup: the owner's whole-box backup, plainly marked as everyone's memory, refused
 to anyone else, never written inside the data directory, and restored whole into a new, empty data directory."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Every route of the app is bound to one person, and none of them lets one person reach another's memory
-(issue 38, first acceptance point).
+"""Every route of the app is bound to one person, and none of them lets one person reach another's memory.
 
 The table ``ROUTES`` names every route of the app (``app.routes``, with what FastAPI includes from routers) and
 what it is: open, the owner's management of people, one's own account, the household's shared memory, the

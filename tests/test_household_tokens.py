@@ -1,4 +1,4 @@
-"""Personal API tokens act as their person (issue 38): the OpenAI route driven by the real `openai` client, and
+"""Personal API tokens act as their person: the OpenAI route driven by the real `openai` client, and
 `lyra mcp` driven by the MCP SDK's own client; a revoked or unknown token is refused, and `server.api_token` is
 the owner."""
 

@@ -1,4 +1,4 @@
-"""Two people's conversations on the OpenAI route never wait on each other's turn lock (issue 45, 5): each
+"""Two people's conversations on the OpenAI route never wait on each other's turn lock: each
 person's first conversation is id 1 in their own store, so the lock is keyed by (person, conversation).
 
 The real app served by uvicorn on a scripted chat model that holds Ada's turn until the test lets it go.

@@ -1,4 +1,4 @@
-"""Fuzzing the import parsers (issue 35): whatever bytes a ChatGPT export (zip or JSON), Lyra JSON Lines or a
+"""Fuzzing the import parsers: whatever bytes a ChatGPT export (zip or JSON), Lyra JSON Lines or a
 Lyra export zip holds, the import answers with a report or a ``LyraError``, within seconds, and writes nothing
 outside its data directory.
 

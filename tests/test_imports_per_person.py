@@ -1,4 +1,4 @@
-"""One person's import never waits behind another's (issue 45, 12): imports queue per person.
+"""One person's import never waits behind another's: imports queue per person.
 
 The real `lyra serve` with its real embedder, held by ``LYRATEST_PAUSE_AT=import-batch`` once an import has
 committed its first batch (``pause_points.py``): Ada's import stops there, holding her queue, and Ben's, sent

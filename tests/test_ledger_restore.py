@@ -1,4 +1,4 @@
-"""The forget ledger and restores, on the paths a second reading of issue 23's change found.
+"""The forget ledger and restores, on the paths where a forget and a restore or an import meet.
 
 Real stores (SQLite files, FAISS indexes) with the scripted fake models: every
 forget is one line of ids (never a word) that a restore and an import honour,

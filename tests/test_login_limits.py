@@ -1,4 +1,4 @@
-"""Logging in without telling who lives here and without letting one person lock out another (issue 45, 1-4).
+"""Logging in without telling who lives here and without letting one person lock out another.
 
 The real app (routes, middleware, ``household.db``) on scripted models; the
 forwarded-address test runs the real `lyra serve` process.

@@ -1,4 +1,4 @@
-"""Look-alike names cannot join a household (issue 45, 12): "Аda" with a Cyrillic А beside "Ada" would make
+"""Look-alike names cannot join a household: "Аda" with a Cyrillic А beside "Ada" would make
 household-memory versions "by Ada" that Ada never wrote. Unicode TR39 skeletons (``store/household/lookalike.py``) on
 the real app, and the real commands."""
 

@@ -1,7 +1,7 @@
 """The Markdown renderer (``web/static/markdown.js``) in a real headless Chromium, on hostile lines.
 
 A reply or a message is rendered on every page load; a renderer that is
-quadratic on some line (a long run of ``[``, or ``[a](`` repeated, used to take
+quadratic on some line (a long run of ``[``, or ``[a](`` repeated, can take
 seconds at 100 KB) freezes the page for anyone who once received it. So going
 from 25 KB to 200 KB of a hostile line must cost about what it costs for plain
 prose of the same sizes (eight times), never the 64 times of a quadratic

@@ -1,4 +1,4 @@
-"""What Lyra shows about a person is true and in the right mouth, with the real default models (issue 37).
+"""What Lyra shows about a person is true and in the right mouth, with the real default models.
 
 A new user's first hour: a fresh ``lyra serve`` with no name configured, Maya's ChatGPT export (four
 conversations, ``tests/maya_export.py``) uploaded through the page's import, one forced dream, and the Memory
@@ -103,7 +103,7 @@ def test_the_memory_panel_shows_each_text_once(browser: Browser, maya: Served) -
 
 def test_a_reader_sees_her_facts_her_words_quoted_and_her_job_found_by_a_question(
         browser: Browser, maya: Served) -> None:
-    """Issue 43, as a reader would check it: About you holds what she said of herself (and only that), every
+    """As a reader would check it: About you holds what she said of herself (and only that), every
     summary is her or ChatGPT's words quoted under their name and day, and "what is my job?" finds the turn that
     says it, though the question shares no word with it."""
     page = browser.new_page(viewport={"width": 1280, "height": 1400})

@@ -1,6 +1,6 @@
 """`lyra models pull`: the real tiny GGUFs served by a local Hugging Face (tests/hf_server.py), with faults.
 
-Acceptance of issue 36, point 2: a pull with progress; a pull killed half-way and resumed (the server saw the
+What a pull must do: show progress; a pull killed half-way and resumed (the server saw the
 Range request) to a file whose sha256 matches; a corrupted byte refused with nothing under models/ but the
 partial state, which the next pull resumes or removes; an HTML page refused; too little disk space refused
 before a byte is fetched; no network (and HF_HUB_OFFLINE) → the clear message and a non-zero exit.

@@ -1,4 +1,4 @@
-"""The air-gapped install and the GPU run of the suite (issue 36, point 5).
+"""The air-gapped install and the GPU run of the suite.
 
 `make setup OFFLINE=DIR` refuses a folder that is not a bundle, a damaged one, or one made from another
 lock, before it creates anything (the bundle itself is made and installed from in the documented check of

@@ -1,10 +1,10 @@
 """A client that hangs up mid-stream and at once sends its next request keeps both replies.
 
 Generation stops after the token in flight once the server notices the hang-up,
-and the partial reply is stored then; the next request, in the same session,
-used to store its message first, so the partial reply answered a message that
-no longer ended the conversation and was refused (lost). That made
-tests/test_cli.py::test_client_disconnect_stops_generation fail about one run
+and the partial reply is stored then; were the next request, in the same session,
+to store its message first, the partial reply would answer a message that
+no longer ended the conversation and be refused (lost), and
+tests/test_cli.py::test_client_disconnect_stops_generation would fail about one run
 in three on the real model. Here the first reply's second word waits until the
 second request has had time to store its message, so the order is forced.
 """

@@ -1,4 +1,4 @@
-"""OS errors name their cause (issue 35, defect 6): a full disk, a read-only one, a folder this user may not
+"""OS errors name their cause: a full disk, a read-only one, a folder this user may not
 write and a file where a folder should be are each said as such, with the path and what to do, by every CLI
 command and API answer; "another process" is said only when one holds the memory.
 

@@ -1,8 +1,8 @@
 """Copies written outside the data directory leave nothing behind when their writer is killed (store/outgoing.py).
 
 A backup, an export, a household backup and `lyra world edit` write a person's words outside the data directory
-under a temporary name first. Killed before the rename, the temporary file used to stay for good, out of reach of
-every later forget; now a note in the data directory names it, and the next open removes it and says so.
+under a temporary name first. Killed before the rename, the temporary file would stay for good, out of reach of
+every later forget; so a note in the data directory names it, and the next open removes it and says so.
 """
 
 from __future__ import annotations

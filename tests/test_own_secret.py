@@ -1,4 +1,4 @@
-"""Choosing a new password asks for the one it replaces (issue 45, 12): a stolen login cookie cannot lock its
+"""Choosing a new password asks for the one it replaces: a stolen login cookie cannot lock its
 person out, and a wrong guess there counts against the login limits. The real app on scripted models."""
 
 from __future__ import annotations

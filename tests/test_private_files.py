@@ -1,4 +1,4 @@
-"""Everyone's memory is readable by this account only, whatever the umask (issue 45, 10): the data directory and
+"""Everyone's memory is readable by this account only, whatever the umask: the data directory and
 every folder in it 0700, ``household.db``, each person's ``lyra.db`` (and their WAL), the indexes, backups and
 exports 0600; at start the server names what was opened by hand.
 

@@ -1,4 +1,4 @@
-"""Ask in questions, find statements (issue 43), with the real embedding model: a new person imports a ChatGPT
+"""Ask in questions, find statements, with the real embedding model: a new person imports a ChatGPT
 history in which they said "I teach chemistry at a secondary school in Leeds" in passing; searching and
 recalling "what is my job?" finds it, above the assistant's "my job is to help you" and their sister's job.
 

@@ -1,4 +1,4 @@
-"""Issue 43, part 3: the floor quotes. A summary written without a model's draft is the conversation's most central
+"""The floor quotes. A summary written without a model's draft is the conversation's most central
 sentences, verbatim, each under who said it and the day it was said; roll-ups of such extracts quote the same
 sentences again, as they were; what the model reads for a roll-up is dated, so "next April" can be read from when it
 was said.
@@ -103,7 +103,7 @@ def test_a_roll_up_over_extracts_quotes_them_again_and_a_reply_weighs_less(store
     ground = Ground(store, embedder.embed, embedder.name, words_count, {"user": "Maya", "name": "Lyra"}, 400)
     day = ("Maya, 8 May 2023: “i'm thinking of moving to leeds next april, the shifts here are killing me” "
            "ChatGPT, 8 May 2023: “Add a worked example to your cover letter so the panel sees how you lead.”")
-    before = "Maya said, “I adopted a greyhound called Biscuit last spring.”"  # the floor's form before issue 37
+    before = "Maya said, “I adopted a greyhound called Biscuit last spring.”"  # the floor's older form, still in stores
     written = ground.extract_of([(day, "extractive"), ("Maya planned a move to Leeds with Jess.", "abstractive"),
                                  (before, "extractive")])
     assert written.method == "extractive"

@@ -1,4 +1,4 @@
-"""A removal is one durable state in ``household.db`` that every process sees (issue 45, 7-9): one cut short is
+"""A removal is one durable state in ``household.db`` that every process sees: one cut short is
 listed and finished from the terminal; a request already on its way when `lyra people remove` ran in another
 process never brings the person's folder back; an edit of the household memory arriving during its author's
 removal is refused; the confirmation says which later versions stay.

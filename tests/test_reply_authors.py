@@ -1,6 +1,6 @@
 """Who wrote a reply is stored with it (``exchanges.author``, migration m016) and read by one rule
 (``authors.author_of``): a reply Lyra wrote in a conversation imported from ChatGPT is Lyra's in the summary's
-floor too, and a store migrated to authors credits to ChatGPT only the replies it imported (issue 37: 2).
+floor too, and a store migrated to authors credits to ChatGPT only the replies it imported.
 
 The real store (SQLite) and the real floor; the scripted fake embedder."""
 

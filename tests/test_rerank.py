@@ -1,4 +1,4 @@
-"""The optional re-ranker role (issue 26): a cross-encoder GGUF, in-process and behind llama.cpp's own server.
+"""The optional re-ranker role: a cross-encoder GGUF, in-process and behind llama.cpp's own server.
 
 No reranking GGUF ships in a PyPI package, so the tests build one: the default
 embedding model's BERT with a classification head of seeded random weights on

@@ -1,4 +1,4 @@
-"""An open stream ends with the login or token it was opened with (issue 45, 6): the live dream log opened with a
+"""An open stream ends with the login or token it was opened with: the live dream log opened with a
 cookie stops after "Log out everywhere", after the owner resets that person's password and after that person's
 removal, and one opened with a personal token stops once the token is revoked.
 

@@ -1,5 +1,5 @@
 """The companion's own voice (mind/voice.py) and the dream's log in sentences (mind/dream_sentences.py): pure
-functions, checked on the texts that went wrong in issue 37."""
+functions, checked on texts a person really types, where a looser check went wrong."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The companion's own voice with the real default models: after a forced dream over Maya's conversations
-(her messages as issue 37 quotes them, messy on purpose), How I am (the self-narrative and reflections) and an
+(her messages as she typed them, messy on purpose), How I am (the self-narrative and reflections) and an
 arc in the model's words copy no run of six words of hers. Checked here with a tokenizer of the test's own,
 not voice.py's, so that a mistake there cannot hide itself."""
 

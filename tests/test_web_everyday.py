@@ -1,4 +1,4 @@
-"""Everyday use of the web UI (issue 27), in a real headless Chromium against a real `lyra serve` with the
+"""Everyday use of the web UI, in a real headless Chromium against a real `lyra serve` with the
 real tiny models: the model manager, dates, a chat that never loses what was typed, replies people can use,
 and the whole page at phone width. Screenshots go to test-output/screenshots/."""
 

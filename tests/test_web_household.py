@@ -1,4 +1,4 @@
-"""The household in a real headless Chromium (issue 38), against the real app served by uvicorn on scripted fake
+"""The household in a real headless Chromium, against the real app served by uvicorn on scripted fake
 models, one browser context per device: the owner adds people on the People page (setting their own password
 first), two people chat at the same time and each sees only their own conversations, search results and memory,
 a child logs in with a PIN and reads the household memory without editing it, a removal says what it forgets,

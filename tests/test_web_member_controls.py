@@ -1,4 +1,4 @@
-"""A member of the household is never shown what only the owner may do (issue 45, 13): the first-run guide's
+"""A member of the household is never shown what only the owner may do: the first-run guide's
 Download and use, the model manager's Apply, downloads and the models folder's files, which the server would
 refuse them. The real app served by uvicorn on scripted models, the page in headless Chromium."""
 

@@ -1,4 +1,4 @@
-"""Pulling a model from the web UI (issue 36, points 2 and 4): the API of the downloads, the catalog with what fits
+"""Pulling a model from the web UI: the API of the downloads, the catalog with what fits
 this machine, the first-run guide; then Settings → Models and the first-run guide's Download and use in a real
 headless Chromium against a real `lyra serve`.
 

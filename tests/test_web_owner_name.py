@@ -1,4 +1,4 @@
-"""The owner names themself (issue 45, 13): the first person is called "Owner" until they say otherwise, so the
+"""The owner names themself: the first person is called "Owner" until they say otherwise, so the
 page asks for their name with their first password, and lets them change it (and their password, given the
 current one) later; `lyra people rename` does it from the terminal. The real app served by uvicorn on
 scripted models, the page in headless Chromium; the real command in this process."""

@@ -2,7 +2,7 @@
 `lyra serve` with the real tiny model, in Debian's Chromium: only the tab that deleted a conversation forgets it,
 what a killed tab left in its trash is forgotten by a later load once that tab is gone, a message not sent is
 kept when another tab deletes its conversation, and an off-the-record conversation open in one tab is not
-deleted because another tab left it (issue 35)."""
+deleted because another tab left it."""
 
 from __future__ import annotations
 

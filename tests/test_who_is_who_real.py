@@ -1,4 +1,4 @@
-"""Who is who in recall (issue 44), on real SQLite and FAISS with the real embedding model.
+"""Who is who in recall, on real SQLite and FAISS with the real embedding model.
 
 A chat imported from people writing to each other: the person (the ``user``
 role) and Melanie, another participant (the ``assistant`` role with the

@@ -12,7 +12,7 @@ being shown, or not at all. So:
   line on stderr says how many warnings were written there;
 - ``Keyboard`` turns the terminal's echo off while a reply streams (the line
   discipline still collects what is typed, erase and all, and a Ctrl-C that
-  stops the reply no longer flushes it), reads it back after the reply, and
+  stops the reply does not flush it: ``NOFLSH``), reads it back after the reply, and
   hands it to the next prompts: a finished line is sent in turn, shown after
   its prompt; an unfinished one fills the next prompt, where it can be edited
   (readline) or finished.

@@ -2,7 +2,7 @@
 
 The consolidation log, ``/api/dream/events`` and the page all carry a kind as
 its plain string ("gist.rejected"), so ``DreamEvent`` is a ``StrEnum``: the
-stored log and the API read exactly as before, while the code that emits an
+stored log and the API read plain strings, while the code that emits an
 event can only name a declared kind (mypy refuses any other string). Each kind
 has its sentence in ``dream_sentences.SENTENCES``, and a test fails when a
 kind is declared without one. Pure: no imports from the rest of Lyra.

@@ -218,7 +218,7 @@ def network_failure(exc: Exception) -> str:
 
 
 def _no_connection(target: PullTarget, url: str, sha256: str | None, why: str, models_dir: Path) -> NoConnection:
-    """The message the issue asks for: where to get the file by hand, and how to check it."""
+    """What a person offline needs to finish by hand: where to get the file, and how to check it."""
     host = urlsplit(url).hostname or url
     sha = sha256 or "not known here (the repository's file page shows it)"
     return NoConnection(
