@@ -73,6 +73,18 @@ class TurnEvent:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class _Answering:
+    """The message a reply answers: its conversation (and whether that is remembered), its words, its stored
+    id, and its vector (the recall query; None when the embedder failed)."""
+
+    session_id: int
+    message: str
+    user_id: int
+    vector: Vectors | None
+    remember: bool
+
+
 class Companion:
     def __init__(self, memory: Memory, chat: ChatModel, settings: CompanionSettings) -> None:
         self.memory = memory
@@ -98,7 +110,7 @@ class Companion:
             self._editable(session_id, replacing)
         user, vector = self._store_user_message(session_id, message, session.remember, replacing)
         yield TurnEvent("stored", data={"exchange_id": user.id})
-        yield from self._reply(session_id, message, user.id, vector, options, remember=session.remember)
+        yield from self._reply(_Answering(session_id, message, user.id, vector, session.remember), options)
 
     def regenerate(self, reply_id: int, options: GenerationOptions | None = None
                    ) -> Generator[TurnEvent, None, None]:
@@ -110,7 +122,7 @@ class Companion:
         self.last_turn_at = time.monotonic()
         vector = self._embed_query(user.content)
         yield TurnEvent("stored", data={"exchange_id": user.id, "replacing": reply_id})
-        yield from self._reply(session.id, user.content, user.id, vector, options, remember=session.remember,
+        yield from self._reply(_Answering(session.id, user.content, user.id, vector, session.remember), options,
                                replacing=reply_id)
 
     def continue_reply(self, reply_id: int, options: GenerationOptions | None = None
@@ -132,7 +144,7 @@ class Companion:
         self.last_turn_at = time.monotonic()
         vector = self._embed_query(user.content)
         yield TurnEvent("stored", data={"exchange_id": user.id, "replacing": reply_id, "continuing": reply_id})
-        yield from self._reply(session.id, user.content, user.id, vector, options, remember=session.remember,
+        yield from self._reply(_Answering(session.id, user.content, user.id, vector, session.remember), options,
                                replacing=reply_id, so_far=reply.content)
 
     def _answered(self, reply_id: int, what: str) -> tuple[Exchange, Exchange]:
@@ -149,16 +161,16 @@ class Companion:
             raise BadRequest(f"reply {reply_id} answers no message of the person", hint="nothing to answer again")
         return reply, before[0]
 
-    def _reply(self, session_id: int, message: str, user_id: int, vector: Vectors | None,
-               options: GenerationOptions | None, *, remember: bool, replacing: int | None = None,
+    def _reply(self, asked: _Answering, options: GenerationOptions | None, *, replacing: int | None = None,
                so_far: str | None = None) -> Generator[TurnEvent, None, None]:
-        """Stream a reply to ``message`` and store it with how it ended; ``so_far``: the start of a reply that
-        was cut short, for the model to go on from (``continue_reply``)."""
+        """Stream a reply to the message ``asked`` and store it with how it ended; ``so_far``: the start of a reply
+        that was cut short, for the model to go on from (``continue_reply``)."""
         reply_budget = (options.max_tokens if options and options.max_tokens else None) or self._reply_tokens()
         # A continuation's prompt also holds the reply so far and the request to go on.
         shown = 0 if so_far is None else self._count(so_far + CONTINUE_PROMPT) or 0
         try:
-            context = self.build_context(session_id, message, user_id, vector, reply_budget + shown)
+            context = self.build_context(asked.session_id, asked.message, asked.user_id, asked.vector,
+                                         reply_budget + shown)
         except LyraError as exc:
             yield TurnEvent("error", str(exc), {"status": exc.status_code})
             return
@@ -190,8 +202,7 @@ class Companion:
             ending = reply_ending(finish, stopped=stopped, failed=error is not None)
             text = "".join(parts)
             try:
-                reply = self._store_reply(session_id, (so_far or "") + text if text else "", context, remember,
-                                          user_id, replacing, ending)
+                reply = self._store_reply(asked, (so_far or "") + text if text else "", context, replacing, ending)
             except LyraError as exc:  # the conversation changed while the reply was written
                 reply, error = None, exc
         if error is not None:
@@ -281,14 +292,14 @@ class Companion:
             replacing=replacing)
         return exchange, vector
 
-    def _store_reply(self, session_id: int, text: str, context: Context, remember: bool, answering: int,
-                     replacing: int | None, ending: Ending | None) -> Exchange | None:
+    def _store_reply(self, asked: _Answering, text: str, context: Context, replacing: int | None,
+                     ending: Ending | None) -> Exchange | None:
         if not text:
             return None
-        reply = self.memory.store.exchanges.add_reply(session_id, text, [asdict(t) for t in context.trace],
-                                                      context.tokens, answering=answering, replacing=replacing,
+        reply = self.memory.store.exchanges.add_reply(asked.session_id, text, [asdict(t) for t in context.trace],
+                                                      context.tokens, answering=asked.user_id, replacing=replacing,
                                                       ending=ending)
-        if remember:
+        if asked.remember:
             self._embedder.submit(self._embed_reply, reply)
         return reply
 
