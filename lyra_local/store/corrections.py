@@ -25,7 +25,7 @@ from . import provenance
 from .blobs import put_vector
 from .db import utc_now
 from .derived import Digest, Gist, ProfileFact, _digest, _fact, _gist, rejection_parts, rejection_target
-from .forget import note
+from .forget import Doomed, note
 from .kinds import KINDS, NODES, STALE_KINDS
 from .memory_dump import ADOPT
 from .scrub import scrub
@@ -150,7 +150,7 @@ class Corrections:
         (target, basis), so the dream does not write it again while its sources stay as they are, and in the
         forget ledger, so a restore deletes it again; then what they leave on disk goes too. How many went."""
         dismissals = [(kind, *dismissed)] if dismissed else []
-        note(self.store, memories={kind: ids}, dismissed=dismissals)
+        note(self.store, Doomed(memories={kind: ids}, dismissed=dismissals))
         with self.store.write() as conn:
             counts = provenance.forget(conn, [(kind, i) for i in ids])
             self.dismiss_again(conn, dismissals)

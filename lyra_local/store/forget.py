@@ -80,23 +80,38 @@ class _Turns:
             self.held = 0.0
 
 
-def note(store: Store, *, session_ids: Sequence[int] = (), turn_ids: Sequence[int] = (),
-         memories: Mapping[str, Sequence[int]] | None = None, renamed: Sequence[int] = (),
-         unsourced: Sequence[int] = (), dismissed: Sequence[tuple[str, str, str]] = (), by_text: bool = False) -> None:
+@dataclass(frozen=True)
+class Doomed:
+    """What one forget is about to delete or change, by row id (``note`` names it in the ledger first): whole
+    sessions, turns, memories by kind, conversations renamed or their client-given name cleared
+    (``unsourced``), the person's deletions as ``[kind, target, basis]``; ``by_text``: a forget by text."""
+
+    session_ids: Sequence[int] = ()
+    turn_ids: Sequence[int] = ()
+    memories: Mapping[str, Sequence[int]] | None = None
+    renamed: Sequence[int] = ()
+    unsourced: Sequence[int] = ()
+    dismissed: Sequence[tuple[str, str, str]] = ()
+    by_text: bool = False
+
+
+def note(store: Store, doomed: Doomed) -> None:
     """One forget's line of the ledger, before anything goes: ids, and the portable ids an import must not bring
     back. Off-the-record conversations are left out: no backup or export ever held them.
 
     Before anything goes, no upload may hold words this forget cannot reach (``store/uploads.py``): this
     process's imports stop and their files go; another process's import makes it refuse. Expiring
     off-the-record conversations alone needs no such care: no upload brings those."""
-    remembered = store.sessions.remembered(session_ids)
-    if remembered or turn_ids or memories or renamed or unsourced or dismissed or by_text:
+    remembered = store.sessions.remembered(doomed.session_ids)
+    if remembered or any((doomed.turn_ids, doomed.memories, doomed.renamed, doomed.unsourced, doomed.dismissed,
+                          doomed.by_text)):
         store.uploads.settle()
-    on_path, aside = _doomed(store.conn(), turn_ids)
+    on_path, aside = _doomed(store.conn(), doomed.turn_ids)
     ledger.record(store, ledger.Named(
-        sessions=store.sessions.uids(remembered), turns=turn_ids, memories=memories,
-        renamed=store.sessions.uids(renamed), unsourced=store.sessions.uids(unsourced), dismissed=dismissed,
-        portable=forgotten_keys(store, remembered, [*on_path, *aside]), by_text=by_text))
+        sessions=store.sessions.uids(remembered), turns=doomed.turn_ids, memories=doomed.memories,
+        renamed=store.sessions.uids(doomed.renamed), unsourced=store.sessions.uids(doomed.unsourced),
+        dismissed=doomed.dismissed, portable=forgotten_keys(store, remembered, [*on_path, *aside]),
+        by_text=doomed.by_text))
 
 
 def forget_sessions(store: Store, session_ids: Sequence[int], *, scrubbing: bool = True,
@@ -110,7 +125,7 @@ def forget_sessions(store: Store, session_ids: Sequence[int], *, scrubbing: bool
     turns = _Turns()
     remembered = store.sessions.remembered(session_ids)
     if ledgered:
-        note(store, session_ids=session_ids)
+        note(store, Doomed(session_ids=session_ids))
     for session_id in session_ids:
         while True:
             started = time.monotonic()
@@ -155,7 +170,7 @@ def forget_exchanges(store: Store, exchange_ids: Sequence[int], *, scrubbing: bo
     turns = _Turns()
     ids = sorted(set(exchange_ids))
     if ledgered:
-        note(store, turn_ids=ids)
+        note(store, Doomed(turn_ids=ids))
     for start in range(0, len(ids), TXN_TURNS):
         started = time.monotonic()
         with store.write() as conn:
@@ -171,7 +186,7 @@ def forget_memories(store: Store, memories: Mapping[str, Sequence[int]], *, scru
     """Forget derived memories (and what was built on them) by kind and id; turns are never among them. A fact
     named so goes with no other value taking its place: the one it had replaced stays in the past."""
     if ledgered:
-        note(store, memories=memories)
+        note(store, Doomed(memories=memories))
     with store.write() as conn:
         conn.execute("UPDATE profile_facts SET superseded_at = ? WHERE superseded_at IS NULL AND id IN "
                      "(SELECT value FROM json_each(?))", (utc_now(), json.dumps(list(memories.get("fact", [])))))
@@ -232,8 +247,8 @@ def forget(store: Store, plan: ForgetPlan) -> Forgotten:
     still scrubbed for: the words of a memory edited or deleted since can linger in full-text segments and the
     WAL until then."""
     unsourced = store.sessions.holding_source(plan.renamed, plan.matching) if plan.matching else []
-    note(store, session_ids=plan.session_ids, turn_ids=plan.exchange_ids, memories=plan.memories,
-         renamed=plan.renamed, unsourced=unsourced, by_text=bool(plan.matching))
+    note(store, Doomed(session_ids=plan.session_ids, turn_ids=plan.exchange_ids, memories=plan.memories,
+                       renamed=plan.renamed, unsourced=unsourced, by_text=bool(plan.matching)))
     done = Forgotten(0, 0)
     if plan.session_ids:
         done += forget_sessions(store, plan.session_ids, scrubbing=False, ledgered=False)
