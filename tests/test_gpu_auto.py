@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lyra_local.config import ConfigError, LocalModel, settings_from_text
+from lyra_local.config import LocalModel, settings_from_text
 from lyra_local.config_edit import ModelChoices, edit_models
+from lyra_local.errors import ConfigError
 from lyra_local.llm.local import LocalChatModel, gpu_offload_supported
 from lyra_local.llm.registry import Models, catalog_ctx, catalog_fits, describe_offload, offload_plan
 from lyra_local.modelfiles import devices, fit
