@@ -154,6 +154,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+def run_script(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python path args...``, as `make` runs a check, its output captured (it may fail: the caller reads it)."""
+    return subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
 def require_file(path: Path) -> Path:
     if not path.is_file():
         pytest.fail(f"{path} is missing: run `make test`, which fetches the default models first")
@@ -192,9 +198,8 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     """A real store on a fresh data directory (``tmp_path / "data"``, as ``make_settings`` has it), closed after."""
-    opened = Store(tmp_path / "data")
-    yield opened
-    opened.close()
+    with contextlib.closing(Store(tmp_path / "data")) as opened:
+        yield opened
 
 
 @pytest.fixture

@@ -19,20 +19,30 @@ from lyra_local.llm.base import ChatDelta, Completion, GenerationOptions, Messag
 Respond = Callable[[Sequence[Message], "GenerationOptions | None"], str]
 
 
-class FakeChatModel:
-    """Replies from ``enqueue``d texts, else from ``respond(messages, options)``, else "ok"."""
+class Fake:
+    """What both fakes share: a name, and a token for every word."""
 
-    def __init__(self, n_ctx: int = 2048, name: str = "fake-chat", respond: Respond | None = None) -> None:
-        self._n_ctx = n_ctx
+    def __init__(self, name: str) -> None:
         self._name = name
-        self.respond = respond
-        self.queue: list[str] = []
-        self.history: list[tuple[list[Message], GenerationOptions | None]] = []
-        self.closed = False
 
     @property
     def name(self) -> str:
         return self._name
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+class FakeChatModel(Fake):
+    """Replies from ``enqueue``d texts, else from ``respond(messages, options)``, else "ok"."""
+
+    def __init__(self, n_ctx: int = 2048, name: str = "fake-chat", respond: Respond | None = None) -> None:
+        super().__init__(name)
+        self._n_ctx = n_ctx
+        self.respond = respond
+        self.queue: list[str] = []
+        self.history: list[tuple[list[Message], GenerationOptions | None]] = []
+        self.closed = False
 
     @property
     def n_ctx(self) -> int:
@@ -40,9 +50,6 @@ class FakeChatModel:
 
     def enqueue(self, *replies: str) -> None:
         self.queue.extend(replies)
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
 
     def _next(self, messages: Sequence[Message], options: GenerationOptions | None) -> str:
         self.history.append((list(messages), options))
@@ -68,22 +75,15 @@ class FakeChatModel:
         self.closed = True
 
 
-class FakeEmbedder:
+class FakeEmbedder(Fake):
     def __init__(self, dim: int = 64, name: str = "fake-embed") -> None:
+        super().__init__(name)
         self._dim = dim
-        self._name = name
         self.calls: list[list[str]] = []
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     @property
     def dim(self) -> int:
         return self._dim
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         self.calls.append(list(texts))

@@ -41,6 +41,15 @@ def messages(client: TestClient, session_id: int) -> list[dict]:
     return client.get(f"/api/sessions/{session_id}/messages").json()["messages"]
 
 
+def answered_twice(client: TestClient, chat: FakeChatModel, message: str, first: str, second: str) -> int:
+    """A new conversation where ``message`` was answered ``first``, then regenerated as ``second``: its id."""
+    session = int(client.post("/api/sessions", json={}).json()["id"])
+    chat.enqueue(first, second)
+    say(client, session, message)
+    regenerate(client, messages(client, session)[1]["id"])
+    return session
+
+
 def recalled(client: TestClient, query: str) -> list[str]:
     return [h["content"] for h in client.get("/api/recall", params={"q": query, "k": 50}).json()["hits"]]
 
@@ -112,11 +121,7 @@ def test_edit_branches_and_the_old_branch_comes_back(client, chat) -> None:
 
 
 def test_forgetting_a_turn_forgets_its_other_versions(client, chat) -> None:
-    session = client.post("/api/sessions", json={}).json()["id"]
-    chat.enqueue("Keep it.", "Also keep it.")
-    say(client, session, "first")
-    reply = messages(client, session)[1]["id"]
-    regenerate(client, reply)
+    session = answered_twice(client, chat, "first", "Keep it.", "Also keep it.")
     current = messages(client, session)[1]
     assert current["alternatives"] == 2
     assert client.post("/api/forget", json={"exchange_ids": [current["id"]]}).status_code == 200
@@ -217,11 +222,8 @@ def test_why_dates_each_recalled_memory(client, chat) -> None:
 
 
 def test_forgetting_by_text_reaches_versions_set_aside(client, chat) -> None:
-    session = client.post("/api/sessions", json={}).json()["id"]
-    chat.enqueue("The vault code is ocelotprism.", "I would rather not say.")
-    say(client, session, "What was the code?")
-    reply = messages(client, session)[1]["id"]
-    regenerate(client, reply)
+    session = answered_twice(client, chat, "What was the code?", "The vault code is ocelotprism.",
+                             "I would rather not say.")
     assert messages(client, session)[1]["content"] == "I would rather not say."
     done = client.post("/api/forget", json={"matching": "ocelotprism"}).json()
     assert done["turns"] == 1 and done["forgotten"]["exchanges"] == 1

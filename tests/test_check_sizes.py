@@ -4,16 +4,15 @@ naming the file, the line and the size, on a package with a file or a function o
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from .conftest import REPO, run_script
+
 CHECKER = REPO / "scripts" / "check_sizes.py"
 
 
 def check(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(CHECKER), *args], capture_output=True, text=True, timeout=120,
-                          check=False)
+    return run_script(CHECKER, *args)
 
 
 def test_the_tree_is_within_the_limits() -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import signal
@@ -80,9 +81,8 @@ def two(lyra: Lyra, tmp_path: Path) -> Lyra:
 
 @pytest.fixture
 def household(tmp_path: Path) -> Iterator[Household]:
-    opened = Household(tmp_path / "data")
-    yield opened
-    opened.close()
+    with contextlib.closing(Household(tmp_path / "data")) as opened:
+        yield opened
 
 
 def remember(household: Household, name: str, text: str) -> None:

@@ -91,7 +91,7 @@ def hf(copies: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Iterator[HFS
         yield server
 
 
-def served(hf: HFServer, repo: str) -> Served:
+def hosted(hf: HFServer, repo: str) -> Served:
     return next(f for f in hf._files.values() if f.repo == repo)
 
 
@@ -109,7 +109,7 @@ def models_listing(models_dir: Path) -> list[str]:
 
 
 def test_pull_reports_progress_and_verifies(hf: HFServer, tmp_path: Path) -> None:
-    embed = served(hf, EMBED_REPO)
+    embed = hosted(hf, EMBED_REPO)
     models_dir = tmp_path / "models"
     seen: list[Progress] = []
 
@@ -128,7 +128,7 @@ def test_pull_reports_progress_and_verifies(hf: HFServer, tmp_path: Path) -> Non
 
 def test_file_already_there_is_not_downloaded_again(hf: HFServer, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    embed = served(hf, EMBED_REPO)
+    embed = hosted(hf, EMBED_REPO)
     models_dir = tmp_path / "models"
     pull(target_of(embed), models_dir)
     gets = len(hf.gets())
@@ -150,7 +150,7 @@ def test_file_already_there_is_not_downloaded_again(hf: HFServer, tmp_path: Path
 
 
 def test_another_file_under_the_same_name_is_not_overwritten(hf: HFServer, tmp_path: Path) -> None:
-    embed, chat = served(hf, EMBED_REPO), served(hf, CHAT_REPO)
+    embed, chat = hosted(hf, EMBED_REPO), hosted(hf, CHAT_REPO)
     models_dir = tmp_path / "models"
     models_dir.mkdir()
     shutil.copy2(chat.source, models_dir / embed.path)  # some other model under this name
@@ -160,7 +160,7 @@ def test_another_file_under_the_same_name_is_not_overwritten(hf: HFServer, tmp_p
 
 
 def test_a_dropped_connection_resumes_with_a_range_request(hf: HFServer, tmp_path: Path) -> None:
-    chat = served(hf, CHAT_REPO)
+    chat = hosted(hf, CHAT_REPO)
     hf.faults.stop_after = 25 * MIB  # the connection closes mid-body, once
 
     path = pull(target_of(chat), tmp_path / "models")
@@ -185,7 +185,7 @@ def cancelled_at(done: int, file: Served, models_dir: Path) -> tuple[PullCancell
 
 
 def test_cancel_keeps_the_partial_which_the_next_pull_resumes(hf: HFServer, tmp_path: Path) -> None:
-    chat = served(hf, CHAT_REPO)
+    chat = hosted(hf, CHAT_REPO)
     models_dir = tmp_path / "models"
     stopped, partial = cancelled_at(20 * MIB, chat, models_dir)
     assert "pull it again" in (stopped.hint or "")
@@ -214,7 +214,7 @@ def pull_in_thread(target: PullTarget, models_dir: Path, cancel: threading.Event
 
 
 def test_a_second_pull_of_the_same_file_is_refused_while_the_first_runs(hf: HFServer, tmp_path: Path) -> None:
-    chat = served(hf, CHAT_REPO)
+    chat = hosted(hf, CHAT_REPO)
     models_dir = tmp_path / "models"
     hf.hold(20 * MIB)
     first, failed = pull_in_thread(target_of(chat), models_dir)
@@ -229,7 +229,7 @@ def test_a_second_pull_of_the_same_file_is_refused_while_the_first_runs(hf: HFSe
 def test_the_network_gone_mid_download_keeps_the_partial(hf: HFServer, tmp_path: Path) -> None:
     """The server goes away half-way: huggingface_hub retries (about 5 s), then the pull says so and keeps what
     it has; a later pull resumes it."""
-    chat = served(hf, CHAT_REPO)
+    chat = hosted(hf, CHAT_REPO)
     models_dir = tmp_path / "models"
     hf.hold(30 * MIB)
     thread, failed = pull_in_thread(target_of(chat), models_dir)
@@ -251,7 +251,7 @@ def test_the_network_gone_mid_download_keeps_the_partial(hf: HFServer, tmp_path:
 def test_cancel_during_a_stalled_transfer_ends_cancelled_not_as_a_lost_connection(hf: HFServer,
                                                                                  tmp_path: Path) -> None:
     """Cancel is seen between two chunks: a transfer that stalls, then fails, was still stopped by the person."""
-    chat = served(hf, CHAT_REPO)
+    chat = hosted(hf, CHAT_REPO)
     models_dir = tmp_path / "models"
     cancel = threading.Event()
     hf.hold(20 * MIB)
@@ -268,7 +268,7 @@ def test_cancel_during_a_stalled_transfer_ends_cancelled_not_as_a_lost_connectio
 
 def test_a_pull_leaves_the_partial_of_a_longer_named_file_alone(hf: HFServer, tmp_path: Path) -> None:
     """``X.gguf``'s partials are ``X.gguf.<sha>.partial``: ``X.gguf.extra.gguf``'s partial is another file's."""
-    chat = served(hf, CHAT_REPO)
+    chat = hosted(hf, CHAT_REPO)
     staging = tmp_path / "models" / STAGING
     staging.mkdir(parents=True)
     other = staging / f"{chat.path}.Q8_0.gguf.{'0' * 16}.partial"
@@ -285,7 +285,7 @@ def test_a_pull_leaves_the_partial_of_a_longer_named_file_alone(hf: HFServer, tm
 def test_discard_frees_exactly_that_files_partials(hf: HFServer, tmp_path: Path) -> None:
     """A stopped pull's bytes go, and only its: another file's partial (a longer name), another model's, and a
     model already downloaded stay."""
-    chat, embed = served(hf, CHAT_REPO), served(hf, EMBED_REPO)
+    chat, embed = hosted(hf, CHAT_REPO), hosted(hf, EMBED_REPO)
     models_dir = tmp_path / "models"
     stopped, partial = cancelled_at(20 * MIB, chat, models_dir)
     assert "or discard it" in (stopped.hint or "")
@@ -311,7 +311,7 @@ def test_discard_frees_exactly_that_files_partials(hf: HFServer, tmp_path: Path)
 
 
 def test_discard_is_refused_while_a_pull_of_that_file_runs(hf: HFServer, tmp_path: Path) -> None:
-    chat = served(hf, CHAT_REPO)
+    chat = hosted(hf, CHAT_REPO)
     models_dir = tmp_path / "models"
     hf.hold(20 * MIB)
     running, failed = pull_in_thread(target_of(chat), models_dir)
@@ -328,7 +328,7 @@ def test_discard_is_refused_while_a_pull_of_that_file_runs(hf: HFServer, tmp_pat
 
 
 def test_a_corrupted_byte_is_refused_and_nothing_is_kept(hf: HFServer, tmp_path: Path) -> None:
-    embed = served(hf, EMBED_REPO)
+    embed = hosted(hf, EMBED_REPO)
     models_dir = tmp_path / "models"
     hf.faults.flip_at = 12_345_678
 
@@ -345,13 +345,9 @@ def test_a_corrupted_byte_is_refused_and_nothing_is_kept(hf: HFServer, tmp_path:
 def test_a_corrupted_partial_is_resumed_then_removed(hf: HFServer, tmp_path: Path) -> None:
     """A partial damaged on disk after an interruption: the next pull resumes it, finds the sha256 wrong and
     removes it; the one after starts again and ends verified."""
-    embed = served(hf, EMBED_REPO)
+    embed = hosted(hf, EMBED_REPO)
     models_dir = tmp_path / "models"
-    cancel = threading.Event()
-    with pytest.raises(PullCancelled):
-        pull(target_of(embed), models_dir, progress=lambda p: cancel.set() if p.done >= 10 * MIB else None,
-             cancel=cancel)
-    [partial] = partial_files(models_dir, embed.path)
+    _, partial = cancelled_at(10 * MIB, embed, models_dir)
     kept = partial.stat().st_size
     with partial.open("r+b") as fh:
         fh.seek(1_000_000)
@@ -368,7 +364,7 @@ def test_a_corrupted_partial_is_resumed_then_removed(hf: HFServer, tmp_path: Pat
 
 
 def test_a_partial_that_is_not_gguf_is_started_again(hf: HFServer, tmp_path: Path) -> None:
-    embed = served(hf, EMBED_REPO)
+    embed = hosted(hf, EMBED_REPO)
     models_dir = tmp_path / "models"
     (models_dir / STAGING).mkdir(parents=True)
     (models_dir / STAGING / f"{embed.path}.{embed.sha256[:16]}.partial").write_bytes(b"<html>" * 1000)
@@ -377,7 +373,7 @@ def test_a_partial_that_is_not_gguf_is_started_again(hf: HFServer, tmp_path: Pat
 
 
 def test_an_html_error_page_is_refused(hf: HFServer, tmp_path: Path) -> None:
-    embed = served(hf, EMBED_REPO)
+    embed = hosted(hf, EMBED_REPO)
     models_dir = tmp_path / "models"
     hf.faults.html_get = True  # the HEAD is right, the download answers 200 with a web page
     with pytest.raises(NotAGGUF, match="an HTML page, not a GGUF model"):
@@ -386,7 +382,7 @@ def test_an_html_error_page_is_refused(hf: HFServer, tmp_path: Path) -> None:
 
 
 def test_a_captive_portal_is_refused_before_any_download(hf: HFServer, tmp_path: Path) -> None:
-    embed = served(hf, EMBED_REPO)
+    embed = hosted(hf, EMBED_REPO)
     models_dir = tmp_path / "models"
     hf.faults.portal = True  # every request answers 200 with a login page
     with pytest.raises(NotAGGUF, match="captive portal"):
@@ -396,7 +392,7 @@ def test_a_captive_portal_is_refused_before_any_download(hf: HFServer, tmp_path:
 
 def test_not_enough_disk_space_is_refused_before_downloading(hf: HFServer, tmp_path: Path) -> None:
     """The real disk's free space against a size bigger than any disk (as the server claims it)."""
-    embed = served(hf, EMBED_REPO)
+    embed = hosted(hf, EMBED_REPO)
     hf.faults.claim_size = 1 << 60
     with pytest.raises(NotEnoughSpace, match="nothing was downloaded"):
         pull(target_of(embed), tmp_path / "models")
@@ -405,13 +401,9 @@ def test_not_enough_disk_space_is_refused_before_downloading(hf: HFServer, tmp_p
 
 def test_the_space_check_counts_what_is_already_downloaded(hf: HFServer, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    chat = served(hf, CHAT_REPO)
+    chat = hosted(hf, CHAT_REPO)
     models_dir = tmp_path / "models"
-    cancel = threading.Event()
-    with pytest.raises(PullCancelled):
-        pull(target_of(chat), models_dir, progress=lambda p: cancel.set() if p.done >= 30 * MIB else None,
-             cancel=cancel)
-    [partial] = partial_files(models_dir, chat.path)
+    _, partial = cancelled_at(30 * MIB, chat, models_dir)
     missing = chat.size - partial.stat().st_size
     real = shutil.disk_usage
 
@@ -428,7 +420,7 @@ def test_the_space_check_counts_what_is_already_downloaded(hf: HFServer, tmp_pat
 
 
 def test_the_catalog_sha256_must_match_the_servers(hf: HFServer, tmp_path: Path) -> None:
-    embed = served(hf, EMBED_REPO)
+    embed = hosted(hf, EMBED_REPO)
     with pytest.raises(ChecksumMismatch, match="not the file the catalog names"):
         pull(target_of(embed, sha256="0" * 64), tmp_path / "models")
     assert hf.gets() == []
@@ -464,7 +456,7 @@ def test_no_connection_names_the_address_and_sha256(tmp_path: Path, monkeypatch:
 
 
 def test_cli_pull_says_how_to_use_the_file(hf: HFServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    embed = served(hf, EMBED_REPO)
+    embed = hosted(hf, EMBED_REPO)
     models_dir = tmp_path / "models"
     assert main(["models", "pull", f"{EMBED_REPO}:{embed.path}", "--models-dir", str(models_dir)]) == 0
     out = capsys.readouterr().out
@@ -532,7 +524,7 @@ def test_the_catalog_fits_80_columns_and_says_how_fast_each_chat_model_would_tal
 
 
 def test_cli_discard_says_what_it_freed(hf: HFServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    embed = served(hf, EMBED_REPO)
+    embed = hosted(hf, EMBED_REPO)
     models_dir = tmp_path / "models"
     staging = models_dir / STAGING
     staging.mkdir(parents=True)
@@ -565,7 +557,7 @@ def pull_env(tmp_path: Path, endpoint: str, **extra: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_a_killed_pull_resumes_to_the_right_file(hf: HFServer, tmp_path: Path) -> None:
-    chat = served(hf, CHAT_REPO)
+    chat = hosted(hf, CHAT_REPO)
     models_dir = tmp_path / "models"
     env = pull_env(tmp_path, hf.url)
     hf.hold(45 * MIB)  # the body stops there and waits: the process is killed mid-download
@@ -596,7 +588,7 @@ def test_a_killed_pull_resumes_to_the_right_file(hf: HFServer, tmp_path: Path) -
 
 @pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_keeps_the_partial(hf: HFServer, tmp_path: Path) -> None:
-    chat = served(hf, CHAT_REPO)
+    chat = hosted(hf, CHAT_REPO)
     models_dir = tmp_path / "models"
     hf.hold(30 * MIB)
     proc = lyra_pull(f"{CHAT_REPO}:{chat.path}", models_dir, pull_env(tmp_path, hf.url))

@@ -35,14 +35,25 @@ def make_setup(tmp_path: Path, offline: Path) -> subprocess.CompletedProcess[str
                           cwd=REPO, capture_output=True, text=True, timeout=120)
 
 
+def setup_refused(tmp_path: Path, offline: Path, said: str) -> None:
+    """`make setup OFFLINE=offline` fails saying ``said``, before it made the virtual environment."""
+    done = make_setup(tmp_path, offline)
+    assert done.returncode != 0
+    assert said in done.stdout
+    assert not (tmp_path / "venv").exists()
+
+
+def sign(file: Path) -> None:
+    """A bundle's SHA256SUMS listing ``file`` (in the bundle) with its sha256 now."""
+    (file.parent / "SHA256SUMS").write_text(f"{hashlib.sha256(file.read_bytes()).hexdigest()}  {file.name}\n")
+
+
 @pytest.mark.slow
 def test_a_folder_that_is_not_a_bundle_is_refused_before_anything_is_made(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    done = make_setup(tmp_path, empty)
-    assert done.returncode != 0
-    assert f"error: {empty} is not a bundle (no SHA256SUMS): make it with scripts/offline_bundle.sh" in done.stdout
-    assert not (tmp_path / "venv").exists()
+    setup_refused(tmp_path, empty,
+                  f"error: {empty} is not a bundle (no SHA256SUMS): make it with scripts/offline_bundle.sh")
 
 
 @pytest.mark.slow
@@ -51,12 +62,9 @@ def test_a_damaged_bundle_is_refused_before_anything_is_made(tmp_path: Path) -> 
     bundle.mkdir()
     wheel = bundle / "demo-1.0-py3-none-any.whl"
     wheel.write_bytes(b"the bytes the bundle was made with")
-    (bundle / "SHA256SUMS").write_text(f"{hashlib.sha256(wheel.read_bytes()).hexdigest()}  {wheel.name}\n")
+    sign(wheel)
     wheel.write_bytes(b"the bytes that arrived")
-    done = make_setup(tmp_path, bundle)
-    assert done.returncode != 0
-    assert f"{wheel.name}: FAILED" in done.stdout
-    assert not (tmp_path / "venv").exists()
+    setup_refused(tmp_path, bundle, f"{wheel.name}: FAILED")
 
 
 @pytest.mark.slow
@@ -66,12 +74,8 @@ def test_a_bundle_made_from_another_lock_is_refused_before_anything_is_made(tmp_
     lock = (REPO / "constraints.txt").read_text()
     first = next(line for line in lock.splitlines() if "==" in line and not line.startswith("#"))
     (bundle / "constraints.txt").write_text(lock.replace(first, first.replace("==", "==0.0.0+other"), 1))
-    (bundle / "SHA256SUMS").write_text(
-        f"{hashlib.sha256((bundle / 'constraints.txt').read_bytes()).hexdigest()}  constraints.txt\n")
-    done = make_setup(tmp_path, bundle)
-    assert done.returncode != 0
-    assert f"error: {bundle} was made from another constraints.txt than this clone's" in done.stdout
-    assert not (tmp_path / "venv").exists()
+    sign(bundle / "constraints.txt")
+    setup_refused(tmp_path, bundle, f"error: {bundle} was made from another constraints.txt than this clone's")
 
 
 def test_the_bundle_takes_the_wheel_of_every_default_model() -> None:

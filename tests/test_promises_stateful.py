@@ -203,6 +203,14 @@ class Promises(RuleBasedStateMachine):
     def path(self, someone: Someone, conversation: int) -> list[dict[str, Any]]:
         return list(self.call(someone, "GET", f"/api/sessions/{conversation}/messages").json()["messages"])
 
+    def a_message(self, data: st.DataObject, role: str) -> tuple[Someone, Conversation, dict[str, Any] | None]:
+        """Someone with conversations, one of them, and one of its messages on the path shown said by ``role``
+        (None where it has none)."""
+        someone = self.who(data, lambda p: p.conversations)
+        conversation = data.draw(st.sampled_from(someone.live()))
+        said = [m for m in self.path(someone, conversation.id) if m["role"] == role]
+        return someone, conversation, data.draw(st.sampled_from(said)) if said else None
+
     def streamed(self, someone: Someone, response: httpx.Response) -> None:
         """A streamed turn ends with ``done``; one refused before it starts says why (a reply with no message
         before it any more cannot be regenerated). The new reply's Why? trace is read at once (``call`` checks
@@ -326,21 +334,15 @@ class Promises(RuleBasedStateMachine):
     @precondition(lambda self: any(p.conversations for p in self.people.values()))
     @rule(data=st.data())
     def regenerate_a_reply(self, data: st.DataObject) -> None:
-        someone = self.who(data, lambda p: p.conversations)
-        conversation = data.draw(st.sampled_from(someone.live()))
-        replies = [m for m in self.path(someone, conversation.id) if m["role"] == "assistant"]
-        if replies:
-            reply = data.draw(st.sampled_from(replies))
+        someone, _, reply = self.a_message(data, "assistant")
+        if reply:
             self.streamed(someone, self.call(someone, "POST", f"/api/exchanges/{reply['id']}/regenerate"))
 
     @precondition(lambda self: any(p.conversations for p in self.people.values()))
     @rule(data=st.data())
     def edit_a_message(self, data: st.DataObject) -> None:
-        someone = self.who(data, lambda p: p.conversations)
-        conversation = data.draw(st.sampled_from(someone.live()))
-        mine = [m for m in self.path(someone, conversation.id) if m["role"] == "user"]
-        if mine:
-            message = data.draw(st.sampled_from(mine))
+        someone, conversation, message = self.a_message(data, "user")
+        if message:
             marker = self.marker(someone)
             conversation.markers.add(marker)
             self.streamed(someone, self.call(someone, "POST", f"/api/exchanges/{message['id']}/edit",

@@ -59,6 +59,13 @@ def top(memory: Memory, question: str, k: int, stages: tuple[str, ...] | None = 
     return [h.content for h in memory.recall(RecallQuery(question, k=k, stages=stages))]
 
 
+def assert_found_only_with(stage: str, memory: Memory, question: str, text: str, k: int,
+                           stages: tuple[str, ...]) -> None:
+    """``text`` is in the top ``k`` for ``question`` with ``stages`` on, and not once ``stage`` is off too."""
+    assert text in top(memory, question, k, stages)
+    assert text not in top(memory, question, k, tuple(n for n in stages if n != stage))
+
+
 @pytest.mark.parametrize(("stage", "other", "k"), [("bm25", "rare", 3), ("rare", "bm25", 5)])
 def test_full_text_finds_a_number_the_vectors_blur(store: Store, embedder, stage: str, other: str, k: int) -> None:
     """The invoice number: either full-text stage alone finds it (the other and the context view are off)."""
@@ -67,8 +74,7 @@ def test_full_text_finds_a_number_the_vectors_blur(store: Store, embedder, stage
     memory, _ = conversation(store, embedder, [[("user", t) for t in notes[i::4]] + ([("user", INVOICE)] if i == 2
                                                                                       else []) for i in range(4)])
     alone = without(other, "context")  # they read the same words
-    assert INVOICE in top(memory, "what was 58213?", k, alone)
-    assert INVOICE not in top(memory, "what was 58213?", k, tuple(n for n in alone if n != stage))
+    assert_found_only_with(stage, memory, "what was 58213?", INVOICE, k, alone)
 
 
 def test_context_reads_a_reply_with_the_question_it_answers(store: Store, embedder) -> None:
@@ -81,8 +87,7 @@ def test_context_reads_a_reply_with_the_question_it_answers(store: Store, embedd
                                                   for s in range(5)])
     alone = without("answer", "neighbours", "session")  # they link the two turns too
     question = "Which adoption agency did I go with?"
-    assert answer in top(memory, question, 3, alone)
-    assert answer not in top(memory, question, 3, tuple(n for n in alone if n != "context"))
+    assert_found_only_with("context", memory, question, answer, 3, alone)
 
 
 def test_neighbours_lift_a_turn_whose_neighbour_says_what_it_is_about(store: Store, embedder) -> None:
@@ -95,8 +100,7 @@ def test_neighbours_lift_a_turn_whose_neighbour_says_what_it_is_about(store: Sto
                                                   for s in range(5)])
     alone = without("answer", "context", "session")
     question = "How long did we stay at the mountain cabin?"
-    assert reply in top(memory, question, 2, alone)
-    assert reply not in top(memory, question, 2, tuple(n for n in alone if n != "neighbours"))
+    assert_found_only_with("neighbours", memory, question, reply, 2, alone)
 
 
 def test_speaker_prefers_what_the_named_person_said(store: Store, embedder) -> None:
@@ -154,8 +158,7 @@ def test_a_strong_session_lifts_its_other_turns(store: Store, embedder) -> None:
     alone = without("answer", "neighbours", "context")
     question = "What did we eat on my birthday in Lisbon?"
     tarts = story[2][1]
-    assert tarts in top(memory, question, 3, alone)
-    assert tarts not in top(memory, question, 3, tuple(n for n in alone if n != "session"))
+    assert_found_only_with("session", memory, question, tarts, 3, alone)
 
 
 def test_now_prefers_the_newer_of_two_matching_turns(store: Store, embedder) -> None:

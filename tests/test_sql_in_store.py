@@ -4,17 +4,15 @@ fails, naming the file and line, on a package with a SQL call outside its ``stor
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-from .conftest import REPO
+from .conftest import REPO, run_script
 
 CHECKER = REPO / "scripts" / "check_sql_in_store.py"
 
 
 def check(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(CHECKER), *args], capture_output=True, text=True, timeout=120,
-                          check=False)
+    return run_script(CHECKER, *args)
 
 
 def test_the_tree_speaks_sql_only_in_the_store() -> None:

@@ -14,7 +14,7 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
@@ -60,16 +60,9 @@ def _enter_wal(conn: sqlite3.Connection, path: Path) -> None:
     """``journal_mode = WAL``, waiting out the moment of exclusive access a new file's switch needs (several
     processes opening a new store together may get "locked" at once). Any other error (a full disk, a
     read-only one) goes up as SQLite gave it, for the store to name: it is never "another process"."""
-    for attempt in range(WRITE_RETRIES * 4):
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc):
-                raise
-            if attempt == WRITE_RETRIES * 4 - 1:
-                raise busy(path.parent, f"could not open {path}: {exc}") from exc
-            time.sleep(0.05 * (1 + random.random()))
+    _while_busy(conn, "PRAGMA journal_mode = WAL", WRITE_RETRIES * 4,
+                lambda exc: busy(path.parent, f"could not open {path}: {exc}"),
+                lambda attempt: 0.05 * (1 + random.random()))
 
 
 def busy(data_dir: Path, message: str) -> StoreBusy:
@@ -95,6 +88,22 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+def _while_busy(conn: sqlite3.Connection, sql: str, attempts: int,
+                refused: Callable[[sqlite3.OperationalError], LyraError], pause_s: Callable[[int], float]) -> None:
+    """``sql``, run again after ``pause_s(attempt)`` while SQLite says another connection holds the lock, at
+    most ``attempts`` times (then ``refused``); any other error goes up as SQLite gave it."""
+    for attempt in range(attempts):
+        try:
+            conn.execute(sql)
+            return
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            if attempt == attempts - 1:
+                raise refused(exc) from exc
+            time.sleep(pause_s(attempt))
+
+
 @contextlib.contextmanager
 def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any error.
@@ -102,16 +111,9 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     Only taking the lock is retried: once the body runs, an error rolls back and
     propagates, so nothing is ever half-written or written twice.
     """
-    for attempt in range(WRITE_RETRIES):
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            break
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc):
-                raise
-            if attempt == WRITE_RETRIES - 1:
-                raise busy(_data_dir(conn), "the memory database stayed locked") from exc
-            time.sleep(0.05 * (2 ** attempt) * (0.5 + random.random()))
+    _while_busy(conn, "BEGIN IMMEDIATE", WRITE_RETRIES,
+                lambda exc: busy(_data_dir(conn), "the memory database stayed locked"),
+                lambda attempt: 0.05 * (2 ** attempt) * (0.5 + random.random()))
     try:
         yield conn
         conn.execute("COMMIT")

@@ -83,16 +83,22 @@ class Place:
     sweep: Sweep = "never"
 
 
+def _beside(db: str, which: str, *, wal: str, journal: str) -> tuple[Place, ...]:
+    """The files SQLite keeps beside the database file ``db`` (``which``: "" or "household "), ``wal`` and
+    ``journal`` saying how its write-ahead log and its rollback journal go."""
+    return (Place(f"the {which}database's write-ahead log", f"{db}-wal", "data_dir", "SQLite", True, wal),
+            Place(f"the {which}WAL's shared-memory index", f"{db}-shm", "data_dir", "SQLite", False,
+                  "removed by SQLite when the last connection closes"),
+            Place(f"a rollback journal of the {which}database", f"{db}-journal", "data_dir", "SQLite", True, journal))
+
+
 FILES: tuple[Place, ...] = (
     # -- the truth ------------------------------------------------------------------------------------------
     Place("the database", "lyra.db", "data_dir", "Store (store/db.py)", True,
           "never: it is the truth; a forget deletes rows with secure_delete, so their pages are zeroed"),
-    Place("the database's write-ahead log", "lyra.db-wal", "data_dir", "SQLite", True,
-          "truncated by every forget (store/scrub.py); removed by SQLite when the last connection closes"),
-    Place("the WAL's shared-memory index", "lyra.db-shm", "data_dir", "SQLite", False,
-          "removed by SQLite when the last connection closes"),
-    Place("a rollback journal", "lyra.db-journal", "data_dir", "SQLite", True,
-          "removed by SQLite when its transaction ends, or rolled back at the next open after a crash"),
+    *_beside("lyra.db", "", wal="truncated by every forget (store/scrub.py); removed by SQLite when the last "
+                                 "connection closes",
+             journal="removed by SQLite when its transaction ends, or rolled back at the next open after a crash"),
     Place("the data-directory lock", LOCK_FILENAME, "data_dir", "DirLock (store/dirlock.py)", False,
           "never: a process waiting on it must not lock a file nobody else sees"),
     Place("the forget ledger", LEDGER_FILENAME, "data_dir", "every forget (store/ledger.py)", False,
@@ -101,12 +107,9 @@ FILES: tuple[Place, ...] = (
     Place("the household database", "household.db", "data_dir", "Household (store/household.py)", True,
           "never: it is the truth for who lives here; a removed person's rows and the household-memory versions "
           "they wrote are deleted with secure_delete (store/household/schema.py TABLES)"),
-    Place("the household database's write-ahead log", "household.db-wal", "data_dir", "SQLite", True,
-          "removed by SQLite when the last connection closes; checkpointed by a removal"),
-    Place("the household WAL's shared-memory index", "household.db-shm", "data_dir", "SQLite", False,
-          "removed by SQLite when the last connection closes"),
-    Place("a rollback journal of the household database", "household.db-journal", "data_dir", "SQLite", True,
-          "removed by SQLite when its transaction ends"),
+    *_beside("household.db", "household ",
+             wal="removed by SQLite when the last connection closes; checkpointed by a removal",
+             journal="removed by SQLite when its transaction ends"),
     Place("another person's memory: a data directory of its own", "people/**", "data_dir",
           "AppState.store_of (web/app.py): a Store opened in people/<id>/, which this registry explains in turn",
           True, "forgotten and then deleted whole when the owner removes the person (AppState.remove_person); "
