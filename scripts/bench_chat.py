@@ -29,7 +29,7 @@ import secrets
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -77,6 +77,20 @@ class Recording:
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(len(values) * q))]
+
+
+def streamed(start_stream: Callable[[], Iterable[Any]], is_token: Callable[[Any], bool]) -> tuple[float, float]:
+    """Time to the first token (ms) and tokens a second after it, for the stream ``start_stream`` starts, read
+    whole: the same measure for a turn through Lyra and for the model called directly."""
+    start = time.perf_counter()
+    first, tokens = None, 0
+    for item in start_stream():
+        if is_token(item):
+            tokens += 1
+            first = first or time.perf_counter()
+    end = time.perf_counter()
+    assert first is not None, "the stream gave no token"
+    return (first - start) * 1000, (tokens - 1) / (end - first)
 
 
 def fill(store: Store, model: str, n: int, dim: int, seed: int = 3) -> None:
@@ -343,28 +357,18 @@ def main() -> None:
             question = QUESTIONS[i % len(QUESTIONS)]
             recorder.messages = None
             llm.reset()
-            start = time.perf_counter()
-            first, tokens = None, 0
-            for event in companion.turn(session.id, question, options):
-                if event.type == "delta":
-                    tokens += 1
-                    first = first or time.perf_counter()
-            end = time.perf_counter()
-            lyra_ttft.append((first - start) * 1000)
-            lyra_rate.append((tokens - 1) / (end - first))
+            ttft, rate = streamed(lambda asked=question: companion.turn(session.id, asked, options),
+                                  lambda event: event.type == "delta")
+            lyra_ttft.append(ttft)
+            lyra_rate.append(rate)
             companion.wait_for_embeddings()
 
             llm.reset()
-            start = time.perf_counter()
-            first, tokens = None, 0
-            for chunk in llm.create_chat_completion(messages=recorder.messages, stream=True,
-                                                    **request_params(chat.spec.sampling, options)):
-                if chunk["choices"][0]["delta"].get("content"):
-                    tokens += 1
-                    first = first or time.perf_counter()
-            end = time.perf_counter()
-            raw_ttft.append((first - start) * 1000)
-            raw_rate.append((tokens - 1) / (end - first))
+            ttft, rate = streamed(lambda: llm.create_chat_completion(
+                messages=recorder.messages, stream=True, **request_params(chat.spec.sampling, options)),
+                lambda chunk: bool(chunk["choices"][0]["delta"].get("content")))
+            raw_ttft.append(ttft)
+            raw_rate.append(rate)
         companion.close()
         store.close()
 
