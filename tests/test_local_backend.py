@@ -114,6 +114,26 @@ def test_embeddings_are_unit_length_and_batching_does_not_change_them(embedder: 
     assert np.min(np.sum(batched * single, axis=1)) > 0.9999
 
 
+def test_one_short_text_is_embedded_on_one_thread_and_the_threads_are_put_back(
+        embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    import llama_cpp
+
+    llm = embedder._model.llm()
+    threads: list[int] = []
+    real = llm.embed
+
+    def embed(*args: object, **kwargs: object) -> object:
+        threads.append(int(llama_cpp.llama_n_threads_batch(llm.ctx)))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(llm, "embed", embed)
+    one = embedder.embed(["what did Caroline paint?"])
+    several = embedder.embed(["what did Caroline paint?", "a sunset"])
+    assert threads == [1, llm.n_threads_batch]
+    assert int(llama_cpp.llama_n_threads_batch(llm.ctx)) == llm.n_threads_batch
+    assert np.array_equal(one[0], several[0]) or float(one[0] @ several[0]) > 0.9999
+
+
 def test_similar_texts_are_closer_than_unrelated_ones(embedder: LocalEmbedder) -> None:
     a, b, c = embedder.embed(["I adopted a kitten named Miso.", "My new cat is called Miso.",
                               "The bond market fell sharply today."])

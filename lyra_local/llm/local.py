@@ -318,6 +318,32 @@ class PerTokenVectors(ModelRequestError):
         self.texts = texts
 
 
+SHORT_TEXT = 512  # characters: one text this short (a question, a chat turn) is embedded on one thread
+
+
+def _one_short(texts: Sequence[str]) -> bool:
+    return len(texts) == 1 and len(texts[0]) <= SHORT_TEXT
+
+
+@contextlib.contextmanager
+def _threads(llm: Any, n: int | None) -> Iterator[None]:
+    """Decode on ``n`` threads for the duration (``None``: as loaded). One short text is a few dozen tokens: a
+    second thread saves little on a quiet machine and, on a busy one, waits for a core while the first spins at
+    its barrier. Measured on the 2-core box at load 12 (2 threads -> 1, the same 300 LoCoMo questions, one run):
+    a question's embedding p50 116 -> 27 ms, p95 2,462 -> 79 ms, the vectors bit for bit the same
+    (docs/benchmarks.md, issue 44). Like ``store/vectors.py``'s one-thread FAISS search."""
+    if n is None:
+        yield
+        return
+    import llama_cpp
+
+    llama_cpp.llama_set_n_threads(llm.ctx, n, n)
+    try:
+        yield
+    finally:
+        llama_cpp.llama_set_n_threads(llm.ctx, llm.n_threads, llm.n_threads_batch)
+
+
 class LocalEmbedder:
     """An embedding model in this process.
 
@@ -353,7 +379,7 @@ class LocalEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._model.using() as llm:
+        with self._model.using() as llm, _threads(llm, 1 if _one_short(texts) else None):
             rows = llm.embed(list(texts), normalize=True, truncate=True)
         if rows and rows[0] and isinstance(rows[0][0], list):  # no pooling: llama-cpp-python gives each token's
             raise PerTokenVectors(self.name, len(texts))
