@@ -33,6 +33,7 @@ from .conftest import CHAT_GGUF, EMBED_GGUF, Served, base_env, fake_client, requ
 from .hf_server import HFServer
 from .test_model_pull import private_hub_settings
 from .test_web_ui import CONFIG, opened, send, shot
+from .web_fixtures import AppParts
 
 pytestmark = pytest.mark.models  # the real tiny GGUF is what is downloaded
 
@@ -70,9 +71,8 @@ def models_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def client(make_settings: Callable[..., Settings], models_dir: Path) -> Iterator[TestClient]:
-    with fake_client(make_settings("", LYRA_MODELS_DIR=str(models_dir))) as test_client:
-        yield test_client
+def app_parts(models_dir: Path) -> AppParts:
+    return AppParts(env={"LYRA_MODELS_DIR": str(models_dir)})
 
 
 def sha256(path: Path) -> str:

@@ -45,11 +45,13 @@ SAM = '[companion]\nuser_name = "Sam"\n'
 
 @dataclass
 class AppParts:
-    """What ``client``'s app is built from: its lyra.toml, its chat model and its embedding model."""
+    """What ``client``'s app is built from: its lyra.toml, its chat model, its embedding model, and LYRA_*
+    variables over ``make_settings``' own."""
 
     toml: str = ""
     chat: FakeChatModel = field(default_factory=FakeChatModel)
     embed: object = field(default_factory=FakeEmbedder)  # the deterministic fake unless a module needs the real one
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @pytest.fixture
@@ -66,7 +68,8 @@ def chat(app_parts: AppParts) -> FakeChatModel:
 
 @pytest.fixture
 def client(make_settings: Callable[..., Settings], app_parts: AppParts) -> Iterator[TestClient]:
-    with fake_client(make_settings(app_parts.toml), chat=app_parts.chat, embed=app_parts.embed) as test_client:
+    settings = make_settings(app_parts.toml, **app_parts.env)
+    with fake_client(settings, chat=app_parts.chat, embed=app_parts.embed) as test_client:
         yield test_client
 
 
