@@ -135,7 +135,7 @@ def populate(data: Path, tmp: Path) -> dict[str, Any]:
         second = ok("GET", f"/api/sessions/{ids[1]}/messages").json()["messages"]
         mine = [m for m in second if m["role"] == "user"][-1]
         ok("POST", f"/api/exchanges/{mine['id']}/edit", json={"content": "Actually we practise upgarpeggio2."})
-        dreamer = Dreamer(client.app.state.lyra.store, summary, embedder, settings)  # type: ignore[attr-defined]
+        dreamer = Dreamer(client.app.state.lyra.owner_runtime().store, summary, embedder, settings)  # type: ignore[attr-defined]
         try:
             status = dreamer.run_pass(force=True).status
             assert status == "done", status

@@ -54,7 +54,7 @@ class Route:
 
 
 ROUTES = [
-    # sessions_api
+    # routes/sessions.py
     Route("GET", "/api/sessions?limit={n}", refused=tuple(COUNT_OUT), absent=None),
     Route("GET", "/api/sessions?offset={n}", refused=tuple(FROM_OUT), absent=None),
     Route("PATCH", "/api/sessions/{n}", {"name": "renamed"}),
@@ -66,26 +66,26 @@ ROUTES = [
     Route("POST", "/api/exchanges/{n}/edit", {"content": "hello again"}),
     Route("POST", "/api/exchanges/{n}/choose"),
     Route("GET", "/api/exchanges/{n}/trace"),
-    # memory_api: filters, so an absent id finds nothing
+    # routes/recall.py, search.py: filters, so an absent id finds nothing
     Route("GET", "/api/recall?q=hello&session_id={n}", absent=200),
     Route("GET", "/api/recall?q=hello&exclude_session_id={n}", absent=200),
     Route("GET", "/api/search?q=hello&session_id={n}", absent=200),
-    # forget_api
+    # routes/forget.py
     Route("POST", "/api/forget", {"exchange_ids": [N], "dry_run": True}, absent=200),  # a plan with nothing in it
     Route("POST", "/api/forget", {"sessions": [N], "dry_run": True}),
-    # corrections_api: an absent memory has no sources (200, none)
+    # routes/sources.py: an absent memory has no sources (200, none); then sessions.py and digests.py
     *(Route("GET", f"/api/sources/{kind}/{{n}}", absent=200) for kind in ("gist", "fact", "digest", "world")),
     Route("PUT", "/api/sessions/{n}/gist", {"content": "a gist"}),
     Route("DELETE", "/api/sessions/{n}/gist"),
     Route("PUT", "/api/digests/{n}", {"content": "a digest"}),
     Route("DELETE", "/api/digests/{n}"),
-    # mind_api
+    # routes/sessions.py (a gist), dream.py
     Route("GET", "/api/sessions/{n}/gist"),
     Route("GET", "/api/dream/events?follow=false&after={n}", refused=tuple(FROM_OUT), absent=None),
-    # coord_api
+    # routes/world.py
     Route("POST", "/api/world/proposals/{n}/accept", {}),
     Route("POST", "/api/world/proposals/{n}/reject", {"by": "user"}),
-    # openai_api
+    # routes/v1.py
     Route("POST", "/v1/chat/completions", {"messages": CHAT, "max_tokens": N}, refused=tuple(COUNT_OUT), absent=None),
     Route("POST", "/v1/chat/completions", {"messages": CHAT, "max_completion_tokens": N}, refused=tuple(COUNT_OUT),
           absent=None),

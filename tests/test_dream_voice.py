@@ -107,7 +107,7 @@ def test_an_abstractive_arc_in_its_own_words_is_kept(store: Store, settings: Set
 def test_the_log_over_http_reads_in_sentences_with_titles(make_settings: Callable[..., Settings]) -> None:
     settings = make_settings('[companion]\nuser_name = "Sam"\n[dream]\nenabled = false\n')
     with fake_client(settings, chat=FakeChatModel(respond=reflecting(MOVING, []))) as client:
-        store = client.app.state.lyra.store  # type: ignore[attr-defined]
+        store = client.app.state.lyra.owner_runtime().store  # type: ignore[attr-defined]
         prep = add_session(store, "Interview prep", "2024-01-10", ["I have an interview on 2 May", "Good luck!"])
         gone = add_session(store, "Old flat", "2024-01-11", ["I live in Berlin with my cat Miso", "Lovely"])
         Dreamer(store, FakeChatModel(respond=reflecting(MOVING, [])), FakeEmbedder(), settings).run_pass(force=True)

@@ -23,7 +23,7 @@ from lyra_local.web.background import (
     heartbeat,
     retry_failed_re_embedding,
 )
-from lyra_local.web.deps import app_state
+from lyra_local.web.deps import AsPerson, app_state
 
 from .fakes import FakeChatModel, FakeEmbedder
 
@@ -37,9 +37,9 @@ def app(make_settings: Any) -> Iterator[FastAPI]:
     app = create_app(settings, models=Models(settings, chat=FakeChatModel(), embed=FakeEmbedder()))  # type: ignore[arg-type]
 
     @app.get("/test/bare-thread")
-    def bare_thread(request: Request) -> dict[str, Any]:
+    def bare_thread(request: Request, you: AsPerson) -> dict[str, Any]:
         """Whose conversations a thread started here without the request's context reads."""
-        seen: dict[str, Any] = {"in_request": [s.name for s in app_state(request).store.sessions.list()]}
+        seen: dict[str, Any] = {"in_request": [s.name for s in you.store.sessions.list()]}
 
         def work() -> None:
             try:

@@ -82,7 +82,7 @@ def session_id(client: TestClient) -> int:
 
 
 def store_of(client: TestClient) -> Store:
-    return client.app.state.lyra.store  # type: ignore[attr-defined,no-any-return]
+    return client.app.state.lyra.owner_runtime().store  # type: ignore[attr-defined,no-any-return]
 
 
 def assert_turn_completes(client: TestClient, session: int, text: str) -> list[tuple[str, dict[str, Any]]]:

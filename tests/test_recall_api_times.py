@@ -30,7 +30,7 @@ FEBRUARY, MARCH = TURNS.values()
 @pytest.fixture
 def client(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
     with fake_client(make_settings()) as client:
-        store: Store = client.app.state.lyra.store  # type: ignore[attr-defined]
+        store: Store = client.app.state.lyra.owner_runtime().store  # type: ignore[attr-defined]
         session = store.sessions.create("burrows", created_at=to_iso(datetime.fromisoformat(min(TURNS))))
         with store.write() as conn:
             store.exchanges.insert(conn, [NewExchange(session.id, "user", text, to_iso(datetime.fromisoformat(at)))

@@ -124,11 +124,11 @@ def test_a_reload_to_another_embedding_model_reembeds_every_tier_in_the_server(
         state = client.app.state.lyra  # type: ignore[attr-defined]
         assert client.post("/admin/reload").status_code == 200
         deadline = time.monotonic() + 60
-        while state.store.get_meta("embed_model") == "fake-embed":
+        while state.owner_runtime().store.get_meta("embed_model") == "fake-embed":
             assert time.monotonic() < deadline, "the server did not switch to the new embedding model"
             time.sleep(0.1)
-        model = state.store.get_meta("embed_model")
-        assert {tier: vectors(state.store, tier, model) for tier in ("exchange", "gist", "digest")} == \
+        model = state.owner_runtime().store.get_meta("embed_model")
+        assert {tier: vectors(state.owner_runtime().store, tier, model) for tier in ("exchange", "gist", "digest")} == \
             {"exchange": 2, "gist": 1, "digest": 1}
         hits = client.get("/api/recall", params={"q": "tomatoes on the balcony", "tier": "gist",
                                                  "mode": "dense"}).json()["hits"]

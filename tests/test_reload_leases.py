@@ -173,7 +173,7 @@ def test_a_dream_pass_and_an_import_hold_the_models_they_started_on(
     while old.leases:  # the start-up catch-up of embeddings
         time.sleep(0.01)
     dreamer = state.dreamer(state.owner_id, threading.Event())
-    release_import = state.hold()
+    release_import = state.owner_runtime().hold()
     assert old.leases == 2
     state.reload()
     assert dreamer.summary is chat and not old.wait_closed(0.3)

@@ -87,7 +87,7 @@ def test_model_down_non_streaming_is_json_error(client: TestClient, chat: FakeCh
     error = resp.json()["error"]
     assert error["type"] == "ModelUnavailable" and "model server down" in error["message"]
     # the user's message was kept all the same
-    store = client.app.state.lyra.store
+    store = client.app.state.lyra.owner_runtime().store
     assert [e.content for e in store.exchanges.history(store.sessions.find(source="openai", source_id="default").id)] == ["x"]
 
 
@@ -174,7 +174,7 @@ def test_a_reload_to_a_broken_model_is_refused_and_the_old_one_keeps_answering(
 
 
 def test_recall_api_returns_hits_with_their_provenance(client: TestClient) -> None:
-    memory = client.app.state.lyra.memory
+    memory = client.app.state.lyra.owner_runtime().memory
     session = memory.store.sessions.create("garden")
     memory.remember(session.id, "user", "The tomatoes on the balcony are ripening.")
     memory.remember(session.id, "assistant", "Lovely, which variety did you plant?")

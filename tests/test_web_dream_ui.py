@@ -43,7 +43,7 @@ def test_the_dream_panel_says_what_it_did_in_sentences(browser: Browser,
     models = Models(settings, chat=FakeChatModel(respond=slow_and_copying), embed=FakeEmbedder())  # type: ignore[arg-type]
     app = create_app(settings, models=models)
     with serve_in_thread(app) as url:
-        store = app.state.lyra.store
+        store = app.state.lyra.owner_runtime().store
         add_session(store, "Interview prep", "2024-03-01", ["I have an interview on 2 May", "Good luck!"])
         add_session(store, "Biscuit", "2024-03-02", ["we adopted a rescue greyhound called Biscuit", "Lovely!"])
         add_session(store, "Moving north", "2024-03-03", [MOVING, "Edinburgh is lovely."])

@@ -14,18 +14,21 @@ Who is asking, in this order:
    chose the password they need before adding someone, and again once
    everyone else was removed); otherwise 401.
 
-The person is set in a context variable for the request's whole life
-(streamed body included); ``AppState.store``/``memory``/``companion`` then
-resolve to that person's own runtime, so a route reads one person's store and
-no other: there is no ``WHERE person`` for a route to forget. A path that needs
-nobody (``OPEN``) runs with no person, and anything there that asks for the
-store fails loudly (``Unbound``) instead of reaching someone's memory.
+Who was found is written into the request itself (its ASGI scope, ``Bound``
+under ``PERSON_KEY``), never into hidden state: a route is handed that person
+with their own runtime as a dependency (``web/deps.py``, ``AsPerson``), so it
+reads one person's store and no other, and there is no ``WHERE person`` for a
+route to forget. A path that needs nobody (``OPEN``) is bound to no one, and a
+route there that asks for a person fails loudly (``Unbound``) instead of
+reaching someone's memory. Only the order of turns at a shared model follows
+the person as a context variable (``llm/fair.py``: ``ASKER``), which decides who
+waits, never whose memory is read.
 """
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from starlette.concurrency import run_in_threadpool
@@ -48,15 +51,21 @@ COOKIE = SESSION  # the login cookie's name on a plain-http page (web/cookies.py
 # Whose page sent a request (static/api.js): a tab opened for Ada must not act as Ben because Ben logged in on
 # this browser in another tab since (the cookie is the browser's, not the tab's): such a request is refused.
 PAGE_HEADER = "x-lyra-person"
-PERSON: contextvars.ContextVar[Person | None] = contextvars.ContextVar("lyra_person", default=None)
-IN_REQUEST: contextvars.ContextVar[bool] = contextvars.ContextVar("lyra_in_request", default=False)
-# How the request proved who it is: "token" for a personal API token, which may use the memory but never
-# change how its person logs in (``not_by_token``), so a leaked token cannot lock them out or outlive its
-# revocation by minting another.
-BY_TOKEN: contextvars.ContextVar[bool] = contextvars.ContextVar("lyra_by_token", default=False)
+PERSON_KEY = "lyra.person"  # the ASGI scope's key for who a request acts as (``Bound``)
 # Paths answered for nobody in particular: liveness, the page and its assets, and logging in.
 OPEN = frozenset({"/health", "/", "/api/auth/state", "/api/auth/login"})
 OPEN_PREFIXES = ("/static/",)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Who a request acts as, as the login found them."""
+
+    person: Person
+    # A personal API token (not a login, nor the owner's configured api_token): it may use the memory but never
+    # change how its person logs in (``deps.not_by_token``), so a leaked token cannot lock them out or outlive
+    # its revocation by minting another.
+    by_token: bool
 
 
 class Unbound(LyraError):
@@ -140,13 +149,6 @@ class PersonBinding:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        in_request = IN_REQUEST.set(True)
-        try:
-            await self._bind(scope, receive, send)
-        finally:
-            IN_REQUEST.reset(in_request)
-
-    async def _bind(self, scope: Scope, receive: Receive, send: Send) -> None:
         if is_open(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
@@ -170,17 +172,15 @@ class PersonBinding:
             await answer(scope, receive, send)
             return
         auth = headers.get("authorization", "")
-        bound, asker = PERSON.set(person), ASKER.set(person.id)
-        by_token = BY_TOKEN.set(bool(auth) and not is_api_token(self.state, auth))
+        scope[PERSON_KEY] = Bound(person, by_token=bool(auth) and not is_api_token(self.state, auth))
+        asker = ASKER.set(person.id)  # whose turn it is at a shared model (llm/fair.py); never whose memory
         try:
             if scope["type"] == "http":  # a stream ends with the login or token it was opened with
                 await serve_while(self.app, scope, receive, send, lambda: self.still(headers, person.id))
             else:
                 await self.app(scope, receive, send)
         finally:
-            BY_TOKEN.reset(by_token)
             ASKER.reset(asker)
-            PERSON.reset(bound)
 
     def still(self, headers: Mapping[str, str], person_id: str) -> bool:
         """Whether the credential a request came with still acts as ``person_id`` (``while_logged_in``)."""
@@ -191,28 +191,6 @@ class PersonBinding:
         return person is not None and person.id == person_id
 
 
-def bound_person() -> Person:
-    """The person this request acts as; ``Unbound`` inside a request bound to nobody (an open path)."""
-    person = PERSON.get()
-    if person is None:
-        raise Unbound("this request is bound to no person, so it reaches no memory",
-                      hint="a route that reads or writes memory must not be an open path (web/auth.py OPEN)")
-    return person
-
-
 def require_owner(person: Person) -> None:
     if not person.owner:
         raise Forbidden("only the household's owner may do this", hint="ask the owner")
-
-
-def owner_only() -> None:
-    """A route dependency: what changes the box for everyone (models, reloads) is the owner's to do."""
-    require_owner(bound_person())
-
-
-def not_by_token() -> None:
-    """A route dependency: what changes how a person logs in (passwords, tokens, people) needs a login (or the
-    owner's configured api_token), never a personal token."""
-    if BY_TOKEN.get():
-        raise Forbidden("a personal API token cannot change passwords, tokens or people",
-                        hint="do it logged in, in the web UI (Tokens, People), or with `lyra tokens` / `lyra people`")

@@ -3,16 +3,16 @@
 A reload swaps in a new ``Runtime`` (``Runtime.renewed``); the old one serves the work already
 started on it (a streamed turn, a recall, a dream pass, an import) and closes
 when the last of those ends, never under it. Each HTTP request holds a lease
-for its whole life, streamed body included (``LeaseMiddleware``), and the app
-state resolves ``models``/``memory``/``companion`` to the bound person's
-runtime on the request's leased generation through context variables
-(``LEASED`` here, ``people.PERSON``), so one request never mixes two
-generations, nor two people. This module must not decide when to reload: ``AppState`` does.
+for its whole life, streamed body included (``LeaseMiddleware``), written into
+the request itself (its ASGI scope, under ``GENERATION_KEY``): the person a
+route is handed (``web/deps.py``) has their runtime on that generation, so one
+request never mixes two generations, nor two people. Work outside a request
+holds a lease of its own (``AppState.lease``, ``hold``) and names its
+generation and person. This module must not decide when to reload: ``AppState`` does.
 """
 
 from __future__ import annotations
 
-import contextvars
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,7 @@ from ..runtime import Runtime
 if TYPE_CHECKING:
     from .state import AppState
 
-LEASED: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar("lyra_leased_runtime", default=None)
+GENERATION_KEY = "lyra.generation"  # the ASGI scope's key for the generation a request leased (a ``Runtime``)
 UNLEASED_PATHS = ("/health", "/static/")  # answered without a model
 
 
@@ -70,9 +70,8 @@ class LeaseMiddleware:
             await self.app(scope, receive, send)
             return
         runtime = self.state.acquire_current()
-        token = LEASED.set(runtime)
+        scope[GENERATION_KEY] = runtime
         try:
             await self.app(scope, receive, send)
         finally:
-            LEASED.reset(token)
             runtime.models.release()  # closes a retired runtime's models in the background

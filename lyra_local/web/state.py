@@ -1,8 +1,10 @@
 """``AppState``: what the routes share: the settings, the household, each person's store and runtime on the
 current generation of models, and the reload that swaps that generation.
 
-One place builds a person's runtime (``runtime_of``) and opens their store (``store_of``); nothing here
-decides whose memory a request reaches: the request's person does (``web/auth.py``).
+One place builds a person's runtime (``runtime_of``, handed out as a ``PersonRuntime`` by
+``person_runtime``) and opens their store (``store_of``). Nothing here knows a "current person": whose
+memory is reached is always said, by the request's login (``web/auth.py``, ``web/deps.py``) or by the
+background job that names them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import shutil
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..companion import Companion
@@ -33,24 +36,59 @@ from ..store import Store
 from ..store.dirlock import DataDirBusy
 from ..store.held import Held, held
 from ..store.household import Household, Person, PersonNotFound
-from .auth import IN_REQUEST, PERSON, Unbound, bound_person
+from .auth import Unbound
 from .background import start_catch_up
 from .import_jobs import ImportJobs
-from .leases import LEASED, LeasedDreamer, hold
+from .leases import LeasedDreamer, hold
 
 log = logging.getLogger(__name__)
 REFUSED = "reload refused, still serving the running configuration"
 
 
-class AppState:
-    """What the routes share: settings, the household and the current ``Runtime`` (models, memory, companion).
+@dataclass(frozen=True)
+class PersonRuntime:
+    """One person and their runtime on one generation of models: what a route is handed (``deps.AsPerson``)
+    and the only way it reaches a memory. Built by ``AppState.person_runtime`` alone."""
 
-    Inside a request, ``runtime``, ``store``, ``memory`` and ``companion`` are the
-    bound person's (``web/auth.py``) on the request's leased generation of
-    models (``leases.LeaseMiddleware``): each person's runtime opens their own
-    store and shares the models. Outside a request nothing resolves without a
-    person: background work goes person by person (``store_of``, ``runtime_of``,
-    ``dreamer``) under a lease of its own (``lease``, ``hold``).
+    person: Person
+    runtime: Runtime
+    by_token: bool = False  # the request proved itself with a personal API token (``auth.Bound``)
+
+    @property
+    def id(self) -> str:
+        return self.person.id
+
+    @property
+    def store(self) -> Store:
+        return self.runtime.store
+
+    @property
+    def memory(self) -> Memory:
+        return self.runtime.memory
+
+    @property
+    def companion(self) -> Companion:
+        return self.runtime.companion
+
+    @property
+    def models(self) -> Models:
+        return self.runtime.models
+
+    def hold(self) -> Callable[[], None]:
+        """A lease on these models for work that outlives the request (an import); call the result when done."""
+        return hold(self.runtime)
+
+
+class AppState:
+    """What the routes share: settings, the household and the current generation of models.
+
+    Each person's runtime opens their own store and shares the generation's
+    models. Nothing resolves without naming the person: a route is handed its
+    request's (``person_runtime``, through ``deps.AsPerson``), on the
+    generation the request leased (``leases.LeaseMiddleware``); background work
+    goes person by person (``store_of``, ``runtime_of``, ``dreamer``) under a
+    lease of its own (``lease``). ``store``, ``memory`` and ``companion`` here
+    fail loudly, on every thread: there is no "current person" to fall back on.
     """
 
     def __init__(self, runtime: Runtime, household: Household, config_path: Path | None = None,
@@ -70,7 +108,6 @@ class AppState:
         self.started = False  # the lifespan began: a store opened from now on registers this server in it
         self._first = runtime
         self._runtime = runtime
-        self._builder = threading.get_ident()  # the thread holding the app: see ``runtime``
         self._earlier_chat: float | None = None  # the last turn on runtimes since retired
         self._people_lock = threading.RLock()
         self._stores: dict[str, Store] = {self.owner_id: runtime.store}
@@ -78,37 +115,30 @@ class AppState:
         self._sharing: dict[tuple[int, str], Runtime] = {}  # (generation, person) -> that person's runtime on it
 
     @property
-    def runtime(self) -> Runtime:
-        """The bound person's runtime on this request's generation of models. Inside a request bound to nobody
-        it fails (``Unbound``); so it does on any thread but the one that built the app when no person is bound
-        there: a worker, a scheduled job, a thread a route started without the request's context must name
-        its person (``store_of``, ``runtime_of``), never be handed the owner's memory. Only the thread holding
-        the app (a test, a tool) reads the first person's without naming them."""
-        person = bound_person() if IN_REQUEST.get() else PERSON.get() or self._holders_person()
-        return self.runtime_of(person, LEASED.get() or self._runtime)
-
-    def _holders_person(self) -> Person:
-        if threading.get_ident() != self._builder:
-            raise Unbound("no person is bound here, so no memory is reached: whose is it?",
-                          hint="pass the person (AppState.store_of / runtime_of), or run the work in the "
-                               "request's context (contextvars.copy_context)")
-        return self.household.person(self.owner_id)
-
-    @property
     def store(self) -> Store:
-        return self.runtime.store
-
-    @property
-    def models(self) -> Models:
-        return self.runtime.models
+        raise _whose("store")
 
     @property
     def memory(self) -> Memory:
-        return self.runtime.memory
+        raise _whose("memory")
 
     @property
     def companion(self) -> Companion:
-        return self.runtime.companion
+        raise _whose("companion")
+
+    @property
+    def models(self) -> Models:
+        """The current generation's models (a request uses those it leased: ``PersonRuntime.models``)."""
+        return self._runtime.models
+
+    def person_runtime(self, person: Person, generation: Runtime | None = None, *,
+                       by_token: bool = False) -> PersonRuntime:
+        """``person`` with their runtime on ``generation`` (default: the current one, unleased)."""
+        return PersonRuntime(person, self.runtime_of(person, generation or self._runtime), by_token)
+
+    def owner_runtime(self) -> PersonRuntime:
+        """The owner's, named as such (a tool or a test holding the app; never a fallback for anyone)."""
+        return self.person_runtime(self.household.person(self.owner_id))
 
     def store_of(self, person: Person) -> Store:
         """The person's own store, opened on first use and kept open until shutdown or their removal.
@@ -167,16 +197,10 @@ class AppState:
     def lease(self) -> Iterator[Runtime]:
         """Hold the current generation open for a piece of work that runs outside a request."""
         runtime = self.acquire_current()
-        token = LEASED.set(runtime)
         try:
             yield runtime
         finally:
-            LEASED.reset(token)
             runtime.models.release()
-
-    def hold(self) -> Callable[[], None]:
-        """A lease on this request's runtime for work that outlives the request; call the result when done."""
-        return hold(self.runtime)
 
     def dreamer(self, person_id: str, stop: threading.Event) -> Dreamer:
         """A dreamer over one person's memory on the current models, holding them until it is closed."""
@@ -318,3 +342,9 @@ class AppState:
 def changed_roles(old: Settings, new: Settings) -> list[str]:
     """The roles whose model a new configuration changes (or adds)."""
     return [role for role in new.roles() if role not in old.roles() or new.role_spec(role) != old.role_spec(role)]
+
+
+def _whose(what: str) -> Unbound:
+    return Unbound(f"whose {what}? The app has no current person to fall back on",
+                   hint=f"a route takes `you: AsPerson` (web/deps.py) and reads you.{what}; background work "
+                        "names its person: AppState.person_runtime(person), store_of(person)")

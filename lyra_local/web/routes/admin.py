@@ -8,8 +8,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from ... import __version__
-from ..auth import owner_only
-from ..deps import app_state
+from ..deps import app_state, owner_only
 
 router = APIRouter()
 

@@ -16,8 +16,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ...store.household import DEVICE_DAYS, SESSION_DAYS, Person
 from .. import cookies
-from ..auth import bound_person, login_free
-from ..deps import app_state
+from ..auth import login_free
+from ..deps import AsPerson, app_state
 from ..logins import check_login
 
 router = APIRouter(prefix="/api")
@@ -78,8 +78,8 @@ async def logout(request: Request, response: Response) -> dict[str, Any]:
 
 
 @router.post("/auth/logout-everywhere")
-async def logout_everywhere(request: Request, response: Response) -> dict[str, Any]:
+async def logout_everywhere(request: Request, you: AsPerson, response: Response) -> dict[str, Any]:
     """Every login session of this person ends, on every device (this one too)."""
-    ended = await run_in_threadpool(app_state(request).household.logins.end_all, bound_person().id)
+    ended = await run_in_threadpool(app_state(request).household.logins.end_all, you.id)
     cookies.end(request, response, cookies.SESSION)
     return {"ended": ended}

@@ -8,15 +8,15 @@ protected by the API token like the rest of the API when it is set.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from ...coord import Coordinator, render_sitrep
-from ..deps import app_state
+from ..deps import AsPerson, app_state
 
 router = APIRouter(prefix="/api")
 
@@ -48,14 +48,16 @@ class Note(BaseModel):
     content: str = Field(min_length=1, max_length=20_000)
 
 
-def coordinator(request: Request) -> Coordinator:
-    state = app_state(request)
-    return Coordinator(state.store, state.settings, state.memory)
+def coordinator(request: Request, you: AsPerson) -> Coordinator:
+    """The coordination service over the person's memory (a route's dependency: ``c: Coordinated``)."""
+    return Coordinator(you.store, app_state(request).settings, you.memory)
+
+
+Coordinated = Annotated[Coordinator, Depends(coordinator)]
 
 
 @router.get("/sitrep", response_model=None)
-async def sitrep(request: Request, format: str = "json") -> Any:
-    c = coordinator(request)
+async def sitrep(c: Coordinated, format: str = "json") -> Any:
     if format == "text":
         return PlainTextResponse(await run_in_threadpool(c.sitrep_text))
     data = await run_in_threadpool(c.sitrep)
@@ -63,28 +65,27 @@ async def sitrep(request: Request, format: str = "json") -> Any:
 
 
 @router.get("/instances")
-async def instances(request: Request) -> dict[str, Any]:
-    return {"instances": await run_in_threadpool(coordinator(request).instances)}
+async def instances(c: Coordinated) -> dict[str, Any]:
+    return {"instances": await run_in_threadpool(c.instances)}
 
 
 @router.post("/instances", status_code=201)
-async def register(body: NewInstance, request: Request) -> dict[str, Any]:
-    return await run_in_threadpool(coordinator(request).register, body.kind, body.summary, body.id)
+async def register(body: NewInstance, c: Coordinated) -> dict[str, Any]:
+    return await run_in_threadpool(c.register, body.kind, body.summary, body.id)
 
 
 @router.post("/instances/{instance_id}/heartbeat")
-async def heartbeat(instance_id: str, body: Beat, request: Request) -> dict[str, Any]:
-    return await run_in_threadpool(coordinator(request).heartbeat, instance_id, body.message)
+async def heartbeat(instance_id: str, body: Beat, c: Coordinated) -> dict[str, Any]:
+    return await run_in_threadpool(c.heartbeat, instance_id, body.message)
 
 
 @router.post("/instances/{instance_id}/complete")
-async def complete(instance_id: str, body: Done, request: Request) -> dict[str, Any]:
-    return await run_in_threadpool(coordinator(request).complete, instance_id, body.result, body.status)
+async def complete(instance_id: str, body: Done, c: Coordinated) -> dict[str, Any]:
+    return await run_in_threadpool(c.complete, instance_id, body.result, body.status)
 
 
 @router.get("/locks")
-async def locks(request: Request, resource: str | None = None) -> dict[str, Any]:
-    c = coordinator(request)
+async def locks(c: Coordinated, resource: str | None = None) -> dict[str, Any]:
     if resource is not None:
         return await run_in_threadpool(c.check, resource)
     leases = await run_in_threadpool(c.store.coord.leases)
@@ -92,9 +93,8 @@ async def locks(request: Request, resource: str | None = None) -> dict[str, Any]
 
 
 @router.post("/locks/{action}", response_model=None)
-async def lock(action: Literal["acquire", "renew", "release"], body: LockRequest, request: Request) -> Any:
+async def lock(action: Literal["acquire", "renew", "release"], body: LockRequest, c: Coordinated) -> Any:
     """``acquire``, ``renew`` or ``release``; a refused lease is 409 and says who holds it."""
-    c = coordinator(request)
     if action == "release":
         return await run_in_threadpool(c.release, body.resource, body.holder)
     if action == "acquire":
@@ -108,5 +108,5 @@ async def lock(action: Literal["acquire", "renew", "release"], body: LockRequest
 
 
 @router.post("/remember", status_code=201)
-async def remember(body: Note, request: Request) -> dict[str, Any]:
-    return await run_in_threadpool(coordinator(request).remember, body.agent, body.content)
+async def remember(body: Note, c: Coordinated) -> dict[str, Any]:
+    return await run_in_threadpool(c.remember, body.agent, body.content)

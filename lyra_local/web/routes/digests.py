@@ -6,30 +6,28 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from ..deps import app_state
+from ..deps import AsPerson
 from ..params import RowId, TextEdit
 
 router = APIRouter(prefix="/api")
 
 
 @router.get("/digests")
-async def digests(request: Request, granularity: Literal["day", "week", "month"] | None = None) -> dict[str, Any]:
-    rows = await run_in_threadpool(app_state(request).store.derived.digests, granularity)
+async def digests(you: AsPerson, granularity: Literal["day", "week", "month"] | None = None) -> dict[str, Any]:
+    rows = await run_in_threadpool(you.store.derived.digests, granularity)
     return {"digests": [dataclasses.asdict(d) for d in rows]}
 
 
 @router.put("/digests/{digest_id}")
-def edit_digest(digest_id: RowId, body: TextEdit, request: Request) -> dict[str, Any]:
-    state = app_state(request)
-    vector = state.memory.embedder.embed([body.content])[0]
-    digest = state.store.corrections.edit_digest(digest_id, body.content.strip(), vector,
-                                                 state.memory.embedder.name)
+def edit_digest(digest_id: RowId, body: TextEdit, you: AsPerson) -> dict[str, Any]:
+    vector = you.memory.embedder.embed([body.content])[0]
+    digest = you.store.corrections.edit_digest(digest_id, body.content.strip(), vector, you.memory.embedder.name)
     return {"digest": dataclasses.asdict(digest)}
 
 
 @router.delete("/digests/{digest_id}")
-def delete_digest(digest_id: RowId, request: Request) -> dict[str, Any]:
-    return {"deleted": app_state(request).store.corrections.delete_digest(digest_id)}
+def delete_digest(digest_id: RowId, you: AsPerson) -> dict[str, Any]:
+    return {"deleted": you.store.corrections.delete_digest(digest_id)}

@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from ...errors import BadRequest
 from ...store.forget_plan import ForgetPlan, plan_forget
 from ...transfer.timestamps import time_bound
-from ..deps import app_state
+from ..deps import AsPerson
 from ..params import RowId
 
 router = APIRouter(prefix="/api")
@@ -41,24 +41,23 @@ class ForgetRequest(BaseModel):
 
 
 @router.post("/forget")
-def forget_route(body: ForgetRequest, request: Request) -> dict[str, Any]:
+def forget_route(body: ForgetRequest, you: AsPerson) -> dict[str, Any]:
     if not (body.sessions or body.before or body.matching or body.exchange_ids or any(body.memories.values())):
         raise BadRequest("say what to forget", hint="give sessions, before, matching, exchange_ids or memories")
     wrong = sorted(set(body.memories) - set(FORGETTABLE))
     if wrong:
         raise BadRequest(f"memories of kind {', '.join(map(repr, wrong))} cannot be forgotten by id",
                          hint=f"kinds: {', '.join(FORGETTABLE)}; turns go by exchange_ids")
-    state = app_state(request)
     if not body.dry_run:  # an import stops first, so what it brought is planned for too (store/uploads.py)
-        state.store.uploads.settle()
+        you.store.uploads.settle()
     before = time_bound(body.before, "before")  # the store's UTC text, as `lyra forget --before` writes it
     sessions = [f"#{ref}" if isinstance(ref, int) else ref for ref in body.sessions]
-    plan: ForgetPlan = plan_forget(state.store, sessions=sessions, before=before, matching=body.matching,
+    plan: ForgetPlan = plan_forget(you.store, sessions=sessions, before=before, matching=body.matching,
                                    exchange_ids=body.exchange_ids, memories=body.memories)
     out: dict[str, Any] = {"sessions": plan.session_ids, "turns": len(plan.exchange_ids),
                            "memories": {k: len(v) for k, v in plan.memories.items()}, "renamed": len(plan.renamed),
                            "logs": plan.logs}
     if body.dry_run or (plan.empty and not plan.matching):
         return {**out, "forgotten": None}
-    done = state.memory.forget_plan(plan)
+    done = you.memory.forget_plan(plan)
     return {**out, "forgotten": dataclasses.asdict(done)}

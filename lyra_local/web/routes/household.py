@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from ...transfer.household_backup import file_name, snapshot, tar_chunks, tar_size
-from ..auth import Forbidden, bound_person, not_by_token, require_owner
-from ..deps import app_state
+from ..auth import Forbidden, require_owner
+from ..deps import AsPerson, app_state, not_by_token
 
 router = APIRouter(prefix="/api")
 
@@ -29,9 +29,9 @@ class SharedEdit(BaseModel):
 
 
 @router.get("/household/backup", dependencies=[Depends(not_by_token)])  # everyone's: a login, not a token
-async def household_backup(request: Request) -> StreamingResponse:
+async def household_backup(request: Request, you: AsPerson) -> StreamingResponse:
     """Everyone's memory and the household database, consistent copies taken now (safe while chatting)."""
-    owner = bound_person()
+    owner = you.person
     require_owner(owner)
     state = app_state(request)
     members = await run_in_threadpool(snapshot, state.household, state.store_of, owner)
@@ -41,16 +41,16 @@ async def household_backup(request: Request) -> StreamingResponse:
 
 
 @router.get("/household/memory")
-async def shared_memory(request: Request) -> dict[str, Any]:
-    person = bound_person()
+async def shared_memory(request: Request, you: AsPerson) -> dict[str, Any]:
+    person = you.person
     version = await run_in_threadpool(app_state(request).household.shared.current)
     return {"memory": None if version is None else _version(version), "can_edit": person.kind == "adult"}
 
 
 @router.put("/household/memory")
-async def edit_shared_memory(body: SharedEdit, request: Request) -> dict[str, Any]:
+async def edit_shared_memory(body: SharedEdit, request: Request, you: AsPerson) -> dict[str, Any]:
     """A new version of what everyone's Lyra knows (adults only); each earlier version is kept."""
-    person = bound_person()
+    person = you.person
     if person.kind != "adult":
         raise Forbidden("only adults edit the household memory", hint="ask a grown-up of the household")
     version = await run_in_threadpool(app_state(request).household.shared.write, body.content.strip(), person)
@@ -58,8 +58,8 @@ async def edit_shared_memory(body: SharedEdit, request: Request) -> dict[str, An
 
 
 @router.get("/household/memory/history")
-async def shared_history(request: Request) -> dict[str, Any]:
-    bound_person()
+async def shared_history(request: Request, you: AsPerson) -> dict[str, Any]:
+    """Every version, for anyone of the household (``you``: so a request bound to nobody gets none)."""
     versions = await run_in_threadpool(app_state(request).household.shared.history)
     return {"versions": [_version(v) for v in versions]}
 

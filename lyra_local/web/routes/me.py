@@ -10,8 +10,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ...passwords import check_secret, hash_secret
 from .. import cookies
-from ..auth import Forbidden, bound_person, login_free, not_by_token
-from ..deps import app_state
+from ..auth import Forbidden, login_free
+from ..deps import AsPerson, app_state, not_by_token
 from ..logins import LoginFailed, check_login
 from .auth import log_in
 
@@ -28,19 +28,19 @@ class Rename(BaseModel):
 
 
 @router.get("/me")
-async def me(request: Request) -> dict[str, Any]:
+async def me(request: Request, you: AsPerson) -> dict[str, Any]:
     state = app_state(request)
-    person = await run_in_threadpool(state.household.person, bound_person().id)
+    person = await run_in_threadpool(state.household.person, you.id)
     return {**person.view(), "login_free": await run_in_threadpool(login_free, state)}
 
 
 @router.put("/me/secret", dependencies=[Depends(not_by_token)])
-async def my_secret(body: OwnSecret, request: Request, response: Response) -> dict[str, Any]:
+async def my_secret(body: OwnSecret, request: Request, you: AsPerson, response: Response) -> dict[str, Any]:
     """Choose one's own password (or a child's PIN): every login session of theirs on other devices ends, and
     this browser stays logged in (from now on a login is asked, here too, once the cookie ends). Replacing one
     asks for it (``current``), checked as a login is, limits included: a stolen cookie cannot lock its person
     out, nor guess their password here faster than at the login."""
-    person = bound_person()
+    person = you.person
     check_secret(person.kind, body.secret)
     household = app_state(request).household
     if person.has_secret:
@@ -60,6 +60,6 @@ async def my_secret(body: OwnSecret, request: Request, response: Response) -> di
 
 
 @router.put("/me/name", dependencies=[Depends(not_by_token)])
-async def my_name(body: Rename, request: Request) -> dict[str, Any]:
-    person = await run_in_threadpool(app_state(request).household.rename, bound_person().id, body.name)
+async def my_name(body: Rename, request: Request, you: AsPerson) -> dict[str, Any]:
+    person = await run_in_threadpool(app_state(request).household.rename, you.id, body.name)
     return {"person": person.view()}

@@ -29,8 +29,7 @@ from ...modelfiles.fit import RECOMMEND_CTX, Placement
 from ...modelfiles.on_disk import model_files as files_on_disk
 from ...modelfiles.pull import partial_bytes
 from ...store import reembedding
-from ..auth import owner_only
-from ..deps import app_state
+from ..deps import AsPerson, app_state, owner_only
 from ..model_choice import apply_choice
 
 router = APIRouter()
@@ -95,11 +94,11 @@ async def offload(request: Request) -> dict[str, Any]:
 
 
 @router.get("/api/models/embedding")
-async def embedding_progress(request: Request) -> dict[str, Any]:
+async def embedding_progress(you: AsPerson) -> dict[str, Any]:
     """How far re-embedding the memory with the configured embedding model has come: after a switch, recall
     keeps the old vectors (``in_use``) until no turn, gist or digest lacks one of the new model (``missing``).
     ``state`` is the background run's (``running``, ``done``, ``failed``…) and ``error`` why it failed."""
-    memory = app_state(request).memory
+    memory = you.memory
 
     def read() -> dict[str, Any]:
         run = memory.reembedding.view()  # first: a run said done has written every vector the count will see

@@ -4,31 +4,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from ...mind.narrative import narrative_basis
-from ..deps import app_state
+from ..deps import AsPerson
 from ..params import TextEdit
 
 router = APIRouter(prefix="/api")
 
 
 @router.get("/narrative")
-async def narrative(request: Request) -> dict[str, Any]:
-    current = await run_in_threadpool(app_state(request).store.derived.current_narrative)
+async def narrative(you: AsPerson) -> dict[str, Any]:
+    current = await run_in_threadpool(you.store.derived.current_narrative)
     return {"narrative": current["content"] if current else None, "id": current["id"] if current else None,
             "method": current["method"] if current else None}
 
 
 @router.put("/narrative")
-def edit_narrative(body: TextEdit, request: Request) -> dict[str, Any]:
-    store = app_state(request).store
+def edit_narrative(body: TextEdit, you: AsPerson) -> dict[str, Any]:
+    store = you.store
     store.corrections.edit_narrative(body.content.strip())
     return {"narrative": store.derived.current_narrative()}
 
 
 @router.delete("/narrative")
-def delete_narrative(request: Request) -> dict[str, Any]:
-    store = app_state(request).store
+def delete_narrative(you: AsPerson) -> dict[str, Any]:
+    store = you.store
     return {"deleted": store.corrections.delete_narrative(narrative_basis(store))}

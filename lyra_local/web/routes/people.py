@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from ...passwords import check_secret, hash_secret
-from ..auth import bound_person, not_by_token, require_owner
-from ..deps import app_state
+from ..auth import require_owner
+from ..deps import AsPerson, app_state, not_by_token
 
 router = APIRouter(prefix="/api")
 
@@ -31,16 +31,15 @@ class NewPerson(BaseModel):
 
 
 @router.get("/people", dependencies=[Depends(not_by_token)])
-async def people(request: Request) -> dict[str, Any]:
-    require_owner(bound_person())
+async def people(request: Request, you: AsPerson) -> dict[str, Any]:
+    require_owner(you.person)
     everyone = await run_in_threadpool(app_state(request).household.people)
     return {"people": [p.view() for p in everyone]}
 
 
 @router.post("/people", dependencies=[Depends(not_by_token)])
-async def add_person(body: NewPerson, request: Request) -> dict[str, Any]:
-    owner = bound_person()
-    require_owner(owner)
+async def add_person(body: NewPerson, request: Request, you: AsPerson) -> dict[str, Any]:
+    require_owner(you.person)
     state = app_state(request)
     await run_in_threadpool(state.household.can_add)  # before the slow hash
     check_secret(body.kind, body.secret)
@@ -49,8 +48,8 @@ async def add_person(body: NewPerson, request: Request) -> dict[str, Any]:
 
 
 @router.put("/people/{person_id}/secret", dependencies=[Depends(not_by_token)])
-async def reset_secret(person_id: str, body: Secret, request: Request) -> dict[str, Any]:
-    require_owner(bound_person())
+async def reset_secret(person_id: str, body: Secret, request: Request, you: AsPerson) -> dict[str, Any]:
+    require_owner(you.person)
     household = app_state(request).household
     person = await run_in_threadpool(household.person, person_id)
     check_secret(person.kind, body.secret)
@@ -59,9 +58,9 @@ async def reset_secret(person_id: str, body: Secret, request: Request) -> dict[s
 
 
 @router.get("/people/{person_id}/removal", dependencies=[Depends(not_by_token)])
-async def removal(person_id: str, request: Request) -> dict[str, Any]:
+async def removal(person_id: str, request: Request, you: AsPerson) -> dict[str, Any]:
     """What removing a person would forget, in numbers only (the owner never reads their memory)."""
-    require_owner(bound_person())
+    require_owner(you.person)
     state = app_state(request)
     person = await run_in_threadpool(state.household.person, person_id)
     held = await run_in_threadpool(state.held, person)
@@ -73,8 +72,8 @@ async def removal(person_id: str, request: Request) -> dict[str, Any]:
 
 
 @router.delete("/people/{person_id}", dependencies=[Depends(not_by_token)])
-async def remove_person(person_id: str, request: Request) -> dict[str, Any]:
+async def remove_person(person_id: str, request: Request, you: AsPerson) -> dict[str, Any]:
     """Forget everything the person said and everything built from it, then their folder and their login."""
-    require_owner(bound_person())
+    require_owner(you.person)
     await run_in_threadpool(app_state(request).remove_person, person_id)  # never the owner (begin_removal)
     return {"removed": person_id}

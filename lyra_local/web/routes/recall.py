@@ -7,14 +7,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from ...memory import RecallQuery
 from ...memory.speakers import who_said
 from ...transfer.timestamps import time_bound
-from ..deps import app_state
+from ..deps import AsPerson
 from ..params import RowId
 
 router = APIRouter(prefix="/api")
@@ -43,8 +43,8 @@ class RecallParams(BaseModel):
 
 
 @router.get("/recall")
-async def recall(request: Request, params: Annotated[RecallParams, Query()]) -> dict[str, Any]:
-    memory = app_state(request).memory
+async def recall(you: AsPerson, params: Annotated[RecallParams, Query()]) -> dict[str, Any]:
+    memory = you.memory
     hits = await run_in_threadpool(memory.recall, params.query())
     return {"query": params.q, "hits": [{**dataclasses.asdict(h), "said_by": who_said(h.role, h.author, memory.known)}
                                         for h in hits]}

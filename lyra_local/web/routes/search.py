@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from ...memory.search import Order, SearchQuery, SearchTier, search
-from ..deps import app_state
+from ..deps import AsPerson
 from ..params import RowId
 
 router = APIRouter(prefix="/api")
@@ -35,8 +35,8 @@ class SearchParams(BaseModel):
 
 
 @router.get("/search")
-async def search_memory(request: Request, params: Annotated[SearchParams, Query()]) -> dict[str, Any]:
+async def search_memory(you: AsPerson, params: Annotated[SearchParams, Query()]) -> dict[str, Any]:
     """Turns, gists, facts and digests that match, each with the days it speaks of, its conversation, the turn
     to open, and a snippet with the words that matched."""
-    found = await run_in_threadpool(search, app_state(request).memory, params.query())
+    found = await run_in_threadpool(search, you.memory, params.query())
     return {"query": params.q, "results": [dataclasses.asdict(f) for f in found]}

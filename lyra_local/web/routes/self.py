@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from ...mind.drives import compute_drives
-from ..deps import app_state
+from ..deps import AsPerson, app_state
 from .dream import sensed
 
 router = APIRouter(prefix="/api")
@@ -22,16 +22,15 @@ class SelfEdit(BaseModel):
 
 
 @router.get("/self")
-async def self_state(request: Request) -> dict[str, Any]:
+async def self_state(request: Request, you: AsPerson) -> dict[str, Any]:
     """The companion's mood, energy, self-narrative and reflections, and its drives now (as ``/api/dream``)."""
-    state = app_state(request)
-    return {"self_state": await run_in_threadpool(state.store.derived.self_state),
-            "drives": compute_drives(await run_in_threadpool(sensed, state))}
+    return {"self_state": await run_in_threadpool(you.store.derived.self_state),
+            "drives": compute_drives(await run_in_threadpool(sensed, you.store, app_state(request).settings))}
 
 
 @router.patch("/self")
-def edit_self(body: SelfEdit, request: Request) -> dict[str, Any]:
-    store = app_state(request).store
+def edit_self(body: SelfEdit, you: AsPerson) -> dict[str, Any]:
+    store = you.store
     changes = body.model_dump(exclude_none=True)
     if changes:
         store.corrections.edit_self_state(changes)

@@ -9,7 +9,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, Field, field_validator
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
@@ -20,7 +20,7 @@ from ...store import Store
 from ...store.branches import TurnNotFound
 from ...store.sessions import SessionNotFound
 from ...textsafe import well_formed
-from ..deps import app_state
+from ..deps import AsPerson
 from ..failures import describe_failure
 from ..params import Limit, Offset, RowId, TextEdit
 from ..streaming import stream_in_thread
@@ -57,29 +57,29 @@ class EditRequest(BaseModel):
 
 
 @router.get("/sessions")
-async def list_sessions(request: Request, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
-    store = app_state(request).store
+async def list_sessions(you: AsPerson, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
+    store = you.store
     sessions = await run_in_threadpool(store.sessions.list, limit=limit, offset=offset)
     return {"sessions": [dataclasses.asdict(s) for s in sessions]}
 
 
 @router.post("/sessions", status_code=201)
-async def create_session(body: NewSession, request: Request) -> dict[str, Any]:
-    session = await run_in_threadpool(lambda: app_state(request).store.sessions.create(body.name,
+async def create_session(body: NewSession, you: AsPerson) -> dict[str, Any]:
+    session = await run_in_threadpool(lambda: you.store.sessions.create(body.name,
                                                                                          remember=body.remember))
     return dataclasses.asdict(session)
 
 
 @router.patch("/sessions/{session_id}")
-async def rename_session(session_id: RowId, body: Rename, request: Request) -> dict[str, Any]:
-    session = await run_in_threadpool(app_state(request).store.sessions.rename, session_id, body.name)
+async def rename_session(session_id: RowId, body: Rename, you: AsPerson) -> dict[str, Any]:
+    session = await run_in_threadpool(you.store.sessions.rename, session_id, body.name)
     return dataclasses.asdict(session)
 
 
 @router.delete("/sessions/{session_id}")
-async def forget_session(session_id: RowId, request: Request) -> dict[str, Any]:
+async def forget_session(session_id: RowId, you: AsPerson) -> dict[str, Any]:
     """Deleting a session forgets it: rows, vectors, full text; summaries are rebuilt without it."""
-    forgotten = await run_in_threadpool(app_state(request).memory.forget_session, session_id)
+    forgotten = await run_in_threadpool(you.memory.forget_session, session_id)
     return {"forgotten": dataclasses.asdict(forgotten)}
 
 
@@ -101,31 +101,30 @@ def messages_of(store: Store, session_id: int, limit: int | None = None) -> dict
 
 
 @router.get("/sessions/{session_id}/messages")
-async def history(session_id: RowId, request: Request, limit: Limit | None = None) -> dict[str, Any]:
-    return await run_in_threadpool(messages_of, app_state(request).store, session_id, limit)
+async def history(session_id: RowId, you: AsPerson, limit: Limit | None = None) -> dict[str, Any]:
+    return await run_in_threadpool(messages_of, you.store, session_id, limit)
 
 
 @router.get("/sessions/{session_id}/gist")
-async def session_gist(session_id: RowId, request: Request) -> dict[str, Any]:
-    store = app_state(request).store
+async def session_gist(session_id: RowId, you: AsPerson) -> dict[str, Any]:
+    store = you.store
     await run_in_threadpool(store.sessions.get, session_id)  # 404 for an unknown session
     gist = await run_in_threadpool(store.derived.gist, session_id)
     return {"gist": None if gist is None else dataclasses.asdict(gist)}
 
 
 @router.put("/sessions/{session_id}/gist")
-def edit_gist(session_id: RowId, body: TextEdit, request: Request) -> dict[str, Any]:
+def edit_gist(session_id: RowId, body: TextEdit, you: AsPerson) -> dict[str, Any]:
     """The person's own gist of the conversation: the dream never overwrites it."""
-    state = app_state(request)
-    state.store.sessions.get(session_id)  # 404 for an unknown session
-    vector = state.memory.embedder.embed([body.content])[0]
-    gist = state.store.corrections.edit_gist(session_id, body.content.strip(), vector, state.memory.embedder.name)
+    you.store.sessions.get(session_id)  # 404 for an unknown session
+    vector = you.memory.embedder.embed([body.content])[0]
+    gist = you.store.corrections.edit_gist(session_id, body.content.strip(), vector, you.memory.embedder.name)
     return {"gist": dataclasses.asdict(gist)}
 
 
 @router.delete("/sessions/{session_id}/gist")
-def delete_gist(session_id: RowId, request: Request) -> dict[str, Any]:
-    return {"deleted": app_state(request).store.corrections.delete_gist(session_id)}
+def delete_gist(session_id: RowId, you: AsPerson) -> dict[str, Any]:
+    return {"deleted": you.store.corrections.delete_gist(session_id)}
 
 
 def streamed(make_stream: Callable[[], Iterator[TurnEvent]], what: str) -> EventSourceResponse:
@@ -151,11 +150,10 @@ def streamed(make_stream: Callable[[], Iterator[TurnEvent]], what: str) -> Event
 
 
 @router.post("/sessions/{session_id}/chat")
-async def chat(session_id: RowId, body: ChatRequest, request: Request) -> EventSourceResponse:
+async def chat(session_id: RowId, body: ChatRequest, you: AsPerson) -> EventSourceResponse:
     """One turn, streamed as server-sent events: stored, delta..., (notice), (error), done."""
-    state = app_state(request)
-    await run_in_threadpool(state.store.sessions.get, session_id)  # 404 before the stream starts
-    companion = state.companion
+    await run_in_threadpool(you.store.sessions.get, session_id)  # 404 before the stream starts
+    companion = you.companion
     return streamed(lambda: companion.turn(session_id, body.message), f"a turn in session {session_id}")
 
 
@@ -173,47 +171,45 @@ async def checked(make_stream: Callable[[], Iterator[TurnEvent]]) -> Callable[[]
 
 
 @router.post("/exchanges/{exchange_id}/regenerate")
-async def regenerate(exchange_id: RowId, request: Request) -> EventSourceResponse:
+async def regenerate(exchange_id: RowId, you: AsPerson) -> EventSourceResponse:
     """A new reply in place of this one, streamed like a turn; the old one stays as an alternative."""
-    companion = app_state(request).companion
+    companion = you.companion
     return streamed(await checked(lambda: companion.regenerate(exchange_id)), f"regenerating reply {exchange_id}")
 
 
 @router.post("/exchanges/{exchange_id}/continue")
-async def continue_reply(exchange_id: RowId, request: Request) -> EventSourceResponse:
+async def continue_reply(exchange_id: RowId, you: AsPerson) -> EventSourceResponse:
     """The rest of a reply that was cut short, streamed like a turn (the new text only); stored as the reply so
     far and its rest, a new version in its place: the cut one stays as an alternative."""
-    companion = app_state(request).companion
+    companion = you.companion
     return streamed(await checked(lambda: companion.continue_reply(exchange_id)), f"continuing reply {exchange_id}")
 
 
 @router.post("/exchanges/{exchange_id}/edit")
-async def edit(exchange_id: RowId, body: EditRequest, request: Request) -> EventSourceResponse:
+async def edit(exchange_id: RowId, body: EditRequest, you: AsPerson) -> EventSourceResponse:
     """The person's message, edited: the conversation goes on from it with a new reply, streamed like a turn;
     the old message and what followed it are kept as a branch."""
-    state = app_state(request)
-    turn = await run_in_threadpool(state.store.exchanges.get, exchange_id)
+    turn = await run_in_threadpool(you.store.exchanges.get, exchange_id)
     if turn is None:
         raise TurnNotFound(f"no message {exchange_id} on a conversation's current path",
                            hint="choose its version first, or reload the conversation")
-    companion = state.companion
+    companion = you.companion
     return streamed(await checked(lambda: companion.turn(turn.session_id, body.content, replacing=exchange_id)),
                     f"editing message {exchange_id}")
 
 
 @router.post("/exchanges/{exchange_id}/choose")
-async def choose(exchange_id: RowId, request: Request) -> dict[str, Any]:
+async def choose(exchange_id: RowId, you: AsPerson) -> dict[str, Any]:
     """Make this version of a turn the current one (and what last followed it); returns the conversation."""
-    state = app_state(request)
-    session_id = await run_in_threadpool(state.companion.choose, exchange_id)
-    return await run_in_threadpool(messages_of, state.store, session_id)
+    session_id = await run_in_threadpool(you.companion.choose, exchange_id)
+    return await run_in_threadpool(messages_of, you.store, session_id)
 
 
 @router.get("/exchanges/{exchange_id}/trace")
-async def trace(exchange_id: RowId, request: Request) -> dict[str, Any]:
+async def trace(exchange_id: RowId, you: AsPerson) -> dict[str, Any]:
     """Why a reply says what it says: the memories that went into its context, each dated and with how it was
     found (``kind`` "context"); or, for an imported reply, who wrote it and when (``kind`` "imported")."""
-    found = await run_in_threadpool(app_state(request).companion.trace, exchange_id)
+    found = await run_in_threadpool(you.companion.trace, exchange_id)
     if found is None:
         raise SessionNotFound(f"no context trace for exchange {exchange_id}",
                               hint="traces exist for replies only, and are kept with the reply they explain")

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from ...mind.grounding import cited
-from ..deps import app_state
+from ..deps import AsPerson
 from ..params import RowId
 
 router = APIRouter(prefix="/api")
@@ -21,9 +21,9 @@ Kind = Literal["gist", "fact", "digest", "narrative", "self_state", "world"]
 
 
 @router.get("/sources/{kind}/{item_id}")
-def sources(kind: Kind, item_id: RowId, request: Request) -> dict[str, Any]:
+def sources(kind: Kind, item_id: RowId, you: AsPerson) -> dict[str, Any]:
     """The turns behind a memory; for one that quotes (an extractive gist), the turns it quotes."""
-    corrections = app_state(request).store.corrections
+    corrections = you.store.corrections
     turns = corrections.sources(kind, item_id)
     shown = cited(corrections.content(kind, item_id), turns)
     return {"kind": kind, "id": item_id, "total": len(turns), "turns": shown}

@@ -8,8 +8,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from ..auth import bound_person, not_by_token
-from ..deps import app_state
+from ..deps import AsPerson, app_state, not_by_token
 
 router = APIRouter(prefix="/api")
 
@@ -19,21 +18,21 @@ class NewToken(BaseModel):
 
 
 @router.get("/tokens")
-async def tokens(request: Request) -> dict[str, Any]:
-    mine = await run_in_threadpool(app_state(request).household.tokens.of, bound_person().id)
+async def tokens(request: Request, you: AsPerson) -> dict[str, Any]:
+    mine = await run_in_threadpool(app_state(request).household.tokens.of, you.id)
     return {"tokens": [_token(t) for t in mine]}
 
 
 @router.post("/tokens", dependencies=[Depends(not_by_token)])
-async def new_token(body: NewToken, request: Request) -> dict[str, Any]:
+async def new_token(body: NewToken, request: Request, you: AsPerson) -> dict[str, Any]:
     """A token acting as this person for the OpenAI route, `lyra mcp` and scripts: shown now, never again."""
-    token, raw = await run_in_threadpool(app_state(request).household.tokens.create, bound_person().id, body.name)
+    token, raw = await run_in_threadpool(app_state(request).household.tokens.create, you.id, body.name)
     return {"token": _token(token), "secret": raw}
 
 
 @router.delete("/tokens/{token_id}")  # a token may revoke itself: that only ever takes access away
-async def revoke_token(token_id: int, request: Request) -> dict[str, Any]:
-    await run_in_threadpool(app_state(request).household.tokens.revoke, bound_person().id, token_id)
+async def revoke_token(token_id: int, request: Request, you: AsPerson) -> dict[str, Any]:
+    await run_in_threadpool(app_state(request).household.tokens.revoke, you.id, token_id)
     return {}
 
 

@@ -30,9 +30,9 @@ from ...transfer.backup import backup_file
 from ...transfer.lyra_format import write_sessions
 from ...transfer.memory_file import memory_json
 from ...transfer.sources import MEMORY_FILE, SESSIONS_FILE
-from ..auth import bound_person
-from ..deps import app_state
+from ..deps import AsPerson, app_state
 from ..import_jobs import ImportJob, Into
+from ..state import PersonRuntime
 
 router = APIRouter(prefix="/api")
 MAX_UPLOAD = 2 * 1024**3
@@ -41,11 +41,11 @@ POLL_S = 0.25
 
 
 @router.put("/import", status_code=202)
-async def upload(request: Request, filename: str = Query(min_length=1, max_length=255),
+async def upload(request: Request, you: AsPerson, filename: str = Query(min_length=1, max_length=255),
                  format: Literal["auto", "chatgpt", "lyra"] = "auto") -> dict[str, Any]:
     """The request body is the file (a ChatGPT export .zip/.json, or Lyra .jsonl / export .zip)."""
     state = app_state(request)
-    uploads = state.store.uploads
+    uploads = you.store.uploads
     received = uploads.create(filename)
     size = 0
     try:
@@ -59,7 +59,7 @@ async def upload(request: Request, filename: str = Query(min_length=1, max_lengt
         if size == 0:
             raise BadRequest("the upload is empty", hint="choose the export file again")
         uploads.begin_import(received)  # refused if a forget stopped it while it was uploading
-        into = Into(bound_person().id, state.store, state.models.embed, release=state.hold())
+        into = Into(you.id, you.store, you.models.embed, release=you.hold())
         job = state.imports.start(received, filename, format, into)
     except BaseException:
         uploads.end(received)
@@ -68,13 +68,13 @@ async def upload(request: Request, filename: str = Query(min_length=1, max_lengt
 
 
 @router.get("/import/{job_id}")
-async def import_status(job_id: str, request: Request) -> dict[str, Any]:
-    return asdict(_job(request, job_id))
+async def import_status(job_id: str, request: Request, you: AsPerson) -> dict[str, Any]:
+    return asdict(_job(request, you, job_id))
 
 
 @router.get("/import/{job_id}/events")
-async def import_events(job_id: str, request: Request) -> EventSourceResponse:
-    job = _job(request, job_id)
+async def import_events(job_id: str, request: Request, you: AsPerson) -> EventSourceResponse:
+    job = _job(request, you, job_id)
 
     async def stream() -> AsyncIterator[dict[str, str]]:
         last = None
@@ -91,9 +91,9 @@ async def import_events(job_id: str, request: Request) -> EventSourceResponse:
 
 
 @router.get("/export")
-async def export(request: Request) -> Response:
+async def export(you: AsPerson) -> Response:
     """Every session (JSON Lines) and the derived memory (JSON), as one zip: `lyra import` reads it back."""
-    store = app_state(request).store
+    store = you.store
 
     def build() -> bytes:
         sessions = io.StringIO()
@@ -112,12 +112,12 @@ async def export(request: Request) -> Response:
 
 
 @router.get("/backup")
-async def download_backup(request: Request) -> StreamingResponse:
+async def download_backup(you: AsPerson) -> StreamingResponse:
     """A consistent copy of the database, taken now (safe while chatting and dreaming). It is written in the
     data directory as a declared temporary and unlinked as soon as it is open (``transfer/backup.py``), so no
     copy of the memory stays on disk behind the download, however the download ends; a server killed while it
     is written leaves it to the recovery step at the next open."""
-    store = app_state(request).store
+    store = you.store
     copy = await run_in_threadpool(backup_file, store)
     size = os.fstat(copy.fileno()).st_size
     name = f"lyra-backup-{datetime.now():%Y%m%d-%H%M}.db"
@@ -132,8 +132,8 @@ async def download_backup(request: Request) -> StreamingResponse:
                                       "Content-Length": str(size)})
 
 
-def _job(request: Request, job_id: str) -> ImportJob:
+def _job(request: Request, you: PersonRuntime, job_id: str) -> ImportJob:
     job = app_state(request).imports.jobs.get(job_id)
-    if job is None or job.person != bound_person().id:  # another person's import: not theirs to see
+    if job is None or job.person != you.id:  # another person's import: not theirs to see
         raise NotFound(f"no import {job_id}", hint="the id comes from PUT /api/import; jobs live until a restart")
     return job

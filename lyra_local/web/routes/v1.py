@@ -25,9 +25,9 @@ from ...companion import TurnEvent
 from ...errors import BadRequest, LyraError, ModelUnavailable
 from ...llm.base import ChatModel, GenerationOptions, Message
 from ...oserrors import storage_error
+from ...store import Store
 from ...textsafe import well_formed
-from ..auth import bound_person
-from ..deps import app_state
+from ..deps import AsPerson
 from ..failures import describe_failure
 from ..params import Seed, Tokens
 from ..streaming import stream_in_thread
@@ -101,8 +101,8 @@ class ChatCompletionRequest(BaseModel):
 
 
 @router.get("/models")
-async def list_models(request: Request) -> dict[str, Any]:
-    chat = app_state(request).models.chat
+async def list_models(you: AsPerson) -> dict[str, Any]:
+    chat = you.models.chat
     return {"object": "list", "data": [
         {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "lyra", "root": chat.name},
     ]}
@@ -116,7 +116,7 @@ def remembering(request: Request) -> bool:
     return value == "on"
 
 
-def session_for(request: Request, body: ChatCompletionRequest) -> int:
+def session_for(request: Request, body: ChatCompletionRequest, store: Store) -> int:
     """The session a client talks in: ``X-Lyra-Session``, else the ``user`` field, else "default".
 
     Off the record it is another session of the same name, never the remembered one. Clients that
@@ -127,7 +127,7 @@ def session_for(request: Request, body: ChatCompletionRequest) -> int:
     name = well_formed((request.headers.get("x-lyra-session") or body.user or "default").strip()[:200]) or "default"
     remember = remembering(request)
     source = "openai" if remember else "openai-off-the-record"
-    return app_state(request).store.sessions.find_or_create(source, name, name, remember=remember).id
+    return store.sessions.find_or_create(source, name, name, remember=remember).id
 
 
 class SessionTurns:
@@ -191,15 +191,15 @@ async def answered(call: Callable[[], T], doing: str) -> T:
 
 
 @router.post("/chat/completions", response_model=None)
-async def chat_completions(body: ChatCompletionRequest, request: Request) -> dict[str, Any] | EventSourceResponse:
+async def chat_completions(body: ChatCompletionRequest, request: Request,
+                           you: AsPerson) -> dict[str, Any] | EventSourceResponse:
     """Lyra as a model *with memory*: the last user message is the turn; Lyra supplies the rest."""
-    state = app_state(request)
     message = body.plain_messages()[-1]
     if message["role"] != "user":
         raise BadRequest("the last message must be the user's")
-    session_id = await answered(lambda: session_for(request, body), "finding this client's conversation")
-    companion = state.companion
-    person_id = bound_person().id
+    session_id = await answered(lambda: session_for(request, body, you.store), "finding this client's conversation")
+    companion = you.companion
+    person_id = you.id
     turns = session_turns(request)
     options = body.options()
 
