@@ -46,7 +46,7 @@ async def stream_in_thread(make_stream: Callable[[], Iterator[T]]) -> AsyncItera
             return
         hand_over(_END)
 
-    producer = loop.run_in_executor(None, contextvars.copy_context().run, produce)  # the person: fair turns
+    producer = loop.run_in_executor(None, contextvars.copy_context().run, produce)  # ASKER: whose turn at a model
     try:
         while True:
             item, error = await queue.get()
