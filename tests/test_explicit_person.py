@@ -1,5 +1,5 @@
-"""Whose memory a piece of code reaches is explicit: a thread that lost the request's context (a
-worker a route started without ``copy_context``) reaches no memory instead of being handed the owner's, and
+"""Whose memory a piece of code reaches is explicit: a thread a route starts reaches only the memory of the
+person it is handed (``you: AsPerson``); asking the app for one reaches none instead of the owner's, and
 the server's background jobs (the heartbeat that also finishes removals, the off-the-record sweep, the
 dream's backlogs, the re-embedding retry and catch-up) run on a thread with no person bound, so each reaches
 every store through the person it names. The real app on scripted models, real SQLite and FAISS.
