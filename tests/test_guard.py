@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -24,6 +24,7 @@ from lyra_local.errors import ConfigError
 from lyra_local.web.guard import same_origin, split_host
 
 from .conftest import MODELS_DIR, Served, base_env, fake_client, free_port, serve_lyra
+from .web_fixtures import Serving
 
 TOKEN = "tok-" + "abcdefghij" * 2  # 24 characters
 CONFIG = '[server]\nallowed_hosts = ["lyra.test"]\n[models.chat.sampling]\nmax_tokens = 16\n'
@@ -137,10 +138,8 @@ def test_an_allowed_host_with_a_port_allows_that_port_only(make_settings: Callab
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    tmp = tmp_path_factory.mktemp("guard")
-    with serve_lyra(tmp, lyra_env(tmp), CONFIG) as served:
-        yield served
+def serving() -> Serving:
+    return Serving(CONFIG + "[dream]\nenabled = false\n")
 
 
 @pytest.mark.slow
