@@ -15,6 +15,7 @@ import pytest
 from lyra_local.memory import Memory, RecallQuery
 from lyra_local.store import IndexSettings, Store
 from lyra_local.store.exchanges import NewExchange
+from lyra_local.store.recall_index import RecallIndex
 
 from .conftest import REPO
 from .fakes import FakeEmbedder
@@ -38,6 +39,7 @@ from pathlib import Path
 from lyra_local.store import Store
 from lyra_local.memory import Memory
 from lyra_local.store.exchanges import NewExchange
+from lyra_local.store.recall_index import RecallIndex
 from tests.fakes import FakeEmbedder
 memory = Memory(Store(Path({str(data_dir)!r})), FakeEmbedder())
 session = memory.store.sessions.create("writer")
@@ -278,3 +280,24 @@ def test_growing_past_the_threshold_switches_to_hnsw_in_the_background(tmp_path:
     index.wait_for_upgrade(timeout=30)
     assert memory.store.index("exchange", "fake-embed").kind == "hnsw" and index.size == 140
     memory.store.close()
+
+
+@pytest.mark.parametrize("threshold", [10**6, 10])
+def test_recall_reads_the_stored_vectors_from_the_index_bit_for_bit(tmp_path: Path, threshold: int) -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(40, 16)).astype(np.float32)
+    store = Store(tmp_path, index_settings=IndexSettings(hnsw_threshold=threshold))
+    session = store.sessions.create("s")
+    with store.write() as conn:
+        ids = [e.id for e in store.exchanges.insert(conn, [NewExchange(session.id, "user", f"t{i}")
+                                                           for i in range(40)], vectors, "m")]
+    unembedded = store.exchanges.add(NewExchange(session.id, "user", "no vector yet")).id
+    with store.write() as conn:
+        conn.execute("DELETE FROM exchanges WHERE id = ?", (ids[3],))
+    index = RecallIndex(store)
+    asked = [ids[5], ids[3], unembedded, ids[0]]
+    found = index.vectors("exchange", "m", asked)
+    assert sorted(found) == sorted([ids[5], ids[0]])  # the forgotten and the unembedded have none
+    assert np.array_equal(found[ids[5]], vectors[5]) and np.array_equal(found[ids[0]], vectors[0])
+    assert store.index("exchange", "m").kind == ("hnsw" if threshold == 10 else "flat")
+    store.close()

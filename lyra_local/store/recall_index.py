@@ -212,12 +212,18 @@ class RecallIndex:
         return [str(r[0]) for r in rows]
 
     def vectors(self, tier: str, model: str, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """The stored vectors of ``ids`` by id, from the vector index (caught up with SQLite); SQLite is read only
+        for ids the index lacks (an id without a vector)."""
         if not ids:
             return {}
+        found = self.store.index(tier, model).vectors(ids)
+        missing = [i for i in ids if i not in found]
+        if not missing:
+            return found
         rows = self.store.conn().execute(
             "SELECT item_id, vector FROM embeddings WHERE tier = ? AND model = ? "
-            "AND item_id IN (SELECT value FROM json_each(?))", (tier, model, _json_ids(ids)))
-        return {int(r[0]): np.frombuffer(r[1], dtype=np.float32) for r in rows}
+            "AND item_id IN (SELECT value FROM json_each(?))", (tier, model, _json_ids(missing)))
+        return {**found, **{int(r[0]): np.frombuffer(r[1], dtype=np.float32) for r in rows}}
 
     def gist_sessions(self, gist_ids: Sequence[int]) -> list[int]:
         """The sessions of these gists, in the gists' order."""
