@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 
 from .errors import LyraError
 from .store import Store
-from .store.dirlock import DataDirBusy, DirLock, find_holders
-from .store.forget import forget
-from .store.forget_plan import plan_forget
+from .store.files.dirlock import DataDirBusy, DirLock, find_holders
+from .store.forget.erase import forget
+from .store.forget.plan import plan_forget
 from .store.household import Household, Person
 
 REASON = "the person was removed"

@@ -29,7 +29,7 @@ from lyra_local.config import DEFAULT_CHAT_FILE, load_settings
 from lyra_local.llm.local import available_cpus
 from lyra_local.llm.registry import Models
 from lyra_local.mind import Dreamer
-from lyra_local.mind.backlog import sense
+from lyra_local.mind.dream.backlog import sense
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 

@@ -10,7 +10,7 @@
   tiny model (or, with ``--fake-call-s``, a scripted one whose every call takes
   that long), first one whole pass per person in turn (A first, as a single
   queue would), then through the household's round-robin scheduler
-  (``mind/scheduler.py``, its turn ``--turn`` seconds). Per pass: whose it was,
+  (``mind/dream/scheduler.py``, its turn ``--turn`` seconds). Per pass: whose it was,
   when, how long and what it did; per person: seconds from the start until
   every conversation of theirs had its summary.
 
@@ -43,9 +43,9 @@ from lyra_local.config import load_settings  # noqa: E402
 from lyra_local.llm.local import available_cpus  # noqa: E402
 from lyra_local.llm.registry import Models  # noqa: E402
 from lyra_local.mind import Dreamer  # noqa: E402
-from lyra_local.mind.backlog import sense  # noqa: E402
-from lyra_local.mind.drives import backlog_size  # noqa: E402
-from lyra_local.mind.scheduler import DreamScheduler  # noqa: E402
+from lyra_local.mind.dream.backlog import sense  # noqa: E402
+from lyra_local.mind.dream.drives import backlog_size  # noqa: E402
+from lyra_local.mind.dream.scheduler import DreamScheduler  # noqa: E402
 from lyra_local.passwords import hash_secret, verify_secret  # noqa: E402
 from lyra_local.store import Store  # noqa: E402
 from lyra_local.store.household import Household  # noqa: E402
@@ -236,7 +236,7 @@ def dream(big: int, turns: int, summary_tokens: int, turn_s: float, fake_call_s:
 
 
 def round_robin(turn_s: float) -> Callable[[dict[str, Path], Models, Any, Timeline], None]:
-    """The household's scheduler (``mind/scheduler.py``): people with a backlog round-robin, the larger first,
+    """The household's scheduler (``mind/dream/scheduler.py``): people with a backlog round-robin, the larger first,
     a pass cut at its next model call once it has had ``turn_s`` while others wait; its ticks run here."""
 
     def schedule(dirs: dict[str, Path], models: Models, settings: Any, timeline: Timeline) -> None:
@@ -281,7 +281,7 @@ class Passing(Dreamer):
 
 def schedules(turn_s: float) -> list[tuple[str, Callable[[dict[str, Path], Models, Any, Timeline], None]]]:
     return [("one queue (a whole pass per person, A first)", one_queue),
-            (f"round-robin by backlog, turn {turn_s:g} s (mind/scheduler.py)", round_robin(turn_s))]
+            (f"round-robin by backlog, turn {turn_s:g} s (mind/dream/scheduler.py)", round_robin(turn_s))]
 
 
 def main() -> None:

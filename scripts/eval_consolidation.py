@@ -51,9 +51,9 @@ from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.llm.registry import Models
 from lyra_local.memory.keys import BY_NAME as KEYS
 from lyra_local.mind import Dreamer
-from lyra_local.mind.ground import when
-from lyra_local.mind.grounding import SUPPORT, sentences, split_speaker
-from lyra_local.mind.statement import content_words
+from lyra_local.mind.facts.statement import content_words
+from lyra_local.mind.grounding.checks import SUPPORT, sentences, split_speaker
+from lyra_local.mind.grounding.sources import when
 from lyra_local.store import Exchange, Store
 from lyra_local.store.derived import ProfileFact
 from lyra_local.transfer.importer import import_source
@@ -246,13 +246,13 @@ def supported_sentences(store: Store, models: Models, turns: dict[int, list[Exch
 
 
 def floor_table() -> None:
-    """The facts floor alone (``mind/floor.py`` through the gate, ``mind/facts.py``) over every turn of the
+    """The facts floor alone (``mind/facts/floor.py`` through the gate, ``mind/facts/gate.py``) over every turn of the
     person's in every set, judged against the gold where there is one: it reads turns, not gists, so it is the same
     with any model. Coverage: the share of the person's gold observations that some correct fact stands on."""
     from bench_chat import bench_embedder
 
-    from lyra_local.mind.facts import KeyFit, Turn, gate
-    from lyra_local.mind.floor import proposals
+    from lyra_local.mind.facts.floor import proposals
+    from lyra_local.mind.facts.gate import KeyFit, Turn, gate
     from lyra_local.parser import load_parser
 
     settings, embedder = bench_embedder()
@@ -378,7 +378,7 @@ def main() -> None:
         settings = load_settings(None, env={**os.environ, "LYRA_DATA_DIR": tmp})
         models = Models(settings)
         print(f"Consolidation evaluation: summary model {models.summary.name}, embeddings {models.embed.name}, "
-              f"{os.cpu_count()} CPUs; grounding as in lyra_local/mind/grounding.py")
+              f"{os.cpu_count()} CPUs; grounding as in lyra_local/mind/grounding/checks.py")
         for dataset in datasets:
             sets = load(dataset)[:args.conversations or None]
             for memory_set in sets:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The profile's truth gate (``lyra_local/mind/facts.py``) measured on proposed facts whose truth is known.
+"""The profile's truth gate (``lyra_local/mind/facts/gate.py``) measured on proposed facts whose truth is known.
 
 A case file is a JSON list of cases ``{"turns": [{"role", "content"}],
 "proposals": [{"key", "value", "quote", "true"}]}`` ("user" turns are the
@@ -66,7 +66,7 @@ def kind_of(proposal: dict[str, Any]) -> str:
 def real_gate() -> tuple[Judge, str]:
     """``judge_case`` with the real parser and embedding model, and a line saying what they are."""
     # imported here, not above, so that --check reads a case file without the gate and its models
-    from lyra_local.mind.facts import judge_case
+    from lyra_local.mind.facts.gate import judge_case
     from lyra_local.parser import load_parser
 
     settings, embedder = bench_embedder()

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lyra_local.mind.grounding import sentences, split_speaker
-from lyra_local.mind.statement import WORD, content_words
+from lyra_local.mind.facts.statement import WORD, content_words
+from lyra_local.mind.grounding.checks import sentences, split_speaker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gold import Observation, observations  # noqa: E402

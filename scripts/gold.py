@@ -18,8 +18,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lyra_local.mind.grounding import forms, vocabulary
-from lyra_local.mind.statement import content_words, names_someone
+from lyra_local.mind.facts.statement import content_words, names_someone
+from lyra_local.mind.grounding.checks import forms, vocabulary
 
 
 @dataclass(frozen=True)

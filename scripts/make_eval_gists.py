@@ -24,8 +24,8 @@ from pathlib import Path
 
 from lyra_local.config import load_settings
 from lyra_local.llm.registry import Models
-from lyra_local.mind.gists import draft_gist
-from lyra_local.mind.scribe import Scribe
+from lyra_local.mind.dream.scribe import Scribe
+from lyra_local.mind.summaries.gists import draft_gist
 from lyra_local.store import Store
 from lyra_local.transfer.importer import import_source
 from lyra_local.transfer.sources import open_source

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
-# A forget refuses while another process imports an upload (store/uploads.py), and a server's own import stops
+# A forget refuses while another process imports an upload (store/files/uploads.py), and a server's own import stops
 # when a forget runs there: both say what to do (wait, or import the same file again), and the soak does it.
 IMPORT_RUNNING = ("ImportInProgress", "an import into this memory is running", "is still finishing the batch")
 LOCK_TEXTS = ("database is locked", "database table is locked", "storebusy", "stayed locked",

@@ -1,8 +1,8 @@
 """A server killed during an upload, and a forget right after its restart (found by the soak's kill rounds).
 
-The recovery step (``store/files.py``) leaves an upload younger than
+The recovery step (``store/files/registry.py``) leaves an upload younger than
 ``GRACE_S`` (60 s) alone unless its process is alone on the memory, and a
-forget (``store/uploads.py: Uploads.settle``) refuses while an upload it did
+forget (``store/files/uploads.py: Uploads.settle``) refuses while an upload it did
 not make is "busy". A dead server's upload, its flock free, is then taken for
 a live import for a minute: every forget in that minute is refused with "an
 import into this memory is running in another process" though no process
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lyra_local.store.dirlock import DirLock
+from lyra_local.store.files.dirlock import DirLock
 
 from .conftest import CHAT_GGUF, EMBED_GGUF, require_file
 from .crash_kit import Lyra, Point, import_file, in_thread, moments, snapshot, wait_for

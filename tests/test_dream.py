@@ -17,8 +17,8 @@ from lyra_local.errors import ModelUnavailable
 from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.llm.local import LocalEmbedder
 from lyra_local.mind import Dreamer
-from lyra_local.mind.backlog import sense
-from lyra_local.mind.drives import compute_drives
+from lyra_local.mind.dream.backlog import sense
+from lyra_local.mind.dream.drives import compute_drives
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 
@@ -227,7 +227,7 @@ def test_forgetting_a_session_rebuilds_what_was_built_from_it(store: Store, sett
     secret = add_session(store, "pet", "2024-01-10", ["my cat is Miso", "cute"])
     dreamer(store, settings).run_pass(force=True)
     assert "Miso" in next(d for d in store.derived.digests("day")).content
-    from lyra_local.store.forget import forget_sessions
+    from lyra_local.store.forget.erase import forget_sessions
     forget_sessions(store, [secret])
     assert [f.key for f in store.derived.profile()] == ["home city"]
     dreamer(store, settings).run_pass(force=True)

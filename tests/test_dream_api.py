@@ -101,7 +101,7 @@ def test_the_scheduler_dreams_on_its_own_when_nobody_talks(make_settings: Callab
 
 
 def test_a_scheduled_pass_waits_while_someone_is_chatting(make_settings: Callable[..., Settings]) -> None:
-    from lyra_local.mind.scheduler import DreamScheduler
+    from lyra_local.mind.dream.scheduler import DreamScheduler
 
     made: list[object] = []
 

@@ -1,4 +1,4 @@
-"""The dream's event kinds are one declared set (``mind/dream_events.py``): each has its sentence, the dream
+"""The dream's event kinds are one declared set (``mind/dream/events.py``): each has its sentence, the dream
 emits no other, the page names no other, and what goes out is the plain string the log always held."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from lyra_local.config import Settings
 from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.mind import Dreamer
-from lyra_local.mind.dream_events import DreamEvent
-from lyra_local.mind.dream_sentences import SENTENCES, sentence
+from lyra_local.mind.dream.events import DreamEvent
+from lyra_local.mind.dream.sentences import SENTENCES, sentence
 from lyra_local.store import Store
 
 from .fakes import FakeChatModel, FakeEmbedder

@@ -19,7 +19,7 @@ from lyra_local.config import Settings
 from lyra_local.llm.local import LocalChatModel, LocalEmbedder
 from lyra_local.llm.registry import Models
 from lyra_local.mind import Dreamer, PassReport
-from lyra_local.mind.backlog import sense
+from lyra_local.mind.dream.backlog import sense
 from lyra_local.store import Store
 from lyra_local.store.db import to_iso
 

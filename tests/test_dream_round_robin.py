@@ -16,8 +16,8 @@ import pytest
 
 from lyra_local.config import DreamSettings
 from lyra_local.llm.fair import ASKER
-from lyra_local.mind.dream import PassReport
-from lyra_local.mind.scheduler import DreamScheduler, visit_order
+from lyra_local.mind.dream.cycle import PassReport
+from lyra_local.mind.dream.scheduler import DreamScheduler, visit_order
 
 from .conftest import wait_until
 

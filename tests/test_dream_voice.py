@@ -14,7 +14,7 @@ from lyra_local.config import Settings
 from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.mind import Dreamer
 from lyra_local.store import Store
-from lyra_local.store.forget import forget_sessions
+from lyra_local.store.forget.erase import forget_sessions
 
 from .conftest import fake_client
 from .fakes import FakeChatModel, FakeEmbedder

@@ -17,8 +17,8 @@ from lyra_local.authors import imported_from
 from lyra_local.config import Settings
 from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.mind import Dreamer
-from lyra_local.mind.gists import repliers, transcript
-from lyra_local.mind.grounding import Quote, quotes_of
+from lyra_local.mind.grounding.checks import Quote, quotes_of
+from lyra_local.mind.summaries.gists import repliers, transcript
 from lyra_local.store import Exchange, Store
 from lyra_local.store.exchanges import NewExchange
 

@@ -18,7 +18,7 @@ from lyra_local.config import Settings
 from lyra_local.store import Store
 from lyra_local.store.branches import set_aside
 from lyra_local.store.exchanges import NewExchange
-from lyra_local.store.forget import forget_exchanges, forget_sessions
+from lyra_local.store.forget.erase import forget_exchanges, forget_sessions
 from lyra_local.transfer.importer import import_conversations, import_source
 from lyra_local.transfer.lyra_format import read_lyra_lines, write_sessions
 from lyra_local.transfer.memory_file import memory_json, restore_memory

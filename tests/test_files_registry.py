@@ -1,4 +1,4 @@
-"""Files are memory too: every file of a data directory is declared (``store/files.py``), what a dead
+"""Files are memory too: every file of a data directory is declared (``store/files/registry.py``), what a dead
 process left goes at the next open, and a forget reaches an upload waiting to be imported.
 
 The everyday scenarios run on the real app with scripted models; the crashes kill a real ``lyra serve`` and a
@@ -30,11 +30,11 @@ from lyra_local.errors import LyraError
 from lyra_local.llm.base import Vectors
 from lyra_local.memory import Memory
 from lyra_local.store import Store, context_view
-from lyra_local.store.files import CREATING, FILES, explaining, locked_file, sweep_leftovers, unexplained_files
-from lyra_local.store.forget import forget
-from lyra_local.store.forget_plan import plan_forget
+from lyra_local.store.files.registry import CREATING, FILES, explaining, locked_file, sweep_leftovers, unexplained_files
+from lyra_local.store.files.uploads import ImportInProgress
+from lyra_local.store.forget.erase import forget
+from lyra_local.store.forget.plan import plan_forget
 from lyra_local.store.records import TIERS
-from lyra_local.store.uploads import ImportInProgress
 from lyra_local.transfer.backup import STAGING, backup, restore
 
 from .chatgpt_export import conversation, write_export
@@ -212,7 +212,7 @@ def test_a_forget_during_an_import_stops_it_and_leaves_the_text_nowhere(
 @contextlib.contextmanager
 def uploading_elsewhere(path: Path) -> Iterator[subprocess.Popen[str]]:
     """Another process holding an upload the way a server does (``locked_file``) until the block ends."""
-    code = ("import sys; from pathlib import Path; from lyra_local.store.files import locked_file\n"
+    code = ("import sys; from pathlib import Path; from lyra_local.store.files.registry import locked_file\n"
             "with locked_file(Path(sys.argv[1])) as f:\n    f.write(b'the upload'); f.flush()\n"
             "    print('held', flush=True); sys.stdin.read()\n")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -266,7 +266,7 @@ def test_the_next_open_sweeps_what_a_dead_process_left_and_logs_it(tmp_path: Pat
     files = leftovers(data)
     stray = data / "notes.txt"
     stray.write_text("the person's own file")
-    with caplog.at_level(logging.WARNING, logger="lyra_local.store.files"):
+    with caplog.at_level(logging.WARNING, logger="lyra_local.store.files.registry"):
         Store(data).close()
     assert [p for p in files.values() if p.exists()] == [] and not (data / STAGING).exists()
     swept = [r.getMessage() for r in caplog.records if SWEPT in r.getMessage()]

@@ -3,7 +3,7 @@ proposals (tests/data/facts_cases.json): what people type about themselves, clea
 nothing (questions, wishes, other people's facts, quotes, negations, idioms). These sets are ours, a regression
 test: the gate's figures on conversations we did not write are scripts/eval_facts.py's (docs/benchmarks.md).
 
-The floor reads by grammar alone (mind/floor.py): precision 1.0 on the negatives, and what it finds of the
+The floor reads by grammar alone (mind/facts/floor.py): precision 1.0 on the negatives, and what it finds of the
 positives is printed (``pytest -s``), with a floor under it so that it cannot quietly learn nothing."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import numpy.typing as npt
 import pytest
 
 from lyra_local.llm.local import LocalEmbedder
-from lyra_local.mind.facts import KeyFit, Proposal, Turn, gate, judge_case
-from lyra_local.mind.floor import proposals
-from lyra_local.mind.statement import content_words
+from lyra_local.mind.facts.floor import proposals
+from lyra_local.mind.facts.gate import KeyFit, Proposal, Turn, gate, judge_case
+from lyra_local.mind.facts.statement import content_words
 from lyra_local.parser import Parser
 
 from .conftest import REPO

@@ -19,9 +19,9 @@ from lyra_local.cli import main
 from lyra_local.errors import LyraError
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
-from lyra_local.store.files import unexplained_files
-from lyra_local.store.forget import forget
-from lyra_local.store.forget_plan import plan_forget
+from lyra_local.store.files.registry import unexplained_files
+from lyra_local.store.forget.erase import forget
+from lyra_local.store.forget.plan import plan_forget
 from lyra_local.transfer.backup import backup, backup_file, restore
 from lyra_local.transfer.importer import import_conversations
 from lyra_local.transfer.records import ImportedConversation, ImportedMessage
@@ -205,7 +205,7 @@ def test_a_restore_refuses_to_keep_the_replaced_memory_inside_the_data_directory
 
 def test_a_backup_downloaded_from_the_server_leaves_no_copy_in_the_data_directory(
         client, chat, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The copy is written as a declared temporary (``.backup-*``, store/files.py: swept after a crash) and is
+    """The copy is written as a declared temporary (``.backup-*``, store/files/registry.py: swept after a crash) and is
     gone from the data directory once the download has it open (in the system's temporary folder, a crash would
     leave it where no recovery step looks)."""
     session = client.post("/api/sessions", json={}).json()["id"]

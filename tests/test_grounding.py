@@ -11,7 +11,7 @@ import pytest
 from lyra_local.config import Settings
 from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.mind import Dreamer
-from lyra_local.mind import grounding as g
+from lyra_local.mind.grounding import checks as g
 from lyra_local.store import Store
 
 from .fakes import FakeChatModel, FakeEmbedder
@@ -137,7 +137,7 @@ def test_a_roll_up_reads_quotes_back_unchanged_and_the_former_forms_as_they_were
         ("The user", "The user: “I adopted a puppy.”"), ("Lyra", "Lyra: “What is its name?”")]
 
 
-# The profile's gate and floor are tested in tests/test_floor_facts.py (mind/facts.py, mind/floor.py).
+# The profile's gate and floor are tested in tests/test_floor_facts.py (mind/facts/gate.py, mind/facts/floor.py).
 
 
 def transcribing(messages: Sequence[Message], options: GenerationOptions | None) -> str:

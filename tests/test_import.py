@@ -199,7 +199,7 @@ class ForgettingWhileEmbedding(FakeEmbedder):
         self.store, self.session_id = store, session_id
 
     def embed(self, texts):  # type: ignore[no-untyped-def]
-        from lyra_local.store.forget import forget_sessions
+        from lyra_local.store.forget.erase import forget_sessions
 
         forget_sessions(self.store, [self.session_id])
         return super().embed(texts)

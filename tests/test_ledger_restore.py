@@ -14,10 +14,10 @@ import pytest
 
 from lyra_local.coord import Coordinator
 from lyra_local.store import Store
-from lyra_local.store import ledger
 from lyra_local.store.exchanges import NewExchange
-from lyra_local.store.forget import forget, forget_sessions
-from lyra_local.store.forget_plan import plan_forget
+from lyra_local.store.forget import ledger
+from lyra_local.store.forget.erase import forget, forget_sessions
+from lyra_local.store.forget.plan import plan_forget
 from lyra_local.transfer import backup as backups
 from lyra_local.transfer.importer import import_conversations, import_source
 from lyra_local.transfer.lyra_format import write_sessions

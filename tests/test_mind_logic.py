@@ -7,12 +7,12 @@ from datetime import date, datetime, time, timedelta, timezone
 import pytest
 
 from lyra_local.config import DreamSettings
-from lyra_local.memory.timeline import Entry, render_timeline
-from lyra_local.mind.chunks import input_budget, pack, split_to
-from lyra_local.mind.digests import GistSource, plan_digests
-from lyra_local.mind.drives import Backlog, PendingSession, compute_drives, is_ripe
 from lyra_local.memory.keys import normalize_key
-from lyra_local.mind.scheduler import in_quiet_hours
+from lyra_local.memory.timeline import Entry, render_timeline
+from lyra_local.mind.dream.drives import Backlog, PendingSession, compute_drives, is_ripe
+from lyra_local.mind.dream.scheduler import in_quiet_hours
+from lyra_local.mind.summaries.chunks import input_budget, pack, split_to
+from lyra_local.mind.summaries.digests import GistSource, plan_digests
 from lyra_local.store.db import to_iso
 
 

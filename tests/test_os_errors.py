@@ -28,9 +28,9 @@ from lyra_local.config import Settings
 from lyra_local.errors import DiskFull, ReadOnlyStorage, StorageMissing, StoragePermission
 from lyra_local.store import Store, db
 from lyra_local.store.db import StoreBusy
-from lyra_local.store.dirlock import DirLock
 from lyra_local.store.exchanges import NewExchange
-from lyra_local.store.files import OUTGOING_DIR
+from lyra_local.store.files.dirlock import DirLock
+from lyra_local.store.files.registry import OUTGOING_DIR
 
 from .conftest import MODELS_DIR, base_env, fake_client, serve_lyra
 from .test_web_ui import CONFIG, opened, send, shot

@@ -1,4 +1,4 @@
-"""Copies written outside the data directory leave nothing behind when their writer is killed (store/outgoing.py).
+"""Copies written outside the data directory leave nothing behind when their writer is killed (store/files/outgoing.py).
 
 A backup, an export, a household backup and `lyra world edit` write a person's words outside the data directory
 under a temporary name first. Killed before the rename, the temporary file would stay for good, out of reach of
@@ -18,8 +18,8 @@ import pytest
 
 from lyra_local.memory import Memory
 from lyra_local.store import Store
-from lyra_local.store.files import OUTGOING_DIR, sweep_leftovers
-from lyra_local.store.outgoing import writing_outside
+from lyra_local.store.files.outgoing import writing_outside
+from lyra_local.store.files.registry import OUTGOING_DIR, sweep_leftovers
 
 from .fakes import FakeEmbedder
 from .test_files_registry import explained, killed_at, lyra_process, next_open

@@ -16,8 +16,8 @@ import json
 from lyra_local.memory import Memory, RecallQuery
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
-from lyra_local.store.forget import forget
-from lyra_local.store.forget_plan import plan_forget
+from lyra_local.store.forget.erase import forget
+from lyra_local.store.forget.plan import plan_forget
 from lyra_local.transfer.importer import import_source
 from lyra_local.transfer.lyra_format import write_sessions
 from lyra_local.transfer.sources import open_source

@@ -11,7 +11,7 @@ from lyra_local.config import Settings
 from lyra_local.memory import Memory
 from lyra_local.memory.gather import gather
 from lyra_local.memory.plans import planned
-from lyra_local.mind.about import cards
+from lyra_local.mind.facts.about import cards
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 

@@ -21,7 +21,7 @@ After every step (the server running again, its recovery done):
   import run again adds nothing twice;
 - a forgotten word (and one lost to a restore) is in no byte of any file under
   the data directory;
-- no file there is one the registry of places (``store/files.py``) does not
+- no file there is one the registry of places (``store/files/registry.py``) does not
   explain, and none is an upload or a restore's staging (a killed process's,
   which the recovery step removes).
 
@@ -55,7 +55,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from lyra_local.store.files import explaining, unexplained_files
+from lyra_local.store.files.registry import explaining, unexplained_files
 
 from .conftest import CHAT_GGUF, EMBED_GGUF, require_file
 from .crash_kit import (

@@ -8,7 +8,7 @@ import pytest
 from lyra_local.store import Store
 from lyra_local.store.derived import Made
 from lyra_local.store.exchanges import NewExchange
-from lyra_local.store.forget import forget_exchanges
+from lyra_local.store.forget.erase import forget_exchanges
 from lyra_local.store.provenance import StaleSources, dependents
 
 VECTOR = np.ones(4, dtype=np.float32) / 2

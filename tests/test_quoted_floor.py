@@ -14,10 +14,10 @@ from datetime import datetime, timezone
 from lyra_local.config import Settings
 from lyra_local.llm.base import GenerationOptions, Message
 from lyra_local.mind import Dreamer
-from lyra_local.mind import grounding as g
-from lyra_local.mind.ground import Ground
-from lyra_local.mind.narrative import narrative_material
-from lyra_local.mind.scribe import Scribe
+from lyra_local.mind.dream.scribe import Scribe
+from lyra_local.mind.grounding import checks as g
+from lyra_local.mind.grounding.sources import Ground
+from lyra_local.mind.summaries.narrative import narrative_material
 from lyra_local.store import Store
 
 from .fakes import FakeChatModel, FakeEmbedder

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lyra_local.authors import author_at_import, author_of
-from lyra_local.mind.ground import Ground
+from lyra_local.mind.grounding.sources import Ground
 from lyra_local.store import Store, migrations
 from lyra_local.store.db import connect
 from lyra_local.store.exchanges import NewExchange

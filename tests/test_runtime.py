@@ -14,7 +14,7 @@ from lyra_local.config import Settings
 from lyra_local.llm.registry import Models
 from lyra_local.memory import Memory
 from lyra_local.runtime import RuntimeClosed, open_runtime
-from lyra_local.store.dirlock import DirLock
+from lyra_local.store.files.dirlock import DirLock
 from lyra_local.transfer.backup import backup, restore
 
 from .conftest import MODELS_DIR

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lyra_local.store import Store
-from lyra_local.store.dirlock import DataDirBusy, DirLock, find_holders
+from lyra_local.store.files.dirlock import DataDirBusy, DirLock, find_holders
 
 from .conftest import REPO
 

@@ -12,7 +12,7 @@ from lyra_local.config import Settings
 from lyra_local.errors import ConfigError
 from lyra_local.memory import Memory, RecallQuery
 from lyra_local.memory.gather import gather
-from lyra_local.mind import digests
+from lyra_local.mind.summaries import digests
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 

@@ -1,12 +1,12 @@
-"""The companion's own voice (mind/voice.py) and the dream's log in sentences (mind/dream_sentences.py): pure
+"""The companion's own voice (mind/reflection/voice.py) and the dream's log in sentences (mind/dream/sentences.py): pure
 functions, checked on texts a person really types, where a looser check went wrong."""
 
 from __future__ import annotations
 
 import pytest
 
-from lyra_local.mind import voice
-from lyra_local.mind.dream_sentences import FORGOTTEN, conversation_ids, pass_summary, period, sentence
+from lyra_local.mind.dream.sentences import FORGOTTEN, conversation_ids, pass_summary, period, sentence
+from lyra_local.mind.reflection import voice
 
 MAYA = ["Hi! I'm Maya. I have an interview on 2 May for a ward manager job, can you help me prepare?",
         "i work night shifts as a nurse at st james's hospital so im always tired lol",

@@ -13,7 +13,7 @@ import pytest
 from lyra_local.config import Settings
 from lyra_local.llm.local import LocalChatModel, LocalEmbedder
 from lyra_local.mind import Dreamer
-from lyra_local.mind.grounding import quotes_of
+from lyra_local.mind.grounding.checks import quotes_of
 from lyra_local.store import Store
 
 from .test_dream import add_session

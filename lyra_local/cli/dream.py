@@ -32,12 +32,12 @@ from rich.table import Table
 from ..config import Settings, load_settings, model_file_problems
 from ..errors import ConfigError, LyraError
 from ..mind import Dreamer, PassReport
-from ..mind.dream_events import DreamEvent
-from ..mind.dream_log import told
+from ..mind.dream.events import DreamEvent
+from ..mind.dream.log import told
 from ..people import Need, as_person, choose
 from ..runtime import Runtime, open_runtime
 from ..store import Store
-from ..store.forget import forget_idle_off_the_record
+from ..store.forget.erase import forget_idle_off_the_record
 from ..store.household import Household, Person
 
 log = logging.getLogger(__name__)

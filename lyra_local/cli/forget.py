@@ -14,8 +14,8 @@ from ..config import load_settings
 from ..errors import LyraError
 from ..runtime import open_runtime
 from ..store import Store
-from ..store.forget import forget
-from ..store.forget_plan import ForgetPlan, plan_forget
+from ..store.forget.erase import forget
+from ..store.forget.plan import ForgetPlan, plan_forget
 from ..store.kinds import FORGOTTEN_TEXT, KINDS
 from ..transfer.timestamps import time_bound
 

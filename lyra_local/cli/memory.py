@@ -13,8 +13,8 @@ from typing import Any
 
 from ..config import load_settings
 from ..memory.plans import described
-from ..mind.about import cards
-from ..mind.grounding import cited
+from ..mind.facts.about import cards
+from ..mind.grounding.checks import cited
 from ..runtime import open_runtime
 from ..store import Store
 

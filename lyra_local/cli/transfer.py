@@ -25,8 +25,8 @@ from ..pause_points import pause_point
 from ..people import choose
 from ..runtime import open_runtime
 from ..store import Store
+from ..store.files.outgoing import writing_outside
 from ..store.household import Household, Person
-from ..store.outgoing import writing_outside
 from ..transfer.backup import backup, restore
 from ..transfer.household_backup import restore_household, write_household_backup
 from ..transfer.importer import ImportReport, import_source

@@ -13,7 +13,7 @@ from ..coord import Coordinator
 from ..errors import LyraError
 from ..runtime import open_runtime
 from ..store import Store
-from ..store.outgoing import world_draft, writing_outside
+from ..store.files.outgoing import world_draft, writing_outside
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -1,7 +1,7 @@
 """The profile's keys, each described by what a person says of it and how they ask about it.
 
 One description per key, read by everyone who needs to know what a key means:
-the profile's gate (``mind/facts.py``: does a quote fit the key a model
+the profile's gate (``mind/facts/gate.py``: does a quote fit the key a model
 proposed, by meaning?), the floor that proposes facts without a model, and
 recall (a question such as "what is my job?" is asked in the words of a
 question, while the answer was said as a statement: the key's statements are
@@ -26,7 +26,7 @@ class Key:
     spellings: tuple[str, ...]
     says: tuple[str, ...]  # statements a person makes of it, in general words
     asks: tuple[str, ...]  # how a person asks about it
-    # what a value read from the parse alone may be (``mind/floor.py``): a name, a place, someone or something
+    # what a value read from the parse alone may be (``mind/facts/floor.py``): a name, a place, someone or something
     # named ("dog Rex", "sister Jess"), or a thing the person is ("nurse")
     kinds: frozenset[str] = frozenset({"thing"})
     # said by what happened ("we moved to Glasgow", "I grew up in Lagos"): a past tense may state it; of any

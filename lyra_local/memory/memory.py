@@ -19,8 +19,8 @@ import numpy.typing as npt
 from ..llm.base import Embedder, Reranker
 from ..store import Exchange, Hit, Store
 from ..store.exchanges import NewExchange
-from ..store.forget import Forgotten, forget, forget_exchanges, forget_sessions
-from ..store.forget_plan import ForgetPlan
+from ..store.forget.erase import Forgotten, forget, forget_exchanges, forget_sessions
+from ..store.forget.plan import ForgetPlan
 from .questions import KeyVectors
 from .recall import Recall, RecallQuery
 from .reembed import ReembedStatus, reembed

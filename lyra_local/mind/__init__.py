@@ -5,6 +5,6 @@ the server. Logic that decides (chunking, drives, digest planning) is pure and
 lives apart from the model calls that write.
 """
 
-from .dream import Dreamer, PassReport
+from .dream.cycle import Dreamer, PassReport
 
 __all__ = ["Dreamer", "PassReport"]

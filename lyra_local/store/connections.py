@@ -26,7 +26,7 @@ from pathlib import Path
 from ..errors import DiskFull
 from ..oserrors import storage_error
 from . import db
-from .dirlock import find_holders
+from .files.dirlock import find_holders
 
 log = logging.getLogger(__name__)
 

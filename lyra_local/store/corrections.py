@@ -25,10 +25,10 @@ from . import provenance
 from .blobs import put_vector
 from .db import utc_now
 from .derived import Digest, Gist, ProfileFact, _digest, _fact, _gist, rejection_parts, rejection_target
-from .forget import Doomed, note
+from .forget.erase import Doomed, note
+from .forget.scrub import scrub
 from .kinds import KINDS, NODES, STALE_KINDS
 from .memory_dump import ADOPT
-from .scrub import scrub
 
 if TYPE_CHECKING:
     from .store import Store

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from ..errors import LyraError
 from ..fsutil import private_file
-from .dirlock import find_holders
-from .folding import fold, fold_json
+from .files.dirlock import find_holders
+from .forget.folding import fold, fold_json
 
 BUSY_TIMEOUT_MS = 10_000
 WRITE_RETRIES = 8

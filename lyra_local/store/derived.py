@@ -3,7 +3,7 @@
 These are rebuilt by the dream cycle from the raw turns. Each write names what
 it was built from (``provenance``), checked inside its own transaction: a
 memory whose sources were forgotten while it was being made is never written,
-and forgetting a source later deletes it (``store/forget.py``).
+and forgetting a source later deletes it (``store/forget/erase.py``).
 """
 
 from __future__ import annotations

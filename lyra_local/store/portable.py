@@ -4,7 +4,7 @@ A turn is known everywhere by its **portable id**: the id its source gave it
 (a ChatGPT node, a Lyra export's ``source_id``), else ``<origin>:<turn id>``
 for a turn written here, where the origin names this memory (from its
 creation: ``Store.lineage``) and turn ids are never handed out twice in it
-(a restore raises the id sequences: ``store/backups.py``). An export writes it
+(a restore raises the id sequences: ``store/files/backups.py``). An export writes it
 for every turn, on the path and set aside, so importing an export again
 (even after an edit, a regenerate or a forget) recognises every turn by id
 instead of by position, and adds nothing it has. The versions set aside

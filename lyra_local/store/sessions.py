@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import BadRequest, LyraError
 from .db import canonical, utc_now
-from .folding import fold
+from .forget.folding import fold
 from .kinds import KINDS
 from .records import Session
 

@@ -6,7 +6,7 @@ threads mid-transaction), closed when its thread ends; the schema is migrated
 when the store opens. While a store is open its process holds the data
 directory's lock shared, so `lyra restore` can tell the memory is in use;
 before it takes it, the recovery step removes what a process that ended left
-in the data directory (``store/files.py``).
+in the data directory (``store/files/registry.py``).
 Never a module-level global: the app factory or a CLI command creates one and
 passes it.
 """
@@ -28,12 +28,12 @@ from .connections import Opener, ThreadConnections
 from .coordination import Coordination
 from .corrections import Corrections
 from .derived import Derived
-from .dirlock import DirLock
-from .dreams import DreamLog
+from .dream_passes import DreamLog
 from .exchanges import Exchanges
-from .files import sweep_leftovers
+from .files.dirlock import DirLock
+from .files.registry import sweep_leftovers
+from .files.uploads import Uploads
 from .sessions import Sessions
-from .uploads import Uploads
 from .vectors import IndexSettings, VectorIndex
 
 DB_FILENAME = "lyra.db"
@@ -54,7 +54,7 @@ class Store:
         self.path = data_dir / DB_FILENAME
         self.index_dir = data_dir / INDEX_DIRNAME
         self.index_settings = index_settings or IndexSettings()
-        sweep_leftovers(data_dir, lock)  # what a process that ended left (store/files.py), under the lock
+        sweep_leftovers(data_dir, lock)  # what a process that ended left (store/files/registry.py), under the lock
         self.uploads = Uploads(data_dir)
         self._own_lock = lock is None
         if lock is None:
@@ -119,7 +119,7 @@ class Store:
                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
     def lineage(self) -> str:
-        """Which memory this is, for the forget ledger (``store/ledger.py``): the time its first migration ran,
+        """Which memory this is, for the forget ledger (``store/forget/ledger.py``): the time its first migration ran,
         which every backup of it shares, and no other data directory's memory has."""
         row = self.conn().execute("SELECT applied_at FROM _migrations ORDER BY rowid LIMIT 1").fetchone()
         return f"created {row[0]}"

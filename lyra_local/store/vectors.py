@@ -7,7 +7,7 @@ catches up by replaying the log after *h* — including rows another process
 wrote since our last query, at the cost of one indexed ``max(seq)`` lookup.
 
 Snapshots are written with ``faiss.write_index`` (never pickle) to a temporary
-file (declared in ``store/files.py``, swept after a crash) and renamed, next to
+file (declared in ``store/files/registry.py``, swept after a crash) and renamed, next to
 a JSON sidecar holding the high-water mark, the count and the file's sha256.
 A missing, stale, truncated or garbled snapshot is detected on open and the
 index is rebuilt from SQLite. A failed save raises.
@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from ..fsutil import atomic_write_text, private_dir, sha256_file
 from ..oserrors import named_os_errors
-from .files import locked_file
+from .files.registry import locked_file
 
 if TYPE_CHECKING:
     from .store import Store
@@ -258,7 +258,7 @@ class VectorIndex:
                     return  # saved by the compaction when it is done
             private_dir(self.path.parent)
             # a name of its own (two processes may save one index at once) and a flock while it is written, so
-            # the recovery step tells a dead writer's half-written file from a live one's (store/files.py)
+            # the recovery step tells a dead writer's half-written file from a live one's (store/files/registry.py)
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
             with named_os_errors(self.path.parent), locked_file(tmp) as held:
                 # through our own file object: ``write_index(index, path)`` opens the path itself and only

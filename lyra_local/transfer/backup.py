@@ -1,16 +1,16 @@
 """Online backups of the memory, and restoring one without bringing back what was forgotten since.
 
-A backup is a consistent copy of the database (``store/backups.py``: without
+A backup is a consistent copy of the database (``store/files/backups.py``: without
 off-the-record conversations or this machine's task notes); the FAISS
 indexes are not copied: they are rebuilt from it. A restore takes the data
-directory's lock exclusively (``store/dirlock.py``), keeps the memory it
+directory's lock exclusively (``store/files/dirlock.py``), keeps the memory it
 replaces **outside** the data directory (beside the backup, unless told
 where: a copy inside would be a second memory that later forgets never
 reach), and then forgets again, from the forget ledger, everything forgotten
-after the backup was made (``store/ledger.py``), saying so.
+after the backup was made (``store/forget/ledger.py``), saying so.
 
 Every copy this module writes inside the data directory is a place declared in
-``store/files.py``: the restore's staging folder (removed when the restore
+``store/files/registry.py``: the restore's staging folder (removed when the restore
 ends, or by the recovery step after a restore that was killed) and a backup
 being written for a download (unlinked once open). A backup or a kept memory
 is never written inside the data directory.
@@ -29,11 +29,11 @@ from typing import BinaryIO
 from ..errors import LyraError
 from ..pause_points import pause_point
 from ..store import Store
-from ..store.backups import check, copy_into, live_servers, raise_sequences, sequences
-from ..store.dirlock import DataDirBusy, DirLock, find_holders
-from ..store.files import locked_file, sweep_leftovers
-from ..store.forget import Reforgotten, forget_again
-from ..store.outgoing import writing_outside
+from ..store.files.backups import check, copy_into, live_servers, raise_sequences, sequences
+from ..store.files.dirlock import DataDirBusy, DirLock, find_holders
+from ..store.files.outgoing import writing_outside
+from ..store.files.registry import locked_file, sweep_leftovers
+from ..store.forget.erase import Reforgotten, forget_again
 from ..store.store import DB_FILENAME, INDEX_DIRNAME
 
 STAGING = ".restoring"  # where a backup is made ready inside the data directory, removed whatever happens

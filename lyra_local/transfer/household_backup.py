@@ -7,7 +7,7 @@ So that nobody mistakes it for their own backup, the file is called
 says what it holds, then a ``manifest.json`` (who is in it, which file is
 whose memory). Then ``household.db`` (people, hashed secrets and tokens, the
 household memory: SQLite's online backup, one consistent snapshot) and each
-person's database as ``lyra backup`` copies it (``store/backups.py``
+person's database as ``lyra backup`` copies it (``store/files/backups.py``
 ``copy_into``: one read transaction's snapshot, without off-the-record
 conversations). The indexes are not copied: they are rebuilt from the rows.
 
@@ -42,12 +42,12 @@ from .. import __version__
 from ..errors import LyraError
 from ..pause_points import pause_point
 from ..store import Store
-from ..store.backups import check
-from ..store.dirlock import DataDirBusy, DirLock, find_holders
-from ..store.files import locked_file
+from ..store.files.backups import check
+from ..store.files.dirlock import DataDirBusy, DirLock, find_holders
+from ..store.files.outgoing import writing_outside
+from ..store.files.registry import locked_file
 from ..store.household import FILENAME as HOUSEHOLD_FILE
 from ..store.household import PEOPLE_DIRNAME, Household, Person
-from ..store.outgoing import writing_outside
 from ..store.store import DB_FILENAME
 from .backup import DOWNLOAD_PREFIX, STAGING, backup_file
 

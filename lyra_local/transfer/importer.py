@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..llm.base import Embedder, Vectors
-from ..store import Session, Store, ledger
+from ..store import Session, Store
 from ..store.exchanges import NewExchange, embedded_text
+from ..store.forget import ledger
 from ..store.portable import NewAside, add_asides, known_ids, origin, session_keys
 from .memory_file import has_derived_memory, restore_memory
 from .records import ImportedConversation, ImportedMessage, ImportFormatError, ImportProblem
@@ -171,7 +172,7 @@ class _Import:
 
 
 def _drop_forgotten(c: ImportedConversation, forgotten: frozenset[str], report: ImportReport) -> bool:
-    """Leave out what was forgotten here (``store/ledger.py``): an export made before a forget must not bring it
+    """Leave out what was forgotten here (``store/forget/ledger.py``): an export made before a forget must not bring it
     back. True when the whole conversation was forgotten."""
     if not forgotten:
         return False

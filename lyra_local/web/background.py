@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from ..errors import LyraError
 from ..llm.registry import Models
 from ..memory.reembed import catch_up
-from ..mind.scheduler import DreamScheduler
+from ..mind.dream.scheduler import DreamScheduler
 from ..store import Store, context_view, reembedding
-from ..store.forget import forget_idle_off_the_record
+from ..store.forget.erase import forget_idle_off_the_record
 
 if TYPE_CHECKING:
     from .state import AppState

@@ -14,7 +14,7 @@ from ..errors import LyraError
 from ..llm.base import Embedder
 from ..pause_points import pause_point
 from ..store import Store
-from ..store.uploads import Upload
+from ..store.files.uploads import Upload
 from ..transfer.importer import import_source
 from ..transfer.sources import open_source
 

@@ -25,15 +25,15 @@ from ..errors import LyraError, ReloadRefused
 from ..llm.registry import Models
 from ..memory import Memory
 from ..mind import Dreamer
-from ..mind.backlog import sense
-from ..mind.drives import backlog_size
-from ..mind.scheduler import DreamScheduler
+from ..mind.dream.backlog import sense
+from ..mind.dream.drives import backlog_size
+from ..mind.dream.scheduler import DreamScheduler
 from ..modelfiles.pull_jobs import PullJobs
 from ..people import as_person, first_person
 from ..person_removal import finish_opened, opened_alone, remove_opened
 from ..runtime import Runtime
 from ..store import Store
-from ..store.dirlock import DataDirBusy
+from ..store.files.dirlock import DataDirBusy
 from ..store.held import Held, held
 from ..store.household import Household, Person, PersonNotFound
 from .auth import Unbound
@@ -323,7 +323,8 @@ class AppState:
         """At shutdown: let the work still leasing the models end (briefly), then close the companions, the
         models and the stores: the first person's with the first runtime (whose models a reload may have
         retired), everyone else's after. Imports stop first (after the batch they are writing) and their uploads
-        go at once (``store/uploads.py``); downloads stop too, keeping their partial files for a pull to resume."""
+        go at once (``store/files/uploads.py``); downloads stop too, keeping their partial files for a pull to
+        resume."""
         self.pulls.stop_all(wait_s)
         for store in self.open_stores():
             store.uploads.stop_all("the server stopped", wait_s)

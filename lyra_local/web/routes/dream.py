@@ -2,7 +2,7 @@
 
 The live log is read from the store, so it shows passes of every process
 (the server's scheduler and standalone ``lyra dream`` workers alike). Each
-event carries ``says``, the sentence a person reads (mind/dream_sentences.py),
+event carries ``says``, the sentence a person reads (mind/dream/sentences.py),
 with the conversations' titles as they are now: a forgotten one is never named.
 """
 
@@ -20,10 +20,10 @@ from starlette.concurrency import run_in_threadpool
 
 from ...config import Settings
 from ...errors import LyraError
-from ...mind.backlog import sense
-from ...mind.dream_log import told
-from ...mind.dream_sentences import pass_summary
-from ...mind.drives import Backlog, compute_drives
+from ...mind.dream.backlog import sense
+from ...mind.dream.drives import Backlog, compute_drives
+from ...mind.dream.log import told
+from ...mind.dream.sentences import pass_summary
 from ...store import Store
 from ..deps import AsPerson, app_state
 from ..params import EventId

@@ -15,7 +15,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from ...errors import BadRequest
-from ...store.forget_plan import ForgetPlan, plan_forget
+from ...store.forget.plan import ForgetPlan, plan_forget
 from ...transfer.timestamps import time_bound
 from ..deps import AsPerson
 from ..params import RowId
@@ -48,7 +48,7 @@ def forget_route(body: ForgetRequest, you: AsPerson) -> dict[str, Any]:
     if wrong:
         raise BadRequest(f"memories of kind {', '.join(map(repr, wrong))} cannot be forgotten by id",
                          hint=f"kinds: {', '.join(FORGETTABLE)}; turns go by exchange_ids")
-    if not body.dry_run:  # an import stops first, so what it brought is planned for too (store/uploads.py)
+    if not body.dry_run:  # an import stops first, so what it brought is planned for too (store/files/uploads.py)
         you.store.uploads.settle()
     before = time_bound(body.before, "before")  # the store's UTC text, as `lyra forget --before` writes it
     sessions = [f"#{ref}" if isinstance(ref, int) else ref for ref in body.sessions]

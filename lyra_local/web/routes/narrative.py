@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from ...mind.narrative import narrative_basis
+from ...mind.summaries.narrative import narrative_basis
 from ..deps import AsPerson
 from ..params import TextEdit
 

@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ...errors import BadRequest
 from ...memory.keys import normalize_key
-from ...mind.about import cards
+from ...mind.facts.about import cards
 from ..deps import AsPerson
 from ..params import RowId
 

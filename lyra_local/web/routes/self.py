@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from ...mind.drives import compute_drives
+from ...mind.dream.drives import compute_drives
 from ..deps import AsPerson, app_state
 from .dream import sensed
 

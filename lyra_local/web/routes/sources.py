@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter
 
-from ...mind.grounding import cited
+from ...mind.grounding.checks import cited
 from ..deps import AsPerson
 from ..params import RowId
 

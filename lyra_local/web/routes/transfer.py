@@ -1,10 +1,10 @@
 """``/api/import`` (upload with progress), ``/api/export`` and ``/api/backup``: one's memory in and out.
 
 An upload is streamed to ``<data_dir>/imports/`` (never a path the request
-names: ``store/uploads.py``), imported in a background thread, and deleted
+names: ``store/files/uploads.py``), imported in a background thread, and deleted
 when the import ends, when the server stops, or when a forget stops it (the
 job then says so); a server killed meanwhile leaves it to the recovery step
-at the next open (``store/files.py``). Progress is read as JSON or as
+at the next open (``store/files/registry.py``). Progress is read as JSON or as
 server-sent events. Export and backup are downloads.
 """
 
