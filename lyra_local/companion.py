@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .authors import imported_author
@@ -31,6 +31,7 @@ from .store.branches import TurnNotFound
 from .store.exchanges import NewExchange
 from .store.recall_index import RecallIndex
 from .store.records import Ending
+from .turn_events import Delta, Done, Notice, Stored, TurnError, TurnEvent
 
 log = logging.getLogger(__name__)
 
@@ -62,15 +63,6 @@ def joiner(so_far: str, more: str) -> str:
 def continuation(messages: list[Message], so_far: str) -> list[Message]:
     """The prompt for the rest of a cut reply: the turn's prompt, the reply so far, the request to go on."""
     return [*messages, {"role": "assistant", "content": so_far}, {"role": "user", "content": CONTINUE_PROMPT}]
-
-
-@dataclass(frozen=True)
-class TurnEvent:
-    """What a streaming turn reports: ``stored`` (the user's message), ``delta``, ``error``, ``done``."""
-
-    type: str
-    text: str = ""
-    data: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -109,7 +101,7 @@ class Companion:
         if replacing is not None:
             self._editable(session_id, replacing)
         user, vector = self._store_user_message(session_id, message, session.remember, replacing)
-        yield TurnEvent("stored", data={"exchange_id": user.id})
+        yield Stored(user.id)
         yield from self._reply(_Answering(session_id, message, user.id, vector, session.remember), options)
 
     def regenerate(self, reply_id: int, options: GenerationOptions | None = None
@@ -121,7 +113,7 @@ class Companion:
         session = store.sessions.get(reply.session_id)
         self.last_turn_at = time.monotonic()
         vector = self._embed_query(user.content)
-        yield TurnEvent("stored", data={"exchange_id": user.id, "replacing": reply_id})
+        yield Stored(user.id, replacing=reply_id)
         yield from self._reply(_Answering(session.id, user.content, user.id, vector, session.remember), options,
                                replacing=reply_id)
 
@@ -143,7 +135,7 @@ class Companion:
                            hint="only a reply cut at the length limit, stopped or broken off can be continued")
         self.last_turn_at = time.monotonic()
         vector = self._embed_query(user.content)
-        yield TurnEvent("stored", data={"exchange_id": user.id, "replacing": reply_id, "continuing": reply_id})
+        yield Stored(user.id, replacing=reply_id, continuing=reply_id)
         yield from self._reply(_Answering(session.id, user.content, user.id, vector, session.remember), options,
                                replacing=reply_id, so_far=reply.content)
 
@@ -172,11 +164,11 @@ class Companion:
             context = self.build_context(asked.session_id, asked.message, asked.user_id, asked.vector,
                                          reply_budget + shown)
         except LyraError as exc:
-            yield TurnEvent("error", str(exc), {"status": exc.status_code})
+            yield TurnError(str(exc), exc.status_code)
             return
         if context.message_truncated:
-            yield TurnEvent("notice", "Your message was too long for the model's context; it was cut for the "
-                                      "model, and stored whole.")
+            yield Notice("Your message was too long for the model's context; it was cut for the "
+                         "model, and stored whole.")
         messages = context.messages if so_far is None else continuation(context.messages, so_far)
         parts: list[str] = []
         finish = "stop"
@@ -188,7 +180,7 @@ class Companion:
                 if delta.text:
                     text = delta.text if parts or so_far is None else joiner(so_far, delta.text) + delta.text
                     parts.append(text)
-                    yield TurnEvent("delta", text)
+                    yield Delta(text)
                 finish = delta.finish_reason or finish
         except LyraError as exc:
             error = exc
@@ -206,9 +198,8 @@ class Companion:
             except LyraError as exc:  # the conversation changed while the reply was written
                 reply, error = None, exc
         if error is not None:
-            yield TurnEvent("error", str(error), {"status": error.status_code})
-        yield TurnEvent("done", data={"exchange_id": reply.id if reply else None, "finish_reason": finish,
-                                      "ending": ending if reply else None, "context_tokens": context.tokens})
+            yield TurnError(str(error), error.status_code)
+        yield Done(reply.id if reply else None, finish, ending if reply else None, context.tokens)
 
     def build_context(self, session_id: int, message: str, user_exchange_id: int | None,
                       vector: Vectors | None, reply_tokens: int) -> Context:

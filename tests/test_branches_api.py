@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from lyra_local.store.forget import forget_idle_off_the_record
+from lyra_local.store.forget.erase import forget_idle_off_the_record
 
 from .fakes import FakeChatModel
 from .sse import sse_events
@@ -266,10 +266,10 @@ def test_a_reply_to_a_message_forgotten_while_it_was_written_is_not_kept(client,
     turn = companion.turn(session, "my secret is tapirlantern")
     stored = next(turn)
     assert stored.type == "stored"
-    assert client.post("/api/forget", json={"exchange_ids": [stored.data["exchange_id"]]}).status_code == 200
+    assert client.post("/api/forget", json={"exchange_ids": [stored.exchange_id]}).status_code == 200
     rest = list(turn)
-    assert [e.type for e in rest][-2:] == ["error", "done"] and rest[-2].data["status"] == 409
-    assert rest[-1].data["exchange_id"] is None
+    assert [e.type for e in rest][-2:] == ["error", "done"] and rest[-2].status == 409
+    assert rest[-1].exchange_id is None
     assert messages(client, session) == []
 
 

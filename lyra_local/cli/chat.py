@@ -28,10 +28,12 @@ from ..config import load_settings
 from ..errors import LyraError
 from ..runtime import open_runtime
 from ..textsafe import well_formed
+from ..turn_events import Delta, Done, Notice, TurnError
 from .terminal import FileLogs, Keyboard
 
 log = logging.getLogger(__name__)
-CHAT_LOG = Path("logs") / "chat.log"  # in the data directory (store/files.py): log lines never reach the screen
+# In the data directory (store/files/registry.py): log lines never reach the screen.
+CHAT_LOG = Path("logs") / "chat.log"
 QUIT = {"/quit", "/exit", ":q"}
 ENDING_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 
@@ -163,11 +165,11 @@ def _reply(companion: Companion, session_id: int, message: str, name: str) -> No
         with interrupt_deferred():  # the person's message is stored whole before a Ctrl-C stops the turn
             stored = next(turn)
         for event in itertools.chain([stored], turn):
-            if event.type == "delta":
+            if isinstance(event, Delta):
                 print(event.text, end="", flush=True)
-            elif event.type in ("error", "notice"):
+            elif isinstance(event, TurnError | Notice):
                 print(f"\n[{event.type}] {event.text}", file=sys.stderr)
-            elif event.type == "done" and event.data.get("ending") == "length":
+            elif isinstance(event, Done) and event.ending == "length":
                 print(" [cut at the length limit]", end="")
     except KeyboardInterrupt:
         turn.close()  # stops generation; what was said is kept

@@ -15,11 +15,11 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from ...authors import imported_author, imported_from
-from ...companion import TurnEvent
 from ...store import Store
 from ...store.branches import TurnNotFound
 from ...store.sessions import SessionNotFound
 from ...textsafe import well_formed
+from ...turn_events import Done, Stored, TurnError, TurnEvent
 from ..deps import AsPerson
 from ..failures import describe_failure
 from ..params import Limit, Offset, RowId, TextEdit
@@ -136,15 +136,17 @@ def streamed(make_stream: Callable[[], Iterator[TurnEvent]], what: str) -> Event
         try:
             async for event in stream_in_thread(make_stream):
                 assert isinstance(event, TurnEvent)
-                stored = stored or event.type == "stored"
-                ended = event.type == "done"
-                yield {"event": event.type, "data": json.dumps({"text": event.text, **event.data})}
+                stored = stored or isinstance(event, Stored)
+                ended = isinstance(event, Done)
+                yield {"event": event.type, "data": json.dumps(event.payload())}
         except Exception as exc:
             text, status = describe_failure(exc, what)
             kept = "your message is saved" if stored else "your message was not saved: send it again"
-            yield {"event": "error", "data": json.dumps({"text": f"{text} ({kept})", "status": status})}
+            failed = TurnError(f"{text} ({kept})", status)
+            yield {"event": failed.type, "data": json.dumps(failed.payload())}
         if not ended:
-            yield {"event": "done", "data": json.dumps({"text": "", "exchange_id": None, "finish_reason": "error"})}
+            done = Done(None, "error")
+            yield {"event": done.type, "data": json.dumps(done.payload())}
 
     return EventSourceResponse(events(), ping=15)
 

@@ -21,12 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
-from ...companion import TurnEvent
 from ...errors import BadRequest, LyraError, ModelUnavailable
 from ...llm.base import ChatModel, GenerationOptions, Message
 from ...oserrors import storage_error
 from ...store import Store
 from ...textsafe import well_formed
+from ...turn_events import Delta, Done, TurnError, TurnEvent
 from ..deps import AsPerson
 from ..failures import describe_failure
 from ..params import Seed, Tokens
@@ -230,19 +230,19 @@ async def _answer(turn: Callable[[], Iterator[TurnEvent]], chat: ChatModel,
                   completion: Completion) -> dict[str, Any]:
     """The whole turn as one ``chat.completion``; a turn that failed before any text is the error it gave."""
     events = await answered(lambda: list(turn()), "this chat completion")
-    text = "".join(e.text for e in events if e.type == "delta")
-    errors = [e for e in events if e.type == "error"]
-    done = next((e for e in events if e.type == "done"), None)
+    text = "".join(e.text for e in events if isinstance(e, Delta))
+    errors = [e for e in events if isinstance(e, TurnError)]
+    done = next((e for e in events if isinstance(e, Done)), None)
     if errors and (not text or done is None):
-        status = int(errors[0].data.get("status", 503))
-        raise ModelUnavailable(errors[0].text) if status == 503 else _status_error(errors[0].text, status)
+        failed = errors[0]
+        raise ModelUnavailable(failed.text) if failed.status == 503 else _status_error(failed.text, failed.status)
     assert done is not None, "a turn without an error ends with done"
     completion_tokens = await run_in_threadpool(chat.count_tokens, text)
-    prompt_tokens = int(done.data.get("context_tokens", 0))
+    prompt_tokens = done.context_tokens
     return {
         "id": completion.id, "object": "chat.completion", "created": completion.created, "model": MODEL_ID,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                     "finish_reason": done.data.get("finish_reason", "stop")}],
+                     "finish_reason": done.finish_reason}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},
     }
@@ -256,14 +256,13 @@ async def _chunks(turn: Callable[[], Iterator[TurnEvent]], completion: Completio
     try:
         async for event in stream_in_thread(turn):
             assert isinstance(event, TurnEvent)
-            if event.type == "delta":
+            if isinstance(event, Delta):
                 yield completion.chunk({"content": event.text})
-            elif event.type == "error":
+            elif isinstance(event, TurnError):
                 failed = True
-                yield json.dumps({"error": {"message": event.text, "type": "ModelUnavailable",
-                                            "code": event.data.get("status", 503)}})
-            elif event.type == "done" and not failed:
-                yield completion.chunk({}, event.data.get("finish_reason", "stop"))
+                yield json.dumps({"error": {"message": event.text, "type": "ModelUnavailable", "code": event.status}})
+            elif isinstance(event, Done) and not failed:
+                yield completion.chunk({}, event.finish_reason)
     except Exception as exc:  # the stream still ends with an error and [DONE]
         failure, status = describe_failure(exc, "this chat completion")
         yield json.dumps({"error": {"message": failure, "type": type(exc).__name__ if isinstance(
