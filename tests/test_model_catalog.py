@@ -13,6 +13,7 @@ import pytest
 from lyra_local.config import DEFAULT_CHAT_FILE, DEFAULT_EMBED_FILE
 from lyra_local.errors import LyraError
 from lyra_local.modelfiles import catalog
+from lyra_local.roles import FILE_ROLES
 from lyra_local.modelfiles.catalog import CatalogInvalid, UnknownModel, by_role, load_catalog, parse_catalog, resolve
 
 # Bytes per parameter a GGUF of each quantization has: the K-quants keep some tensors (embeddings, output) at
@@ -39,7 +40,7 @@ source = "made up for a test"
 
 def test_the_catalog_loads_with_every_role_and_unique_names_and_files() -> None:
     entries = load_catalog()
-    assert {entry.role for entry in entries} == set(catalog.ROLES)
+    assert {entry.role for entry in entries} == set(FILE_ROLES)
     names = [entry.name for entry in entries]
     assert len(set(names)) == len(names)
     assert len({entry.file.lower() for entry in entries}) == len(entries)
@@ -85,7 +86,7 @@ def test_the_shapes_give_the_kv_cache_docs_gpu_md_states() -> None:
 
 
 def test_by_role_orders_smallest_first_and_summary_is_chat() -> None:
-    for role in catalog.ROLES:
+    for role in FILE_ROLES:
         entries = by_role(role)
         assert entries and all(entry.role == role for entry in entries)
         assert [entry.size for entry in entries] == sorted(entry.size for entry in entries)

@@ -30,12 +30,13 @@ from ..llm.backends import backend_of
 from ..llm.registry import catalog_ctx, catalog_fits
 from ..modelfiles import devices, fit
 from ..modelfiles.bert_gguf import convert_bert
-from ..modelfiles.catalog import ROLES, PullTarget, resolve
+from ..modelfiles.catalog import PullTarget, resolve
 from ..modelfiles.fetch import fetch_defaults
 from ..modelfiles.gguf_header import GGUFSummary, ModelFileInvalid, read_gguf
 from ..modelfiles.on_disk import file_size
 from ..modelfiles.pull import STAGING, discard, partial_bytes, pull
 from ..modelfiles.pull_stream import Progress
+from ..roles import FILE_ROLES
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -61,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     discarding.set_defaults(run=run_discard)
 
     catalog = models_sub.add_parser("catalog", help="the known-good models, their size and whether each fits here")
-    catalog.add_argument("--role", choices=ROLES, help="only this role's models")
+    catalog.add_argument("--role", choices=FILE_ROLES, help="only this role's models")
     catalog.add_argument("--n-ctx", type=int, help="the context to size them for (default: each role's n_ctx in "
                                                    f"lyra.toml, else {fit.RECOMMEND_CTX:,})")
     catalog.set_defaults(run=run_catalog)

@@ -41,7 +41,6 @@ from .settings import (
 from .specs import (
     DEFAULT_CHAT_FILE,
     DEFAULT_EMBED_FILE,
-    OPTIONAL_ROLES,
     ROLE_DEFAULTS,
     LocalModel,
     ModelsConfig,
@@ -57,7 +56,7 @@ from .specs import (
 
 __all__ = [
     "CONFIG_ENV", "CONFIG_FILENAME", "DEFAULT_CHAT_FILE", "DEFAULT_EMBED_FILE", "ENV_PREFIX", "FETCH_HINT",
-    "MIN_TOKEN_CHARS", "NOT_SETTINGS", "OPTIONAL_ROLES", "ROLE_DEFAULTS", "TOKEN_ENV", "TOKEN_HOW",
+    "MIN_TOKEN_CHARS", "NOT_SETTINGS", "ROLE_DEFAULTS", "TOKEN_ENV", "TOKEN_HOW",
     "CompanionSettings", "CoordinationSettings", "DreamSettings", "LocalModel", "ModelSpec", "ModelsConfig",
     "RetryPolicy", "SameAs", "Sampling", "ServerModel", "ServerSettings", "Settings", "SummarySpec",
     "backend_tag", "checkout_root", "default_data_dir", "default_models_dir", "env_locations",

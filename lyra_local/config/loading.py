@@ -18,8 +18,9 @@ from pydantic import (
 
 from ..errors import ConfigError
 from ..modelfiles.devices import FAKE_DEVICES_ENV
+from ..roles import OPTIONAL_ROLES
 from .settings import Settings
-from .specs import OPTIONAL_ROLES, ROLE_DEFAULTS, backend_tag
+from .specs import ROLE_DEFAULTS, backend_tag
 
 ENV_PREFIX = "LYRA_"
 CONFIG_ENV = "LYRA_CONFIG"

@@ -16,8 +16,8 @@ from pydantic import (
 )
 
 from ..errors import ConfigError
+from ..roles import OPTIONAL_ROLES
 from .specs import (
-    OPTIONAL_ROLES,
     ROLE_DEFAULTS,
     LocalModel,
     ModelsConfig,

@@ -164,4 +164,3 @@ ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
     "summary": {"same_as": "chat"},
     "embed": {"backend": "local", "path": DEFAULT_EMBED_FILE, "n_ctx": 512, "n_batch": 256, "n_ubatch": 256},
 }
-OPTIONAL_ROLES = ("rerank",)  # no default model: off unless configured

@@ -26,6 +26,7 @@ from .. import config
 from ..errors import LyraError, ModelFileMissing, ModelLoadError, ModelRequestError
 from ..modelfiles import devices, fit
 from ..modelfiles.gguf_header import ModelFileInvalid, read_gguf
+from ..roles import Role, runs
 from .base import (
     ChatDelta,
     Completion,
@@ -91,7 +92,7 @@ def gpu_ask(role: str, path: Path, spec: config.LocalModel, *, shares: str | Non
         summary = read_gguf(path)
     except ModelFileInvalid:
         return fit.Ask(role, spec.n_gpu_layers, None)
-    ubatch = batches(spec, embedding=role not in ("chat", "summary"))[1]
+    ubatch = batches(spec, embedding=runs(role) is not Role.CHAT)[1]
     return fit.Ask(role, spec.n_gpu_layers, fit.need_of_file(summary, spec.n_ctx, role=role, n_ubatch=ubatch,
                                                              flash_attn=spec.flash_attn))
 

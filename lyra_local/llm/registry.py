@@ -21,7 +21,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 
 from .. import config
 from ..modelfiles import devices, fit
-from ..modelfiles.catalog import ROLES, CatalogModel, load_catalog
+from ..modelfiles.catalog import CatalogModel, load_catalog
+from ..roles import FILE_ROLES, Role
 from . import role_check
 from .backends import backend_of
 from .base import ChatModel, Embedder, Loadable, ModelInfo, Reranker
@@ -75,9 +76,9 @@ def catalog_fits(settings: config.Settings | None, machine: devices.Machine, *,
     """Every catalog entry with where it would run on ``machine``: at ``n_ctx`` (else ``catalog_ctx``), in what
     the other roles' models leave of the GPU (all of it without settings). `lyra models catalog` and Settings →
     Models both show this, so they agree."""
-    used = {role: gpu_used_beside(settings, machine, role) if settings is not None else 0 for role in ROLES}
+    used = {role: gpu_used_beside(settings, machine, role) if settings is not None else 0 for role in FILE_ROLES}
     return [(entry, fit.place(fit.need_of_entry(entry, n_ctx or catalog_ctx(settings, entry)), machine,
-                              gpu_used=used[entry.role]))
+                              gpu_used=used[Role(entry.role)]))
             for entry in load_catalog()]
 
 

@@ -23,8 +23,8 @@ from importlib import resources
 from typing import Any
 
 from ..errors import LyraError, NotFound
+from ..roles import FILE_ROLES
 
-ROLES = ("chat", "embed", "rerank")
 POOLINGS = ("cls", "mean", "rank")
 QUANTIZATIONS = ("Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "F16", "BF16", "F32")
 
@@ -128,7 +128,7 @@ def title_of_file(file: str, catalog: tuple[CatalogModel, ...] | None = None) ->
 def by_role(role: str, catalog: tuple[CatalogModel, ...] | None = None) -> tuple[CatalogModel, ...]:
     """The entries for ``role`` ("summary" is chat's), smallest file first: the order to try what fits."""
     wanted = "chat" if role == "summary" else role
-    if wanted not in ROLES:
+    if wanted not in FILE_ROLES:
         raise ValueError(f"unknown role {role!r}")
     entries = load_catalog() if catalog is None else catalog
     return tuple(sorted((m for m in entries if m.role == wanted), key=lambda m: (m.size, m.name)))
@@ -277,8 +277,8 @@ def _types_problem(raw: dict[str, Any]) -> str | None:
 def _identity_problem(raw: dict[str, Any]) -> str | None:
     if not _NAME.fullmatch(raw["name"]):
         return "name must be lowercase letters, digits, '.' and '-'"
-    if raw["role"] not in ROLES:
-        return f"role must be one of {', '.join(ROLES)}"
+    if raw["role"] not in FILE_ROLES:
+        return f"role must be one of {', '.join(FILE_ROLES)}"
     if not _REPO.fullmatch(raw["repo"]):
         return "repo must be owner/name"
     if not _FILE.fullmatch(raw["file"]):

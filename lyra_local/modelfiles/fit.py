@@ -37,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from ..roles import Role, runs
 from .catalog import CatalogModel, Shape
 from .devices import MIB, Machine, gb
 from .gguf_header import GGUFSummary
@@ -152,7 +153,7 @@ def need_of_file(summary: GGUFSummary, n_ctx: int, *, role: str, n_ubatch: int =
     encoder = summary.architecture in ENCODERS
     layout = Layout(vocabulary=summary.vocabulary, encoder=encoder, layer_sizes=summary.layer_bytes,
                     split=(summary.block_bytes, summary.output_bytes) if summary.block_bytes else None)
-    return need(shape, summary.size, n_ctx, n_ubatch=n_ubatch, generates=role in ("chat", "summary"),
+    return need(shape, summary.size, n_ctx, n_ubatch=n_ubatch, generates=runs(role) is Role.CHAT,
                 flash_attn=flash_attn, layout=layout)
 
 

@@ -11,37 +11,31 @@ re-ranker's). Pure functions of a ``GGUFSummary``: ``config.model_file_problems`
 
 from __future__ import annotations
 
+from ..roles import MADE_FOR, Role, role_words, runs
 from .gguf_header import GGUFSummary
 
-ROLE_WORDS = {"chat": "the chat model", "summary": "the summary model", "embed": "the embedding model",
-              "rerank": "the re-ranker"}
-MADE_FOR = {"chat": "a chat model", "embed": "an embedding model", "rerank": "a re-ranker"}
 ENCODERS = frozenset({"bert", "nomic-bert", "jina-bert-v2", "jina-bert-v3", "modern-bert", "neo-bert", "t5encoder"})
 ROLE_HINT = ("choose a GGUF made for this role: Settings → Models (GET /api/models/files) says what each file looks "
              "made for")
-
-
-def role_words(role: str) -> str:
-    return ROLE_WORDS.get(role, f"the {role} model")
 
 
 def header_note(summary: GGUFSummary | None, role: str) -> str | None:
     """What a file's header says it is, when that is not what ``role`` needs (a note for a refusal)."""
     if summary is None:
         return None
-    wanted = "chat" if role in ("chat", "summary") else role
+    wanted = runs(role)
     made_for = summary.role_hint
     if made_for == wanted:
         return None
     pooling = "it has no pooling" if summary.pooling is None else f"its pooling is {summary.pooling}"
-    return f"{pooling}; it is {MADE_FOR[made_for]}"
+    return f"{pooling}; it is {MADE_FOR[Role(made_for)]}"
 
 
 def header_problem(summary: GGUFSummary | None, role: str) -> str | None:
     """Why a local file cannot serve ``role``, from its header alone, or None (the role check then decides)."""
     if summary is None:
         return None
-    if role in ("chat", "summary") and summary.architecture in ENCODERS:
+    if runs(role) is Role.CHAT and summary.architecture in ENCODERS:
         return f"it is an encoder ({summary.architecture}), which cannot generate text"
     if role == "rerank" and summary.pooling != "RANK":
         return "its header declares no rank pooling, so it has no head to score a pair with"

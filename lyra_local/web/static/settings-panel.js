@@ -8,20 +8,16 @@ import { confirmForget, showError } from "./feedback.js";
 import { bytes, discardPartial, follow, pullView, startPull } from "./model-pull.js";
 import { isShown, registerPanel, showSection } from "./panels.js";
 
-const ROLES = {
-  chat: { label: "Chat", what: "replies to you" },
-  summary: { label: "Summaries", what: "gists, digests, reflection", same: "Same as chat" },
-  embed: { label: "Embeddings", what: "recall by meaning; a new one re-embeds every memory, with progress" },
-  rerank: { label: "Re-ranker", what: "re-orders what recall found (optional)", off: "Off" },
-};
+let ROLES = {};  // role -> { label, what, same, off }: the server's one list of roles (GET /api/kinds)
 let shownChoices = {};  // role -> the choice as the form showed it, so Apply sends only what changed
 let watching = null;  // the timer that follows re-embedding while the panel is open
 let shownFiles = [];  // the files in models_dir as last listed (a downloaded file's role, when no catalog says)
 
 async function loadSettings() {
   try {
-    const [s, { files, models_dir }, offload] = await Promise.all([api("/api/settings"), api("/api/models/files"),
-                                                                   api("/api/models/offload")]);
+    const [s, { files, models_dir }, offload, { roles }] = await Promise.all([
+      api("/api/settings"), api("/api/models/files"), api("/api/models/offload"), api("/api/kinds")]);
+    ROLES = Object.fromEntries(roles.map(({ role, ...info }) => [role, info]));
     shownFiles = files;
     for (const [role, why] of Object.entries(offload.roles)) if (s.roles[role]) s.roles[role].offload = why;
     renderModels(s, files);
