@@ -10,6 +10,7 @@ every question goes to both, in alternating order, one request at a time, so loa
 both alike: read the ratio, then the milliseconds.
 
     python scripts/bench_recall_http.py --baseline 750c2fb --cache /tmp/eval
+    python scripts/bench_recall_http.py --baseline 750c2fb --current HEAD    # a commit, not the working tree
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ def compare(store_dir: Path, questions: list[str], trees: dict[str, Path], work:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", default="HEAD", help="the revision to compare with (default: HEAD)")
+    parser.add_argument("--current", help="a revision to measure instead of the working tree (others' edits aside)")
     parser.add_argument("--turns", type=int, default=10_000, help="the large store's turns")
     parser.add_argument("--questions", type=int, default=400, help="questions asked of the large store")
     parser.add_argument("--conversations", type=int, default=0, help="only the first N LoCoMo memories")
@@ -133,7 +135,8 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="lyra-http-") as tmp:
         work = Path(tmp)
-        trees = {"baseline": baseline_tree(args.baseline, work / "baseline"), "this tree": REPO}
+        trees = {"baseline": baseline_tree(args.baseline, work / "baseline"),
+                 "this tree": baseline_tree(args.current, work / "current") if args.current else REPO}
         base = args.cache or work / "eval"
         models = Models(load_settings(None, env={**os.environ, "LYRA_DATA_DIR": str(base)}))
         sets = load("locomo-dev")[:args.conversations or None]
@@ -158,7 +161,8 @@ def main() -> None:
         compare(big_dir, every, trees, work, big)
         rows.append((f"{args.turns:,} turns ({len(every)} questions)", big))
     load_after = os.getloadavg()
-    print(f"\n### /api/recall over HTTP, k = {K}, the query embedded: baseline {args.baseline} vs this tree, "
+    print(f"\n### /api/recall over HTTP, k = {K}, the query embedded: baseline {args.baseline} vs "
+          f"{args.current or 'the working tree'}, "
           f"{os.cpu_count()} CPUs, load {load_before[0]:.1f} -> {load_after[0]:.1f}\n")
     print("| store | baseline p50 ms | baseline p95 ms | this tree p50 ms | this tree p95 ms | p50 ratio | p95 ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|")
