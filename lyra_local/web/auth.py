@@ -18,7 +18,7 @@ Who was found is written into the request itself (its ASGI scope, ``Bound``
 under ``PERSON_KEY``), never into hidden state: a route is handed that person
 with their own runtime as a dependency (``web/deps.py``, ``AsPerson``), so it
 reads one person's store and no other, and there is no ``WHERE person`` for a
-route to forget. A path that needs nobody (``OPEN``) is bound to no one, and a
+route to forget. A path that needs nobody (``open_paths.py``) is bound to no one, and a
 route there that asks for a person fails loudly (``Unbound``) instead of
 reaching someone's memory. Only the order of turns at a shared model follows
 the person as a context variable (``llm/fair.py``: ``ASKER``), which decides who
@@ -42,6 +42,7 @@ from ..store.household import Person
 from .cookies import SESSION, TwoCookies
 from .cookies import read as read_cookie
 from .guard import refusal
+from .open_paths import needs_no_login
 from .while_logged_in import serve_while
 
 if TYPE_CHECKING:
@@ -52,9 +53,6 @@ COOKIE = SESSION  # the login cookie's name on a plain-http page (web/cookies.py
 # this browser in another tab since (the cookie is the browser's, not the tab's): such a request is refused.
 PAGE_HEADER = "x-lyra-person"
 PERSON_KEY = "lyra.person"  # the ASGI scope's key for who a request acts as (``Bound``)
-# Paths answered for nobody in particular: liveness, the page and its assets, and logging in.
-OPEN = frozenset({"/health", "/", "/api/auth/state", "/api/auth/login"})
-OPEN_PREFIXES = ("/static/",)
 
 
 @dataclass(frozen=True)
@@ -84,10 +82,6 @@ class Refused(LyraError):
     def __init__(self, kind: str, message: str, hint: str) -> None:
         super().__init__(message, hint=hint)
         self.kind = kind
-
-
-def is_open(path: str) -> bool:
-    return path in OPEN or path.startswith(OPEN_PREFIXES)
 
 
 def identify(state: AppState, headers: Mapping[str, str]) -> Person | None:
@@ -149,7 +143,7 @@ class PersonBinding:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        if is_open(scope.get("path", "")):
+        if needs_no_login(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}

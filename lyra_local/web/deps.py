@@ -4,7 +4,7 @@ The person is a FastAPI dependency, defined here once: ``you: AsPerson`` gives a
 own runtime (store, memory, companion) on the generation of models the request leased. The login middleware
 (``web/auth.py``) and the lease (``web/leases.py``) write who and which generation into the request; nothing
 else carries them, so a route that was not handed a person has no memory to reach, and a route on a path bound
-to nobody (``auth.OPEN``) that asks for one fails loudly (``Unbound``).
+to nobody (``open_paths.OPEN_PATHS``) that asks for one fails loudly (``Unbound``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def person_runtime(request: Request) -> PersonRuntime:
     bound = request.scope.get(PERSON_KEY)
     if not isinstance(bound, Bound):
         raise Unbound("this request is bound to no person, so it reaches no memory",
-                      hint="a route that reads or writes memory must not be an open path (web/auth.py OPEN)")
+                      hint="a route that reads or writes memory must not be an open path (web/open_paths.py)")
     generation: Runtime | None = request.scope.get(GENERATION_KEY)
     return app_state(request).person_runtime(bound.person, generation, by_token=bound.by_token)
 

@@ -21,12 +21,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..mind import Dreamer
 from ..runtime import Runtime
+from .open_paths import needs_no_models
 
 if TYPE_CHECKING:
     from .state import AppState
 
 GENERATION_KEY = "lyra.generation"  # the ASGI scope's key for the generation a request leased (a ``Runtime``)
-UNLEASED_PATHS = ("/health", "/static/")  # answered without a model
 
 
 def hold(runtime: Runtime) -> Callable[[], None]:
@@ -66,7 +66,7 @@ class LeaseMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] not in ("http", "websocket") or path.startswith(UNLEASED_PATHS):
+        if scope["type"] not in ("http", "websocket") or needs_no_models(path):
             await self.app(scope, receive, send)
             return
         runtime = self.state.acquire_current()
