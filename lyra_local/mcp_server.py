@@ -177,7 +177,7 @@ def repair_line(line: str) -> str:
         return line
     try:
         return json.dumps(_well_formed_json(json.loads(line))) + "\n"
-    except (ValueError, RecursionError):  # not JSON: the SDK reports it as before
+    except (ValueError, RecursionError):  # not JSON: left as it came, for the SDK to report
         return line
 
 

@@ -332,7 +332,7 @@ def _threads(llm: Any, n: int | None) -> Iterator[None]:
     second thread saves little on a quiet machine and, on a busy one, waits for a core while the first spins at
     its barrier. Measured on the 2-core box at load 12 (2 threads -> 1, the same 300 LoCoMo questions, one run):
     a question's embedding p50 116 -> 27 ms, p95 2,462 -> 79 ms, the vectors bit for bit the same
-    (docs/benchmarks.md, issue 44). Like ``store/vectors.py``'s one-thread FAISS search."""
+    (docs/benchmarks.md, recall's speed). Like ``store/vectors.py``'s one-thread FAISS search."""
     if n is None:
         yield
         return

@@ -135,7 +135,7 @@ class Bursts(Stage):
 
     The burst's place goes to its message that says most itself (its own similarity to the query and its own
     words' match), not to the one ranked highest: a neighbour that borrowed the answer's score (``neighbours``,
-    ``session``) must not push the answer itself behind every other burst (issue 44: an answer first by
+    ``session``) must not push the answer itself behind every other burst (on real messages an answer first by
     vectors and by words alone was sent 35th).
 
     A burst: consecutive turns of one side in a session, each within ``burst_gap_s`` of the one before.

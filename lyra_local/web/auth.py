@@ -126,7 +126,7 @@ def is_api_token(state: AppState, authorization: str) -> bool:
 
 
 def login_free(state: AppState) -> bool:
-    """A single person on loopback without an API token logs in to nothing, as before households."""
+    """A single person on loopback without an API token logs in to nothing: a one-person Lyra asks for no password."""
     if state.settings.server.api_token is not None or not is_loopback(state.bind_host):
         return False
     return len(state.household.people()) == 1

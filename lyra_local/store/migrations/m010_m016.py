@@ -181,8 +181,8 @@ ALTER TABLE asides ADD COLUMN ending TEXT CHECK (ending IN ('length', 'stopped',
 def m016_reply_authors(conn: sqlite3.Connection) -> None:
     """Who wrote a reply, stored with it: the assistant it was imported from ("ChatGPT"), NULL for the companion's.
 
-    Until now the author was read off the conversation (its ``source``), so a reply Lyra wrote in a conversation
-    imported from ChatGPT was credited to ChatGPT. Backfilled as ``authors.author_at_import`` decides: a reply
+    Read off the conversation (its ``source``) instead, a reply Lyra wrote in a conversation imported from
+    ChatGPT would be credited to ChatGPT. Backfilled as ``authors.author_at_import`` decides: a reply
     that kept its source's id in a conversation imported from an assistant is that assistant's; one with no id
     (written here) or a Lyra portable id (``<origin>:<turn id>``, written in Lyra and brought by an export) is
     the companion's."""

@@ -12,7 +12,7 @@
     // tokens: `code`, **bold**, *italic* / _italic_, [label](url), bare https:// links.
     // Every repeated class stops at the character that could start the next try (a label
     // at "[", a URL at "["), so no match attempt scans past the next "[": the cost
-    // stays linear even on a hostile line of "[" or "[a](" (which used to take seconds).
+    // stays linear even on a hostile line of "[" or "[a](" (where an unbounded class would take seconds).
     const pattern = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(\*[^*\n]+\*|_[^_\n]+_)|(\[[^[\]\n]+\]\([^)[\s]+\))|(https?:\/\/[^\s<>()]+)/g;
     let at = 0;
     for (;;) {
