@@ -29,7 +29,7 @@ from lyra_local.memory.speakers import speaker_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from eval_recall import open_memory  # noqa: E402
-from messy_sets import origin  # noqa: E402
+from messy_sets import origin, speaker_names  # noqa: E402
 from people_sets import locomo_people  # noqa: E402
 from recall_sets import load  # noqa: E402
 
@@ -47,10 +47,8 @@ def main() -> None:
         base = args.cache or Path(tmp)
         models = Models(load_settings(None, env={**os.environ, "LYRA_DATA_DIR": str(base)}))
         for before, memory_set in zip(clean, people, strict=True):
-            a, b = (m["content"].split(": ", 1)[0] for m in (before.sessions[0]["messages"][0],
-                                                              before.sessions[0]["messages"][1]))
-            keys = {a: "user", b: f"author:{b}"} if before.sessions[0]["messages"][0]["role"] == "user" else \
-                {b: "user", a: f"author:{a}"}
+            a, b = speaker_names(before)  # the person's and the other participant's (people_sets.py)
+            keys = {a: "user", b: f"author:{b}"}
             store, memory, _ = open_memory(base / "locomo-people", memory_set, models.embed)
             messages: dict[str, set[int]] = defaultdict(set)
             for source, exchange in store.exchanges.ids_by_source().items():
