@@ -13,7 +13,9 @@ from __future__ import annotations
 import io
 import json
 
+from lyra_local.config import CompanionSettings
 from lyra_local.memory import Memory, RecallQuery
+from lyra_local.memory.gather import gather
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 from lyra_local.store.forget.erase import forget
@@ -63,3 +65,18 @@ def test_a_posted_photo_is_found_forgotten_by_its_caption_and_exported_with_it(s
     forget(store, plan)
     assert store.exchanges.get(photo.id) is None
     assert not [h for h in memory.recall(RecallQuery("retriever", k=5, mode="bm25")) if h.id == photo.id]
+
+
+def test_the_companion_reads_a_photo_as_what_it_shows_not_as_its_senders_words(store: Store, embedder) -> None:
+    """In the prompt, a photo with no text is its caption in brackets, as a photo: recalled from an earlier
+    conversation, and among the conversation's recent turns."""
+    memory = Memory(store, embedder)
+    earlier = store.sessions.create("last week")
+    memory.remember_many([NewExchange(earlier.id, role, text) for role, text in filler(8)])
+    memory.remember(earlier.id, "user", "", caption=CAPTION)
+    today = store.sessions.create("today")
+    memory.remember(today.id, "user", "", caption="a bowl of ramen with a soft-boiled egg")
+    question = "do you remember the picture of my puppy at the beach?"
+    inputs = gather(memory, CompanionSettings(), today.id, question, embedder.embed([question])[0])
+    assert f"[a photo: {CAPTION}]" in [item.text for item in inputs.recalled]
+    assert [turn.content for turn in inputs.recent] == ["[a photo: a bowl of ramen with a soft-boiled egg]"]

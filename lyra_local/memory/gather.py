@@ -27,9 +27,16 @@ def _as_planned(store: Store, fact: ProfileFact) -> str:
     return described(fact.value, plan.label if plan else None, bool(plan and plan.past))
 
 
+def with_caption(content: str, caption: str | None) -> str:
+    """A turn's words with its photo's caption after them, bracketed as what the photo shows: the model reads
+    a photo sent with no text, and never reads the caption as its sender's words."""
+    return content if not caption else f"{content}\n[a photo: {caption}]".lstrip("\n")
+
+
 def _item(hit: Hit, zone: tzinfo) -> Item:
     """A recalled memory for the context, dated by the person's calendar ("in March you told me...")."""
-    return Item(hit.kind, hit.id, hit.content, hit.score, "+".join(hit.stages), local_day(hit.created_at, zone))
+    return Item(hit.kind, hit.id, with_caption(hit.content, hit.caption), hit.score, "+".join(hit.stages),
+                local_day(hit.created_at, zone))
 
 
 def user_name(profile: list[ProfileFact], settings: CompanionSettings) -> str | None:
@@ -84,6 +91,6 @@ def gather(memory: Memory, settings: CompanionSettings, session_id: int, message
         gists=recall("gist", settings.recalled_gists),
         recalled=recall("exchange", settings.recalled_turns),
         session_gist=Item("gist", gist.id, gist.content) if gist else None,
-        recent=[Turn(e.id, e.role, e.content) for e in
+        recent=[Turn(e.id, e.role, with_caption(e.content, e.caption)) for e in
                 store.exchanges.history(session_id, limit=settings.recent_turns, before_id=before_id)],
     )
