@@ -347,7 +347,17 @@ def serve_lyra(tmp_path: Path, env: dict[str, str], toml: str = "") -> Iterator[
     try:
         yield Served(proc, url, config, log)
     finally:
-        proc.terminate()
+        stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen[str]) -> None:
+    """Ask a served process to stop, and kill it if it has not within 20 s (a generation still running on a loaded
+    box), so that a slow test leaves no process behind to fail a later test when it is collected."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
         proc.wait(timeout=20)
 
 
