@@ -16,6 +16,7 @@ import json
 from lyra_local.config import CompanionSettings
 from lyra_local.memory import Memory, RecallQuery
 from lyra_local.memory.gather import gather
+from lyra_local.memory.search import SearchQuery, search
 from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 from lyra_local.store.forget.erase import forget
@@ -80,3 +81,14 @@ def test_the_companion_reads_a_photo_as_what_it_shows_not_as_its_senders_words(s
     inputs = gather(memory, CompanionSettings(), today.id, question, embedder.embed([question])[0])
     assert f"[a photo: {CAPTION}]" in [item.text for item in inputs.recalled]
     assert [turn.content for turn in inputs.recent] == ["[a photo: a bowl of ramen with a soft-boiled egg]"]
+
+
+def test_search_finds_a_photo_by_a_word_of_its_caption_and_marks_it_there(store: Store, embedder) -> None:
+    """Found by words, though nobody said the word: the match is marked in the caption, the words stay empty."""
+    memory = Memory(store, embedder)
+    session = store.sessions.create("today")
+    memory.remember_many([NewExchange(session.id, role, text) for role, text in filler(8)])
+    memory.remember(session.id, "user", "", caption=CAPTION)
+    found = next(f for f in search(memory, SearchQuery("retriever")) if f.caption)
+    assert (found.content, found.caption, found.matched) == ("", CAPTION, "words")
+    assert [p.text for p in found.caption_snippet if p.match] == ["retriever"]

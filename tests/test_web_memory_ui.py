@@ -5,6 +5,7 @@ Screenshots go to test-output/screenshots/."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from lyra_local.store import Store
 from lyra_local.store.exchanges import NewExchange
 
 from .conftest import Served
+from .served_web import import_file
 from .test_web_ui import send, shot, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
@@ -233,4 +235,34 @@ def test_a_plan_shows_when_it_was_for_and_that_the_date_has_passed(
     expect(card.locator(".fact-planned")).to_have_text("Planned for May 2025 · that date has passed")
     expect(card).to_have_class(re.compile(r"\bpast\b"))
     shot(page, "memory-plan-past")
+    page.close()
+
+
+def test_a_photo_shows_its_caption_apart_from_the_words_in_the_conversation_and_in_search(
+        browser: Browser, dreamt: tuple[Served, Path, int], tmp_path: Path) -> None:
+    """A photo sent with no text is no empty bubble but what it shows, as a caption; search finds it by a word of
+    its caption, marked there, never in a snippet of words nobody said."""
+    served = dreamt[0]
+    caption = "a golden retriever puppy running on a sandy beach"
+    chat = tmp_path / "photos.jsonl"
+    chat.write_text(json.dumps({"id": "photos-1", "name": "Beach day", "messages": [
+        {"role": "user", "content": "we went to the coast today", "created_at": "2024-05-08T13:56:00+00:00"},
+        {"role": "user", "content": "", "caption": caption, "created_at": "2024-05-08T13:56:01+00:00"},
+        {"role": "assistant", "content": "What a lovely day out!", "created_at": "2024-05-08T13:56:02+00:00"},
+    ]}) + "\n", encoding="utf-8")
+    import_file(served, chat)
+    session = next(s["id"] for s in httpx.get(f"{served.url}/api/sessions").json()["sessions"]
+                   if s["name"] == "Beach day")
+    page = open_memory(browser, served)
+    page.goto(f"{served.url}/#session={session}")
+    photo = page.locator(".message.user").filter(has=page.locator(".photo-caption"))
+    expect(photo.locator(".photo-caption")).to_have_text(f"A photo: {caption}")
+    expect(photo.locator(".bubble")).to_be_hidden()  # nobody said the caption: no empty bubble for it
+    shot(page, "photo-caption-conversation")
+    search_for(page, "retriever")
+    found = page.locator("#search-results li[data-tier=exchange]").filter(has=page.locator(".photo-caption")).first
+    expect(found).to_have_attribute("data-matched", "words")
+    expect(found.locator(".photo-caption mark")).to_have_text("retriever")
+    expect(found.locator(".snippet")).to_have_count(0)
+    shot(page, "photo-caption-search")
     page.close()

@@ -118,6 +118,8 @@ class Found:
     matched: str = "words"  # how it matches (``matches``): "words" (marked in the snippet), "date", "meaning", "reply"
     role: str | None = None  # a turn's: "user" (the person) or "assistant"
     author: str | None = None  # ... an imported reply's assistant ("ChatGPT"); None: the companion's, or the person's
+    caption: str | None = None  # ... its photo's caption: what the photo shows, shown apart from the words
+    caption_snippet: tuple[Piece, ...] = ()  # the caption in pieces that did or did not match, as ``snippet``
 
 
 def search(memory: Memory, query: SearchQuery, now: datetime | None = None) -> list[Found]:
@@ -132,7 +134,9 @@ def search(memory: Memory, query: SearchQuery, now: datetime | None = None) -> l
             found.append(_recalled(memory, query, tier, vector, since, until))
     merged = [f for rank in zip_longest(*found) for f in rank if f is not None]
     shown = demote_fresh(dedupe(merged), query.current_session_id, now or datetime.now(timezone.utc))
-    return [replace(f, snippet=tuple(snippet(f.content, query.text))) for f in ordered(shown, query.order)[:query.k]]
+    return [replace(f, snippet=tuple(snippet(f.content, query.text)),
+                    caption_snippet=tuple(snippet(f.caption, query.text)) if f.caption else ())
+            for f in ordered(shown, query.order)[:query.k]]
 
 
 def _recalled(memory: Memory, query: SearchQuery, tier: str, vector: np.ndarray, since: str | None,
@@ -154,7 +158,8 @@ def _recalled(memory: Memory, query: SearchQuery, tier: str, vector: np.ndarray,
         out.append(replace(_placed(memory, found), began_at=began, ended_at=ended,
                            granularity=digest["granularity"] if digest else None,
                            period=digest["period"] if digest else None, matched=how[h.id],
-                           role=h.role if h.kind == "exchange" else None, author=_imported_author(memory, h)))
+                           role=h.role if h.kind == "exchange" else None, author=_imported_author(memory, h),
+                           caption=h.caption))
     return out
 
 
@@ -171,7 +176,7 @@ def shown(memory: Memory, tier: str, hits: Sequence[Hit], text: str, vector: np.
     index = RecallIndex(memory.store)
     vectors = index.vectors(tier, memory.active_model, [h.id for h in hits])
     before = {i: pair[0] for i, pair in index.neighbours([h.id for h in hits]).items()} if tier == "exchange" else {}
-    return matches([Candidate(h.id, bool(matched_spans(h.content, text)),
+    return matches([Candidate(h.id, bool(matched_spans(h.content, text) or matched_spans(h.caption or "", text)),
                               float(vectors[h.id] @ vector) if h.id in vectors else None, before.get(h.id),
                               dated="date" in h.stages, stated="statement" in h.stages) for h in hits], floor)
 

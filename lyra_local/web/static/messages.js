@@ -97,10 +97,20 @@ export function messageItem(role, content, id, meta = {}) {
                   body);
   item.content = content;  // as stored (an edit starts from it)
   setContent(item, content);
+  if (meta.caption) {  // what a photo shows: nobody's words, so apart from the bubble, and no empty bubble for it
+    body.hidden = !content;
+    body.before(photoCaption([{ text: meta.caption, match: false }]));
+  }
   if (id) item.append(messageTools(item, role, id, meta));
   if (id && meta.ending) markCut(item, ENDINGS[meta.ending] || "failed", !meta.imported_from);
   else if (id && cut.has(id)) markCut(item, cut.get(id));
   return item;
+}
+
+/* A photo's caption ("A photo: a dog on a beach"), in pieces that did or did not match a search. */
+export function photoCaption(pieces) {
+  return el("p", { class: "photo-caption", title: "What the photo shows (its caption, not anyone's words)" },
+            "A photo: ", fragment(pieces.map((p) => (p.match ? el("mark", { text: p.text }) : p.text))));
 }
 
 export function setContent(item, text) {

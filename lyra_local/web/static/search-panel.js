@@ -7,6 +7,7 @@ import { emit } from "./bus.js";
 import { currentId, people } from "./conversation.js";
 import { $, el, excerpt, fragment, openLink } from "./dom.js";
 import { confirmForget, showError } from "./feedback.js";
+import { photoCaption } from "./messages.js";
 import { registerPanel } from "./panels.js";
 
 const D = window.LyraDates;
@@ -75,7 +76,8 @@ function nextDay(day) {
 
 function searchResult(r) {
   const kind = TIER_NAMES[r.tier] || r.tier;
-  const label = `the ${kind} “${excerpt(r.content, 40)}”`;
+  const text = r.content || (r.caption ? `a photo: ${r.caption}` : "");
+  const label = `the ${kind} “${excerpt(text, 40)}”`;
   const open = r.session_id ? openLink(r.session_id, r.turn_id, "Open", `Open ${r.session_name} at ${label}`) : null;
   const forget = el("button", { class: "link-button danger-link forget", text: "Forget", "aria-label": `Forget ${label}`,
     onclick: async () => {
@@ -83,7 +85,7 @@ function searchResult(r) {
         ? " Its other versions, any branch that went on from them and, for a message of yours, Lyra's reply to it go too."
         : "";
       if (!await confirmForget(`Forget this ${kind}?`,
-                               `“${excerpt(r.content, 200)}” is forgotten, with what was built from it.${also}`)) return;
+                               `“${excerpt(text, 200)}” is forgotten, with what was built from it.${also}`)) return;
       try {
         await forgetResult(r);
         await runSearch();
@@ -94,7 +96,10 @@ function searchResult(r) {
   return el("li", { class: "result", "data-tier": r.tier, "data-matched": r.matched },
     el("div", { class: "result-head" }, whoSaid(r) || el("span", { class: "badge", text: kind }), resultDate(r), foundBy(r),
        forget),
-    el("p", { class: "snippet" }, fragment(pieces.map((p) => (p.match ? el("mark", { text: p.text }) : p.text)))),
+    r.content ? el("p", { class: "snippet" }, fragment(pieces.map((p) => (p.match ? el("mark", { text: p.text }) : p.text))))
+      : null,
+    r.caption ? photoCaption(r.caption_snippet && r.caption_snippet.length ? r.caption_snippet
+      : [{ text: r.caption, match: false }]) : null,
     el("div", { class: "result-foot" }, open, r.session_name ? el("span", { class: "muted", text: r.session_name }) : null));
 }
 
