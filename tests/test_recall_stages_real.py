@@ -98,21 +98,21 @@ def test_neighbours_lift_a_turn_whose_neighbour_says_what_it_is_about(store: Sto
             "We stayed at a hotel by the lake once."]
     memory, _ = conversation(store, embedder, [filler(10, s) + [("user", near[s])] + (trip if s == 1 else [])
                                                   for s in range(5)])
-    alone = without("answer", "context", "session")
+    alone = (*without("answer", "context", "session"), "neighbours")  # measured and left off; named, it works
     question = "How long did we stay at the mountain cabin?"
     assert_found_only_with("neighbours", memory, question, reply, 2, alone)
 
 
 def test_speaker_prefers_what_the_named_person_said(store: Store, embedder) -> None:
-    hers = "Caroline: I'm doing pottery classes now."
+    hers = "Caroline: I started pottery classes."
     talk = [("assistant", "Melanie: Caroline, I signed up for yoga classes!"), ("user", hers),
             ("assistant", "Melanie: Caroline, the yoga classes are on Mondays."), ("user", "Caroline: Nice."),
             ("assistant", "Melanie: Caroline, I also signed up for swimming classes.")]
     memory, _ = conversation(store, embedder, [talk, [("user", "Caroline: The weather was lovely."),
                                                          ("assistant", "Melanie: It really was.")], filler(10, 2)])
     question = "What classes did Caroline sign up for?"
-    assert hers in top(memory, question, 2)
-    assert hers not in top(memory, question, 2, without("speaker"))
+    assert top(memory, question, 1) == [hers]  # Melanie's "signed up" says the question's words, to Caroline
+    assert top(memory, question, 1, without("speaker")) != [hers]
 
 
 def test_speaker_knows_a_side_by_the_nickname_the_other_calls_them(store: Store, embedder) -> None:
