@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lyra_local.memory import Memory, RecallQuery
 from lyra_local.memory.recall import including, without
+from lyra_local.memory.stages import split_repeats
 from lyra_local.store.exchanges import NewExchange
 
 VAGUE = ["It was lovely.", "We walked a lot.", "The food was good.", "I slept well."]
@@ -58,3 +59,19 @@ def test_the_answer_stage_follows_the_companions_question(memory: Memory) -> Non
     assert "answer" in answer.stages
     off = tuple(name for name in alone if name != "answer")
     assert not any(h.content.startswith("Pixel") for h in memory.recall(RecallQuery("kitten name", k=3, stages=off)))
+
+
+def test_repeats_go_after_the_distinct_and_reading_stops_once_enough_are_found() -> None:
+    texts = ["Work was busy today.", "work was busy today!!", "I baked bread.", "Work was busy, today", "A walk."]
+    read: list[str] = []
+
+    def text(t: str) -> str:
+        read.append(t)
+        return t
+
+    assert split_repeats(texts, text) == (["Work was busy today.", "I baked bread.", "A walk."],
+                                          ["work was busy today!!", "Work was busy, today"])
+    read.clear()
+    first, rest = split_repeats(texts, text, enough=2)
+    assert first == ["Work was busy today.", "I baked bread."]  # the same first two as reading them all
+    assert rest == ["work was busy today!!", "Work was busy, today", "A walk."] and len(read) == 3

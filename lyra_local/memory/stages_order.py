@@ -186,17 +186,20 @@ class Diversity(Stage):
         return s.query.mode == "hybrid"
 
     def reorder(self, s: Search, hits: list[Hit]) -> list[Hit]:
-        first, repeats = split_repeats(hits, lambda hit: hit.content)
+        first, repeats = split_repeats(hits, lambda hit: hit.content, enough=s.query.k)
         return first + repeats
 
 
-
-def split_repeats(items: list[T], text: Callable[[T], str]) -> tuple[list[T], list[T]]:
-    """The items whose text does not repeat an earlier one's, and the repeats, each in order."""
+def split_repeats(items: list[T], text: Callable[[T], str], enough: int | None = None) -> tuple[list[T], list[T]]:
+    """The items whose text does not repeat an earlier one's, and the repeats, each in order. With ``enough``:
+    once that many distinct items are found, the rest count as repeats unread (recall returns its first k of
+    ~300 ranked: reading the other texts would not change them)."""
     seen: set[str] = set()
     first: list[T] = []
     repeats: list[T] = []
-    for item in items:
+    for at, item in enumerate(items):
+        if enough is not None and len(first) >= enough:
+            return first, repeats + items[at:]
         key = repeat_key(text(item))
         (repeats if key in seen else first).append(item)
         seen.add(key)

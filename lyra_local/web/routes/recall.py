@@ -8,11 +8,13 @@ import dataclasses
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from ...memory import RecallQuery
 from ...memory.speakers import who_said
+from ...store.records import Hit
 from ...transfer.timestamps import time_bound
 from ..deps import AsPerson
 from ..params import RowId
@@ -43,8 +45,23 @@ class RecallParams(BaseModel):
 
 
 @router.get("/recall")
-async def recall(you: AsPerson, params: Annotated[RecallParams, Query()]) -> dict[str, Any]:
+async def recall(you: AsPerson, params: Annotated[RecallParams, Query()]) -> JSONResponse:
+    """The hits as JSON built here, not by FastAPI's encoder: ``asdict`` deep-copies each hit and the encoder
+    walks every value again, a millisecond or more of a recall's ~20 (docs/benchmarks.md)."""
     memory = you.memory
     hits = await run_in_threadpool(memory.recall, params.query())
-    return {"query": params.q, "hits": [{**dataclasses.asdict(h), "said_by": who_said(h.role, h.author, memory.known)}
-                                        for h in hits]}
+    return JSONResponse({"query": params.q, "hits": [hit_json(h, who_said(h.role, h.author, memory.known))
+                                                     for h in hits]})
+
+
+def hit_json(hit: Hit, said_by: dict[str, str | None]) -> dict[str, Any]:
+    """One hit as plain JSON values: each field of ``Hit`` by its name, then who said it."""
+    out: dict[str, Any] = {f.name: getattr(hit, f.name) for f in _HIT_FIELDS}
+    out["score"] = float(hit.score)
+    out["stages"] = list(hit.stages)
+    out["context"] = [dataclasses.asdict(turn) for turn in hit.context]
+    out["said_by"] = said_by
+    return out
+
+
+_HIT_FIELDS = dataclasses.fields(Hit)
