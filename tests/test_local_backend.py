@@ -114,10 +114,13 @@ def test_embeddings_are_unit_length_and_batching_does_not_change_them(embedder: 
     assert np.min(np.sum(batched * single, axis=1)) > 0.9999
 
 
-def test_one_short_text_is_embedded_on_one_thread_and_the_threads_are_put_back(
+def test_one_short_text_is_embedded_on_the_free_cores_and_the_threads_are_put_back(
         embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
     import llama_cpp
 
+    from lyra_local.llm import local
+
+    monkeypatch.setattr(local, "_threads_now", lambda loaded: 1)  # a busy machine: no core free but this one
     llm = embedder._model.llm()
     threads: list[int] = []
     real = llm.embed
@@ -132,6 +135,23 @@ def test_one_short_text_is_embedded_on_one_thread_and_the_threads_are_put_back(
     assert threads == [1, llm.n_threads_batch]
     assert int(llama_cpp.llama_n_threads_batch(llm.ctx)) == llm.n_threads_batch
     assert np.array_equal(one[0], several[0]) or float(one[0] @ several[0]) > 0.9999
+    monkeypatch.setattr(local, "_threads_now", lambda loaded: loaded)  # a quiet one: every thread
+    assert np.array_equal(embedder.embed(["what did Caroline paint?"]), one)  # the same vector bit for bit
+    assert threads[-1] == llm.n_threads_batch
+
+
+@pytest.mark.parametrize(("loadavg", "cores", "loaded", "threads"), [
+    ("0.10 0.20 0.30 1/312 4242", 2, 2, 2),     # only this thread runs: the other core is free
+    ("0.90 1.00 1.10 2/312 4242", 2, 2, 1),     # something else runs too: no core to spare
+    ("11.8 12.1 9.0 13/500 4242", 2, 2, 1),     # a busy box
+    ("0.50 0.40 0.30 3/900 4242", 16, 8, 8),    # a GPU box: as many as loaded
+    ("", 4, 4, 1), ("garbled", 4, 4, 1),        # unreadable: one thread
+])
+def test_one_short_text_takes_only_the_cores_nothing_else_wants(loadavg: str, cores: int, loaded: int,
+                                                                threads: int) -> None:
+    from lyra_local.llm.local import short_text_threads
+
+    assert short_text_threads(loadavg, cores, loaded) == threads
 
 
 def test_similar_texts_are_closer_than_unrelated_ones(embedder: LocalEmbedder) -> None:

@@ -319,20 +319,40 @@ class PerTokenVectors(ModelRequestError):
         self.texts = texts
 
 
-SHORT_TEXT = 512  # characters: one text this short (a question, a chat turn) is embedded on one thread
+SHORT_TEXT = 512  # characters: one text this short (a question, a chat turn) takes only the cores free now
 
 
 def _one_short(texts: Sequence[str]) -> bool:
     return len(texts) == 1 and len(texts[0]) <= SHORT_TEXT
 
 
+def short_text_threads(loadavg: str, cores: int, loaded: int) -> int:
+    """The threads to embed one short text on: this one and one per core nothing else runs or waits for right
+    now, at most ``loaded``. ``loadavg``: ``/proc/loadavg``, whose fourth field counts the threads runnable at
+    this instant (this one among them); unreadable, one thread. A second thread that must wait for a core
+    spins its partner at a barrier (on the 2-core box at load 12: p95 2,462 ms on two threads, 79 on one),
+    while on a free core it saves a third (quiet, the same box: p50 6.9 -> 4.1 ms, p95 10.1 -> 6.5); the
+    vectors are the same bit for bit either way (docs/benchmarks.md, recall's speed)."""
+    try:
+        runnable = int(loadavg.split()[3].split("/")[0])
+    except (IndexError, ValueError):
+        return 1
+    return max(1, min(loaded, cores - runnable + 1))
+
+
+def _threads_now(loaded: int) -> int:
+    try:
+        loadavg = Path("/proc/loadavg").read_text(encoding="ascii")
+    except OSError:
+        loadavg = ""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return short_text_threads(loadavg, cores, loaded)
+
+
 @contextlib.contextmanager
 def _threads(llm: Any, n: int | None) -> Iterator[None]:
-    """Decode on ``n`` threads for the duration (``None``: as loaded). One short text is a few dozen tokens: a
-    second thread saves little on a quiet machine and, on a busy one, waits for a core while the first spins at
-    its barrier. Measured on the 2-core box at load 12 (2 threads -> 1, the same 300 LoCoMo questions, one run):
-    a question's embedding p50 116 -> 27 ms, p95 2,462 -> 79 ms, the vectors bit for bit the same
-    (docs/benchmarks.md, recall's speed). Like ``store/vectors.py``'s one-thread FAISS search."""
+    """Decode on ``n`` threads for the duration (``None``: as loaded): one short text on the cores free now
+    (``short_text_threads``)."""
     if n is None:
         yield
         return
@@ -380,7 +400,7 @@ class LocalEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._model.using() as llm, _threads(llm, 1 if _one_short(texts) else None):
+        with self._model.using() as llm, _threads(llm, _threads_now(llm.n_threads) if _one_short(texts) else None):
             rows = llm.embed(list(texts), normalize=True, truncate=True)
         if rows and rows[0] and isinstance(rows[0][0], list):  # no pooling: llama-cpp-python gives each token's
             raise PerTokenVectors(self.name, len(texts))
