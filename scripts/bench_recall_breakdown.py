@@ -17,7 +17,6 @@ Below the parts, the kinds of work they contain: FAISS searches and the SQL of `
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import statistics
 import sys
@@ -28,7 +27,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
 from lyra_local.config import load_settings
@@ -38,6 +36,7 @@ from lyra_local.memory.speakers import who_said
 from lyra_local.memory.stages import STAGES, Stage
 from lyra_local.store.recall_index import RecallIndex
 from lyra_local.store.vectors import VectorIndex
+from lyra_local.web.routes.recall import hit_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from eval_recall import open_memory  # noqa: E402
@@ -102,10 +101,8 @@ def main() -> None:
                 t0 = time.perf_counter()
                 hits = memory.recall(RecallQuery(question.text, k=25))
                 t1 = time.perf_counter()
-                JSONResponse(jsonable_encoder(
-                    {"query": question.text, "hits": [{**dataclasses.asdict(h),
-                                                       "said_by": who_said(h.role, h.author, memory.known)}
-                                                      for h in hits]}))
+                JSONResponse({"query": question.text,
+                              "hits": [hit_json(h, who_said(h.role, h.author, memory.known)) for h in hits]})
                 t2 = time.perf_counter()
                 if i == 0:
                     continue
