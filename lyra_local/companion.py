@@ -275,13 +275,23 @@ class Companion:
 
     def _store_user_message(self, session_id: int, message: str, remember: bool,
                             replacing: int | None) -> tuple[Exchange, Vectors | None]:
-        """Stored with its vector, which is also the recall query; off the record the vector is only the query."""
+        """Stored with its vector, which is also the recall query; off the record the vector is only the query.
+        An edit of a message that carried a photo keeps the photo: its caption goes with the new words, and the
+        stored vector is of both (the query stays the words)."""
         vector = self._embed_query(message)
+        caption = self._caption_of(replacing)
+        new = NewExchange(session_id, "user", message, tokens=self._count(message), caption=caption)
+        stored = vector
+        if caption is not None and vector is not None and remember:
+            stored = self._embed_query(new.embedded)
         exchange = self.memory.store.exchanges.add(
-            NewExchange(session_id, "user", message, tokens=self._count(message)),
-            vector=None if vector is None or not remember else vector[0], model=self.memory.embedder.name,
+            new, vector=None if stored is None or not remember else stored[0], model=self.memory.embedder.name,
             replacing=replacing)
         return exchange, vector
+
+    def _caption_of(self, exchange_id: int | None) -> str | None:
+        turn = self.memory.store.exchanges.get(exchange_id) if exchange_id is not None else None
+        return turn.caption if turn else None
 
     def _store_reply(self, asked: _Answering, text: str, context: Context, replacing: int | None,
                      ending: Ending | None) -> Exchange | None:

@@ -277,3 +277,19 @@ def test_an_off_the_record_conversation_takes_no_summary(client, chat) -> None:
     off = client.post("/api/sessions", json={"remember": False}).json()["id"]
     refused = client.put(f"/api/sessions/{off}/gist", json={"content": "We talked about nothing."})
     assert refused.status_code == 409 and "off the record" in refused.json()["error"]["message"]
+
+
+def test_an_edit_of_a_message_that_carried_a_photo_keeps_the_photo(client, chat) -> None:
+    """The person changes the words they sent with a photo: the photo stays with the new version, found by it."""
+    caption = "a golden retriever puppy running on a sandy beach"
+    memory = client.app.state.lyra.owner_runtime().memory
+    session = client.post("/api/sessions", json={"name": "beach"}).json()["id"]
+    photo = memory.remember(session, "user", "look at him go", caption=caption)
+    chat.enqueue("What a happy dog!")
+    got = sse_events(client.post(f"/api/exchanges/{photo.id}/edit", json={"content": "look at our new puppy"})
+                     .text.splitlines())
+    assert got[-1][0] == "done"
+    edited = messages(client, session)[0]
+    assert (edited["content"], edited["caption"], edited["alternatives"]) == ("look at our new puppy", caption, 2)
+    found = client.get("/api/recall", params={"q": "retriever", "k": 5, "mode": "bm25"}).json()["hits"]
+    assert [(h["id"], h["caption"]) for h in found] == [(edited["id"], caption)]  # the version set aside is not
