@@ -28,7 +28,7 @@ from .memory.gather import gather
 from .memory.stage_words import LAYER_WORDS, found_by
 from .store import Exchange
 from .store.branches import TurnNotFound
-from .store.exchanges import NewExchange
+from .store.exchanges import NewExchange, embedded_text
 from .store.recall_index import RecallIndex
 from .store.records import Ending
 from .turn_events import Delta, Done, Notice, Stored, TurnError, TurnEvent
@@ -220,7 +220,7 @@ class Companion:
         if lacking and store.sessions.get(session_id).remember:
             turns = list(store.exchanges.get_many(sorted(lacking)).values())
             try:
-                vectors = self.memory.embedder.embed([t.content for t in turns])
+                vectors = self.memory.embedder.embed([embedded_text(t.content, t.caption) for t in turns])
                 for turn, vector in zip(turns, vectors, strict=True):
                     store.exchanges.set_vector(turn.id, vector, self.memory.embedder.name)
             except Exception as exc:  # the re-embed catch-up adds them later
