@@ -221,6 +221,17 @@ def test_why_dates_each_recalled_memory(client, chat) -> None:
     assert f"{turn['created_at'][:10]}: I keep two beehives" in prompt  # the model sees the date too
 
 
+def test_why_shows_a_recalled_photo_with_its_caption(client, chat) -> None:
+    caption = "a golden retriever puppy running on a sandy beach"
+    old = client.post("/api/sessions", json={"name": "beach"}).json()["id"]
+    client.app.state.lyra.owner_runtime().memory.remember(old, "user", "", caption=caption)
+    new = client.post("/api/sessions", json={"name": "later"}).json()["id"]
+    chat.enqueue("He looked so happy.")
+    reply = say(client, new, "Remember the retriever puppy on the beach?")[-1][1]["exchange_id"]
+    memories = client.get(f"/api/exchanges/{reply}/trace").json()["memories"]
+    assert [(m["content"], m["caption"]) for m in memories if m.get("caption")] == [("", caption)]
+
+
 def test_forgetting_by_text_reaches_versions_set_aside(client, chat) -> None:
     session = answered_twice(client, chat, "What was the code?", "The vault code is ocelotprism.",
                              "I would rather not say.")

@@ -265,4 +265,10 @@ def test_a_photo_shows_its_caption_apart_from_the_words_in_the_conversation_and_
     expect(found.locator(".photo-caption mark")).to_have_text("retriever")
     expect(found.locator(".snippet")).to_have_count(0)
     shot(page, "photo-caption-search")
+    page.click("#new-session")  # Why? of a reply that recalled it: the photo as a photo, not empty words
+    send(page, "Do you remember the golden retriever puppy on the beach?")
+    expect(page.locator(".message.assistant .why-wrap")).to_have_count(1, timeout=120_000)
+    page.get_by_role("button", name="Why?").last.click()
+    expect(page.locator(".why").last.locator(".why-text").filter(has_text="[a photo:").first).to_contain_text(
+        f"[a photo: {caption}]", timeout=30_000)
     page.close()

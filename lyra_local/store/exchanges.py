@@ -56,7 +56,9 @@ def _dated(kind: Kind) -> str:
     summary's first and last turn, a digest's period), never by the day the dream wrote it."""
     session = f"t.{kind.session_column}" if kind.session_column else "NULL"
     began, ended = kind.covers or (f"t.{kind.time_column}",) * 2
-    return (f"SELECT t.{kind.text} AS content, t.{kind.time_column} AS at, {began} AS began_at, "
+    caption = "t.caption" if "caption" in kind.words else "NULL"  # a turn's photo: shown as one, not as words
+    return (f"SELECT t.{kind.text} AS content, {caption} AS caption, t.{kind.time_column} AS at, "
+            f"{began} AS began_at, "
             f"{ended} AS ended_at, {session} AS session_id, s.name "
             f"FROM {kind.table} t LEFT JOIN sessions s ON s.id = {session} WHERE t.{kind.key} = ?")
 
@@ -152,6 +154,7 @@ class Exchanges:
             if kind is not None and kind.vector_tier and not entry.get("forgotten"):
                 found = conn.execute(_dated(kind), (entry["id"],)).fetchone()
             entry["content"] = None if found is None else str(found["content"])
+            entry["caption"] = None if found is None else found["caption"]
             if found is not None:
                 entry.update(created_at=found["at"], began_at=found["began_at"], ended_at=found["ended_at"],
                              session_id=found["session_id"], session_name=found["name"])

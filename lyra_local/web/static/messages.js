@@ -220,12 +220,15 @@ function whyItem(m) {
     found ? el("span", { class: "muted why-found", text: ` ${found} ` }) : null,
     memoryDate(m),
     el("span", m.forgotten ? { class: "muted", text: " (forgotten)" } : m.set_aside
-      ? { class: "muted", text: " (a version not chosen now)" } : { class: "why-text", text: " " + excerpt(m.content, 300) }),
+      ? { class: "muted", text: " (a version not chosen now)" } : { class: "why-text", text: " " + excerpt(whyText(m), 300) }),
     !m.forgotten && !m.set_aside && m.session_id
       ? el("span", { class: "why-open" }, " · ", openLink(m.session_id, m.kind === "exchange" ? m.id : undefined,
                                                           "Open", `Open ${m.session_name || "the conversation"} at this memory`))
       : null);
 }
+
+/* A memory's words, and what its photo shows bracketed as a photo (as the companion read it). */
+const whyText = (m) => [m.content, m.caption ? `[a photo: ${m.caption}]` : ""].filter(Boolean).join(" ");
 
 /* The days a memory speaks of, as Search shows them: a digest's period, a summary's first to last turn, a
  * turn's day; with its conversation. */
