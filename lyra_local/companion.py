@@ -98,9 +98,8 @@ class Companion:
         store = self.memory.store
         session = store.sessions.get(session_id)
         self.last_turn_at = time.monotonic()
-        if replacing is not None:
-            self._editable(session_id, replacing)
-        user, vector = self._store_user_message(session_id, message, session.remember, replacing)
+        edited = self._editable(session_id, replacing) if replacing is not None else None
+        user, vector = self._store_user_message(session_id, message, session.remember, edited)
         yield Stored(user.id)
         yield from self._reply(_Answering(session_id, message, user.id, vector, session.remember), options)
 
@@ -260,11 +259,13 @@ class Companion:
         wanted = spec_sampling.max_tokens if spec_sampling else 512
         return min(wanted, self.chat.n_ctx // 4)
 
-    def _editable(self, session_id: int, message_id: int) -> None:
+    def _editable(self, session_id: int, message_id: int) -> Exchange:
+        """The person's message ``message_id`` of this conversation, which an edit replaces."""
         found = self.memory.store.exchanges.get(message_id)
         if found is None or found.session_id != session_id or found.role != "user":
             raise BadRequest(f"{message_id} is not one of your messages in this conversation",
                              hint="only a message of the conversation's current path can be edited")
+        return found
 
     def _embed_query(self, message: str) -> Vectors | None:
         try:
@@ -274,24 +275,20 @@ class Companion:
             return None
 
     def _store_user_message(self, session_id: int, message: str, remember: bool,
-                            replacing: int | None) -> tuple[Exchange, Vectors | None]:
+                            replacing: Exchange | None) -> tuple[Exchange, Vectors | None]:
         """Stored with its vector, which is also the recall query; off the record the vector is only the query.
         An edit of a message that carried a photo keeps the photo: its caption goes with the new words, and the
         stored vector is of both (the query stays the words)."""
         vector = self._embed_query(message)
-        caption = self._caption_of(replacing)
+        caption = replacing.caption if replacing else None
         new = NewExchange(session_id, "user", message, tokens=self._count(message), caption=caption)
         stored = vector
         if caption is not None and vector is not None and remember:
             stored = self._embed_query(new.embedded)
         exchange = self.memory.store.exchanges.add(
             new, vector=None if stored is None or not remember else stored[0], model=self.memory.embedder.name,
-            replacing=replacing)
+            replacing=replacing.id if replacing else None)
         return exchange, vector
-
-    def _caption_of(self, exchange_id: int | None) -> str | None:
-        turn = self.memory.store.exchanges.get(exchange_id) if exchange_id is not None else None
-        return turn.caption if turn else None
 
     def _store_reply(self, asked: _Answering, text: str, context: Context, replacing: int | None,
                      ending: Ending | None) -> Exchange | None:
