@@ -4,8 +4,9 @@ One data directory with two people, the owner A and a second person B (the
 owner sets a password and adds B; each logs in with a client of their own), is
 driven through random sequences of what either of them and the dream do,
 through the HTTP API of the real app (SQLite files, FAISS indexes, routes) on
-scripted models: chat, regenerate, edit, choose a version, off-the-record
-conversations (and leaving them), rename, forget by session / text / date /
+scripted models: chat, regenerate, edit, choose a version, a chat imported
+with a photo whose caption holds the marker, off-the-record conversations (and
+leaving them), rename, forget by session / text / date /
 ids, a dream pass whose summary model copies its sources' words into gists,
 facts, digests, arc, self-state and world proposals, corrections (edit or
 delete a gist, a fact, a digest, the arc, the self-state, the core memory),
@@ -330,6 +331,28 @@ class Promises(RuleBasedStateMachine):
         marker = self.marker(someone)
         conversation.markers.add(marker)
         self.said(someone, conversation, form.format(marker))
+
+    @rule(data=st.data(), words=st.sampled_from(["", "look!!"]))
+    def import_a_photo(self, data: st.DataObject, words: str) -> None:
+        """A chat imported with a photo whose caption holds a marker (with words or none): the caption is the
+        person's memory like their words, so every promise reaches it (forget by text, export, removal...)."""
+        someone = self.who(data)
+        marker = self.marker(someone)
+        chat = json.dumps({"id": f"photos-{len(self.ledger.whose)}", "name": "Photos", "messages": [
+            {"role": "user", "content": words, "caption": f"a photo of {marker} at the beach",
+             "created_at": "2024-05-08T13:56:00+00:00"},
+            {"role": "assistant", "content": "Lovely!", "created_at": "2024-05-08T13:56:01+00:00"}]})
+        before = {s["id"] for s in self.call(someone, "GET", "/api/sessions").json()["sessions"]}
+        job = self.call(someone, "PUT", "/api/import", params={"filename": "photos.jsonl", "format": "lyra"},
+                        content=chat.encode()).json()["job"]
+        while (status := self.call(someone, "GET", f"/api/import/{job}").json())["status"] == "running":
+            threading.Event().wait(0.05)
+        assert status["status"] == "done", status
+        new = {s["id"] for s in self.call(someone, "GET", "/api/sessions").json()["sessions"]} - before
+        assert len(new) == 1, new
+        conversation = Conversation(new.pop(), True)
+        conversation.markers.add(marker)
+        someone.conversations[conversation.id] = conversation
 
     @precondition(lambda self: any(p.conversations for p in self.people.values()))
     @rule(data=st.data())
